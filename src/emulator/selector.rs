@@ -1,0 +1,1226 @@
+//! Label and field selectors with the semantics of kube-apiserver: a port of
+//! `k8s.io/apimachinery` `labels.Parse` and `fields.ParseSelector`, with kube's error texts, so
+//! `?labelSelector=` and `?fieldSelector=` behave (and fail) in the emulator as on a cluster.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+/// A selector the API server refuses with a 400; the text is kube's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SelectorError {
+    message: String,
+}
+
+impl SelectorError {
+    fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The text kube would put into the `Status` message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// A parsed label selector: requirements that must all hold, sorted by key like kube.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector {
+    requirements: Vec<Requirement>,
+}
+
+impl LabelSelector {
+    /// Parses `s` like `labels.Parse`; `""` selects everything.
+    pub fn parse(s: &str) -> Result<Self, SelectorError> {
+        let mut parser = Parser {
+            items: lex(s),
+            pos: 0,
+        };
+        let mut requirements = parser.parse()?;
+        requirements.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(Self { requirements })
+    }
+
+    /// Whether the labels satisfy every requirement.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_with(|key| labels.get(key).map(String::as_str))
+    }
+
+    /// Like [`LabelSelector::matches`] over `metadata.labels` as JSON; absent, null or non-object
+    /// labels mean no labels, and a non-string value counts as absent (kube labels are strings).
+    pub fn matches_value(&self, labels: Option<&Value>) -> bool {
+        let labels = labels.and_then(Value::as_object);
+        self.matches_with(|key| labels.and_then(|m| m.get(key)).and_then(Value::as_str))
+    }
+
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
+    fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.requirements.iter().all(|r| r.matches(get(&r.key)))
+    }
+}
+
+impl FromStr for LabelSelector {
+    type Err = SelectorError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+/// Kube's canonical form: requirements by key, set values sorted, no spaces but around in/notin.
+impl fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, r) in self.requirements.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{r}")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Exists,
+    DoesNotExist,
+    Equals,
+    DoubleEquals,
+    NotEquals,
+    In,
+    NotIn,
+    GreaterThan,
+    LessThan,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Requirement {
+    key: String,
+    op: Op,
+    /// Sorted and deduplicated, as kube's `sets.String.List()` hands them over.
+    values: Vec<String>,
+}
+
+impl Requirement {
+    /// `labels.NewRequirement` for what the parser can produce: the key is already validated.
+    fn new(key: &str, op: Op, values: Vec<String>) -> Result<Self, String> {
+        let mut errs = Vec::new();
+        if matches!(op, Op::GreaterThan | Op::LessThan) {
+            for (i, v) in values.iter().enumerate() {
+                if v.parse::<i64>().is_err() {
+                    let detail = "for 'Gt', 'Lt' operators, the value must be an integer";
+                    errs.push(invalid(&format!("values[{i}]"), v, detail));
+                }
+            }
+        }
+        for (i, v) in values.iter().enumerate() {
+            let problems = label_value_errors(v);
+            if !problems.is_empty() {
+                errs.push(invalid(
+                    &format!("values[{i}][{key}]"),
+                    v,
+                    &problems.join("; "),
+                ));
+            }
+        }
+        if !errs.is_empty() {
+            return Err(aggregate(errs));
+        }
+        Ok(Self {
+            key: key.to_string(),
+            op,
+            values,
+        })
+    }
+
+    fn matches(&self, value: Option<&str>) -> bool {
+        let listed = |v: &str| self.values.iter().any(|x| x == v);
+        match (self.op, value) {
+            (Op::Exists, v) => v.is_some(),
+            (Op::DoesNotExist, v) => v.is_none(),
+            (Op::Equals | Op::DoubleEquals | Op::In, v) => v.is_some_and(listed),
+            (Op::NotEquals | Op::NotIn, v) => !v.is_some_and(listed),
+            (Op::GreaterThan | Op::LessThan, None) => false,
+            (op, Some(v)) => {
+                let (Ok(have), Some(Ok(want))) = (
+                    v.parse::<i64>(),
+                    self.values.first().map(|w| w.parse::<i64>()),
+                ) else {
+                    return false;
+                };
+                if op == Op::GreaterThan {
+                    have > want
+                } else {
+                    have < want
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Requirement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let op = match self.op {
+            Op::Exists => return f.write_str(&self.key),
+            Op::DoesNotExist => return write!(f, "!{}", self.key),
+            Op::Equals => "=",
+            Op::DoubleEquals => "==",
+            Op::NotEquals => "!=",
+            Op::GreaterThan => ">",
+            Op::LessThan => "<",
+            Op::In => " in ",
+            Op::NotIn => " notin ",
+        };
+        let values = self.values.join(",");
+        match self.op {
+            Op::In | Op::NotIn => write!(f, "{}{op}({values})", self.key),
+            _ => write!(f, "{}{op}{values}", self.key),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    End,
+    ClosedPar,
+    Comma,
+    Not,
+    DoubleEquals,
+    Equals,
+    GreaterThan,
+    Identifier,
+    In,
+    LessThan,
+    NotEquals,
+    NotIn,
+    OpenPar,
+}
+
+fn keyword(s: &str) -> Option<Token> {
+    Some(match s {
+        ")" => Token::ClosedPar,
+        "," => Token::Comma,
+        "!" => Token::Not,
+        "==" => Token::DoubleEquals,
+        "=" => Token::Equals,
+        ">" => Token::GreaterThan,
+        "in" => Token::In,
+        "<" => Token::LessThan,
+        "!=" => Token::NotEquals,
+        "notin" => Token::NotIn,
+        "(" => Token::OpenPar,
+        _ => return None,
+    })
+}
+
+fn is_whitespace(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+fn is_special(b: u8) -> bool {
+    matches!(b, b'=' | b'!' | b'(' | b')' | b',' | b'>' | b'<')
+}
+
+/// Kube's lexer, ending with one `End` item. Like kube (whose reader returns 0 at the end), a NUL
+/// byte where a token starts ends the input, and one that ends a token is swallowed.
+fn lex(s: &str) -> Vec<(Token, &str)> {
+    let b = s.as_bytes();
+    let mut items = Vec::new();
+    let mut pos = 0;
+    loop {
+        while pos < b.len() && is_whitespace(b[pos]) {
+            pos += 1;
+        }
+        if pos >= b.len() || b[pos] == 0 {
+            items.push((Token::End, ""));
+            return items;
+        }
+        let start = pos;
+        let mut end = pos + 1;
+        if is_special(b[start]) {
+            // The longest operator: grow while the text is still a known symbol.
+            while end < b.len() && is_special(b[end]) && keyword(&s[start..=end]).is_some() {
+                end += 1;
+            }
+        } else {
+            while end < b.len() && !is_special(b[end]) && !is_whitespace(b[end]) && b[end] != 0 {
+                end += 1;
+            }
+        }
+        let lit = &s[start..end];
+        items.push((keyword(lit).unwrap_or(Token::Identifier), lit));
+        pos = if end < b.len() && b[end] == 0 {
+            end + 1
+        } else {
+            end
+        };
+    }
+}
+
+/// Where the parser is: `in` and `notin` are operators after a key but plain values elsewhere.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Context {
+    KeyAndOperator,
+    Values,
+}
+
+struct Parser<'a> {
+    items: Vec<(Token, &'a str)>,
+    pos: usize,
+}
+
+const BINARY_OPERATORS: &str = "in, notin, =, ==, !=, gt, lt";
+
+impl<'a> Parser<'a> {
+    fn lookahead(&self, context: Context) -> (Token, &'a str) {
+        // Never past the `End` item, which the parser stops at anyway.
+        let (token, lit) = self.items[self.pos.min(self.items.len() - 1)];
+        match token {
+            Token::In | Token::NotIn if context == Context::Values => (Token::Identifier, lit),
+            _ => (token, lit),
+        }
+    }
+
+    fn consume(&mut self, context: Context) -> (Token, &'a str) {
+        let item = self.lookahead(context);
+        self.pos += 1;
+        item
+    }
+
+    fn parse(&mut self) -> Result<Vec<Requirement>, SelectorError> {
+        let mut requirements = Vec::new();
+        loop {
+            let (token, lit) = self.lookahead(Context::Values);
+            match token {
+                Token::Identifier | Token::Not => {
+                    let requirement = self.requirement().map_err(|e| {
+                        SelectorError::new(format!("unable to parse requirement: {e}"))
+                    })?;
+                    requirements.push(requirement);
+                    match self.consume(Context::Values) {
+                        (Token::End, _) => return Ok(requirements),
+                        (Token::Comma, _) => match self.lookahead(Context::Values) {
+                            (Token::Identifier | Token::Not, _) => {}
+                            (_, lit) => {
+                                let msg = format!("found '{lit}', expected: identifier after ','");
+                                return Err(SelectorError::new(msg));
+                            }
+                        },
+                        (_, lit) => {
+                            let msg = format!("found '{lit}', expected: ',' or 'end of string'");
+                            return Err(SelectorError::new(msg));
+                        }
+                    }
+                }
+                Token::End => return Ok(requirements),
+                _ => {
+                    let msg = format!("found '{lit}', expected: !, identifier, or 'end of string'");
+                    return Err(SelectorError::new(msg));
+                }
+            }
+        }
+    }
+
+    fn requirement(&mut self) -> Result<Requirement, String> {
+        let (mut token, mut key) = self.consume(Context::Values);
+        let negated = token == Token::Not;
+        if negated {
+            (token, key) = self.consume(Context::Values);
+        }
+        if token != Token::Identifier {
+            return Err(format!("found '{key}', expected: identifier"));
+        }
+        let problems = qualified_name_errors(key);
+        if !problems.is_empty() {
+            return Err(invalid("<nil>", key, &problems.join("; ")));
+        }
+        if negated {
+            return Requirement::new(key, Op::DoesNotExist, Vec::new());
+        }
+        if let (Token::End | Token::Comma, _) = self.lookahead(Context::Values) {
+            return Requirement::new(key, Op::Exists, Vec::new());
+        }
+        let op = match self.consume(Context::KeyAndOperator) {
+            (Token::In, _) => Op::In,
+            (Token::NotIn, _) => Op::NotIn,
+            (Token::Equals, _) => Op::Equals,
+            (Token::DoubleEquals, _) => Op::DoubleEquals,
+            (Token::NotEquals, _) => Op::NotEquals,
+            (Token::GreaterThan, _) => Op::GreaterThan,
+            (Token::LessThan, _) => Op::LessThan,
+            (_, lit) => return Err(format!("found '{lit}', expected: {BINARY_OPERATORS}")),
+        };
+        let values = match op {
+            Op::In | Op::NotIn => self.value_set()?,
+            _ => self.exact_value()?,
+        };
+        Requirement::new(key, op, values)
+    }
+
+    /// `(a,b)`; empty entries (`()`, `(a,)`, `(,a)`, `(a,,b)`) are the empty value, like kube.
+    fn value_set(&mut self) -> Result<Vec<String>, String> {
+        let (token, lit) = self.consume(Context::Values);
+        if token != Token::OpenPar {
+            return Err(format!("found '{lit}' expected: '('"));
+        }
+        match self.lookahead(Context::Values) {
+            (Token::Identifier | Token::Comma, _) => {
+                let values = self.identifiers()?;
+                self.consume(Context::Values); // the ')' that ended the list
+                Ok(values)
+            }
+            (Token::ClosedPar, _) => {
+                self.consume(Context::Values);
+                Ok(vec![String::new()])
+            }
+            (_, lit) => Err(format!("found '{lit}', expected: ',', ')' or identifier")),
+        }
+    }
+
+    fn identifiers(&mut self) -> Result<Vec<String>, String> {
+        let mut set = BTreeSet::new();
+        loop {
+            match self.consume(Context::Values) {
+                (Token::Identifier, lit) => {
+                    set.insert(lit);
+                    match self.lookahead(Context::Values) {
+                        (Token::Comma, _) => {}
+                        (Token::ClosedPar, _) => break,
+                        (_, lit) => return Err(format!("found '{lit}', expected: ',' or ')'")),
+                    }
+                }
+                (Token::Comma, _) => {
+                    if set.is_empty() {
+                        set.insert("");
+                    }
+                    match self.lookahead(Context::Values) {
+                        (Token::ClosedPar, _) => {
+                            set.insert("");
+                            break;
+                        }
+                        (Token::Comma, _) => {
+                            self.consume(Context::Values);
+                            set.insert("");
+                        }
+                        _ => {}
+                    }
+                }
+                (_, lit) => return Err(format!("found '{lit}', expected: ',', or identifier")),
+            }
+        }
+        Ok(set.into_iter().map(str::to_string).collect())
+    }
+
+    fn exact_value(&mut self) -> Result<Vec<String>, String> {
+        if let (Token::End | Token::Comma, _) = self.lookahead(Context::Values) {
+            return Ok(vec![String::new()]);
+        }
+        match self.consume(Context::Values) {
+            (Token::Identifier, lit) => Ok(vec![lit.to_string()]),
+            (_, lit) => Err(format!("found '{lit}', expected: identifier")),
+        }
+    }
+}
+
+const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and \
+    must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or \
+    '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
+    alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character \
+    (e.g. 'example.com', regex used for validation is \
+    '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric \
+    characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. \
+    'MyValue',  or 'my_value',  or '12345', regex used for validation is \
+    '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/// `validation.IsQualifiedName`: `[dns-1123-subdomain/]name`, name at most 63 characters.
+fn qualified_name_errors(key: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = match parts[..] {
+        [name] => name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                if prefix.len() > 253 {
+                    errs.push("prefix part must be no more than 253 characters".to_string());
+                }
+                if !is_dns1123_subdomain(prefix) {
+                    errs.push(format!("prefix part {DNS1123_SUBDOMAIN_MSG}"));
+                }
+            }
+            name
+        }
+        _ => {
+            return vec![format!(
+                "a qualified name {QUALIFIED_NAME_MSG} with an optional DNS subdomain prefix \
+                 and '/' (e.g. 'example.com/MyName')"
+            )];
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".to_string());
+    }
+    if !is_qualified_name_part(name) {
+        errs.push(format!("name part {QUALIFIED_NAME_MSG}"));
+    }
+    errs
+}
+
+/// `validation.IsValidLabelValue`: empty, or a qualified-name part of at most 63 characters.
+fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    if !value.is_empty() && !is_qualified_name_part(value) {
+        errs.push(LABEL_VALUE_MSG.to_string());
+    }
+    errs
+}
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`
+fn is_qualified_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(first), Some(last)) => {
+            first.is_ascii_alphanumeric()
+                && last.is_ascii_alphanumeric()
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        }
+        _ => false,
+    }
+}
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`
+fn is_dns1123_subdomain(s: &str) -> bool {
+    let label_char = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    s.split('.').all(|label| {
+        let b = label.as_bytes();
+        match (b.first(), b.last()) {
+            (Some(first), Some(last)) => {
+                label_char(first)
+                    && label_char(last)
+                    && b.iter().all(|c| label_char(c) || *c == b'-')
+            }
+            _ => false,
+        }
+    })
+}
+
+/// A `field.Invalid` error as text: `<path>: Invalid value: "<value>": <detail>`. Rust's `{:?}`
+/// quotes like Go's `%q` but for control characters, which no valid selector holds.
+fn invalid(path: &str, value: &str, detail: &str) -> String {
+    format!("{path}: Invalid value: {value:?}: {detail}")
+}
+
+/// `utilerrors.NewAggregate(...).Error()`: one message as is, several deduplicated in brackets.
+fn aggregate(errs: Vec<String>) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for e in errs {
+        if !seen.contains(&e) {
+            seen.push(e);
+        }
+    }
+    match seen.len() {
+        1 => seen.remove(0),
+        _ => format!("[{}]", seen.join(", ")),
+    }
+}
+
+/// A parsed field selector: `field=value` / `field!=value` terms that must all hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSelector {
+    terms: Vec<FieldTerm>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FieldTerm {
+    field: String,
+    equal: bool,
+    value: String,
+}
+
+impl FieldSelector {
+    /// Parses `s` like `fields.ParseSelector`: terms split on unescaped commas and sorted, each
+    /// split at its first `!=`, `==` or `=`, values unescaped (`\,`, `\=`, `\\`). Field names
+    /// are not checked here; the server rejects the ones it does not support.
+    pub fn parse(s: &str) -> Result<Self, SelectorError> {
+        let mut parts = split_terms(s);
+        parts.sort_unstable();
+        let mut terms = Vec::new();
+        for part in parts.into_iter().filter(|p| !p.is_empty()) {
+            let Some((field, op, raw)) = split_term(part) else {
+                let msg = format!("invalid selector: '{s}'; can't understand '{part}'");
+                return Err(SelectorError::new(msg));
+            };
+            let value = unescape_value(raw)?;
+            terms.push(FieldTerm {
+                field: field.to_string(),
+                equal: op != "!=",
+                value,
+            });
+        }
+        Ok(Self { terms })
+    }
+
+    /// The field paths it mentions, so the server can reject unsupported fields with a 400 like
+    /// kube: `field label not supported: <field>`.
+    pub fn fields(&self) -> Vec<&str> {
+        self.terms.iter().map(|t| t.field.as_str()).collect()
+    }
+
+    /// `get` returns the value of a supported field path (e.g. "metadata.name") of the object, or
+    /// None if absent; an absent field compares as the empty string, like kube's `Fields.Get`.
+    pub fn matches(&self, get: &dyn Fn(&str) -> Option<String>) -> bool {
+        self.terms.iter().all(|t| {
+            let have = get(&t.field).unwrap_or_default();
+            (have == t.value) == t.equal
+        })
+    }
+
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+}
+
+impl FromStr for FieldSelector {
+    type Err = SelectorError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+/// Kube's form: terms in parse order, `==` written as `=`, values escaped.
+impl fmt::Display for FieldSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, t) in self.terms.iter().enumerate() {
+            let op = if t.equal { "=" } else { "!=" };
+            let sep = if i > 0 { "," } else { "" };
+            write!(f, "{sep}{}{op}{}", t.field, escape_value(&t.value))?;
+        }
+        Ok(())
+    }
+}
+
+/// Splits on commas not escaped by a backslash; the escapes stay in the terms.
+fn split_terms(s: &str) -> Vec<&str> {
+    if s.is_empty() {
+        return Vec::new();
+    }
+    let mut terms = Vec::new();
+    let (mut start, mut in_slash) = (0, false);
+    for (i, c) in s.char_indices() {
+        if in_slash {
+            in_slash = false;
+        } else if c == '\\' {
+            in_slash = true;
+        } else if c == ',' {
+            terms.push(&s[start..i]);
+            start = i + 1;
+        }
+    }
+    terms.push(&s[start..]);
+    terms
+}
+
+/// The field, operator and raw value at the first operator; field names cannot be escaped.
+fn split_term(term: &str) -> Option<(&str, &'static str, &str)> {
+    term.char_indices().find_map(|(i, _)| {
+        let rest = &term[i..];
+        ["!=", "==", "="]
+            .into_iter()
+            .find(|op| rest.starts_with(op))
+            .map(|op| (&term[..i], op, &rest[op.len()..]))
+    })
+}
+
+/// `fields.UnescapeValue`, with kube's messages (the unescaped rune is printed as a number).
+fn unescape_value(s: &str) -> Result<String, SelectorError> {
+    let mut out = String::with_capacity(s.len());
+    let mut in_slash = false;
+    for c in s.chars() {
+        if in_slash {
+            if !matches!(c, '\\' | ',' | '=') {
+                let msg = format!("invalid field selector: invalid escape sequence: \\{c}");
+                return Err(SelectorError::new(msg));
+            }
+            out.push(c);
+            in_slash = false;
+        } else if c == '\\' {
+            in_slash = true;
+        } else if c == ',' || c == '=' {
+            let msg = format!(
+                "invalid field selector: unescaped character in value: {}",
+                c as u32
+            );
+            return Err(SelectorError::new(msg));
+        } else {
+            out.push(c);
+        }
+    }
+    if in_slash {
+        return Err(SelectorError::new(
+            "invalid field selector: invalid escape sequence: \\",
+        ));
+    }
+    Ok(out)
+}
+
+/// `fields.EscapeValue`.
+fn escape_value(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace(',', "\\,")
+        .replace('=', "\\=")
+}
+
+/// The value of a dotted field path in an object (e.g. "metadata.name", "status.phase",
+/// "spec.dockerImageRepository"), as a string (strings as is, numbers/bools rendered), None when
+/// absent, null or not a scalar.
+pub fn field_value(obj: &Value, path: &str) -> Option<String> {
+    let value = path.split('.').try_fold(obj, |v, segment| v.get(segment))?;
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Labels of a table row.
+    type Pairs = &'static [(&'static str, &'static str)];
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn matches(selector: &str, pairs: &[(&str, &str)]) -> bool {
+        let parsed = LabelSelector::parse(selector).unwrap_or_else(|e| panic!("{selector:?}: {e}"));
+        parsed.matches(&labels(pairs))
+    }
+
+    fn label_error(selector: &str) -> String {
+        match LabelSelector::parse(selector) {
+            Ok(parsed) => panic!("{selector:?} parsed as {parsed}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// The objects of apiconformance.py `s3_list`, each also labelled `conformance-set=list`.
+    fn conformance_set() -> Vec<(&'static str, BTreeMap<String, String>)> {
+        let sets: &[(&str, Pairs)] = &[
+            ("l0", &[("tier", "a"), ("env", "prod")]),
+            ("l1", &[("tier", "b"), ("env", "dev")]),
+            ("l2", &[("tier", "c")]),
+            ("l3", &[("env", "prod")]),
+            ("l4", &[]),
+        ];
+        sets.iter()
+            .map(|(name, pairs)| {
+                let mut l = labels(pairs);
+                l.insert("conformance-set".into(), "list".into());
+                (*name, l)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn conformance_list_label_selectors_select_what_kube_selects() {
+        let cases: [(&str, &str, &[&str]); 7] = [
+            ("3.2", "tier=a", &["l0"]),
+            ("3.2", "tier==a", &["l0"]),
+            ("3.2", "tier!=a", &["l1", "l2", "l3", "l4"]),
+            ("3.2", "env=prod,tier", &["l0"]),
+            ("3.3", "tier in (a,c)", &["l0", "l2"]),
+            ("3.4", "tier notin (a,c)", &["l1", "l3", "l4"]),
+            ("3.5", "tier", &["l0", "l1", "l2"]),
+        ];
+        let more: [(&str, &str, &[&str]); 1] = [("3.6", "!tier", &["l3", "l4"])];
+        for (id, selector, want) in cases.iter().chain(&more) {
+            // The script always prefixes its own set, exactly like this.
+            let query = format!("conformance-set=list,{selector}");
+            let parsed = LabelSelector::parse(&query).unwrap();
+            let got: Vec<&str> = conformance_set()
+                .into_iter()
+                .filter(|(_, l)| parsed.matches(l))
+                .map(|(name, _)| name)
+                .collect();
+            assert_eq!(&got, want, "{id} {query:?}");
+        }
+    }
+
+    #[test]
+    fn conformance_field_selector_on_metadata_name_selects_what_kube_selects() {
+        let objects: Vec<Value> = ["l0", "l1", "l2", "l3", "l4"]
+            .iter()
+            .map(|n| json!({"metadata": {"name": n, "labels": {"conformance-set": "list"}}}))
+            .collect();
+        let cases: [(&str, &[&str]); 2] = [
+            ("metadata.name=l2", &["l2"]),
+            ("metadata.name!=l2", &["l0", "l1", "l3", "l4"]),
+        ];
+        for (selector, want) in cases {
+            let parsed = FieldSelector::parse(selector).unwrap();
+            let got: Vec<&str> = objects
+                .iter()
+                .filter(|o| parsed.matches(&|path| field_value(o, path)))
+                .map(|o| o["metadata"]["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(got, want, "3.7 {selector:?}");
+        }
+    }
+
+    #[test]
+    fn every_label_operator_matches_like_kube() {
+        let cases: &[(&str, Pairs, bool)] = &[
+            ("", &[("x", "y")], true),
+            ("x=y", &[("x", "y")], true),
+            ("x=y", &[("x", "z")], false),
+            ("x=y", &[], false),
+            ("x==y", &[("x", "y")], true),
+            ("x=y,z=w", &[("x", "y"), ("z", "w")], true),
+            ("x=y,z=w", &[("x", "w"), ("z", "w")], false),
+            ("x!=y", &[("x", "z")], true),
+            ("x!=y", &[("x", "y")], false),
+            ("x!=y", &[], true),
+            ("x in (a,b)", &[("x", "b")], true),
+            ("x in (a,b)", &[("x", "c")], false),
+            ("x in (a,b)", &[], false),
+            ("x notin (a,b)", &[("x", "c")], true),
+            ("x notin (a,b)", &[("x", "a")], false),
+            ("x notin (a,b)", &[], true),
+            ("x", &[("x", "")], true),
+            ("x", &[("y", "z")], false),
+            ("!x", &[("y", "z")], true),
+            ("!x", &[("x", "z")], false),
+            ("x=", &[("x", "")], true),
+            ("x=", &[], false),
+            ("notin=in", &[("notin", "in")], true),
+            ("a in (x,notin,in)", &[("a", "in")], true),
+            ("x in (a,),y", &[("x", ""), ("y", "1")], true),
+            ("x notin (),y", &[("y", "")], true),
+        ];
+        for &(selector, pairs, want) in cases {
+            assert_eq!(matches(selector, pairs), want, "{selector:?} on {pairs:?}");
+        }
+    }
+
+    #[test]
+    fn not_equal_matches_objects_without_the_key() {
+        assert!(matches("tier!=a", &[("env", "prod")]));
+        assert!(matches("tier notin (a,c)", &[]));
+    }
+
+    #[test]
+    fn greater_and_less_than_compare_integers() {
+        let cases: &[(&str, Pairs, bool)] = &[
+            ("x>1", &[("x", "2")], true),
+            ("x>1", &[("x", "1")], false),
+            ("x<1", &[("x", "0")], true),
+            ("x<1", &[("x", "2")], false),
+            ("x>1", &[("x", "v2")], false),
+            ("x>1", &[], false),
+            ("x<10", &[("x", "9")], true),
+        ];
+        for &(selector, pairs, want) in cases {
+            assert_eq!(matches(selector, pairs), want, "{selector:?} on {pairs:?}");
+        }
+    }
+
+    #[test]
+    fn whitespace_is_tolerated_and_the_canonical_form_is_kubes() {
+        let cases = [
+            ("", ""),
+            ("  tier = a ", "tier=a"),
+            ("x= ,z= ", "x=,z="),
+            ("\rx", "x"),
+            ("a ", "a"),
+            ("foo  in\t (abc)", "foo in (abc)"),
+            ("x notin\n (abc)", "x notin (abc)"),
+            ("x in ( b , a , b )", "x in (a,b)"),
+            ("x notin ( )", "x notin ()"),
+            ("x notin (, a)", "x notin (,a)"),
+            ("x=a,a=x", "a=x,x=a"),
+            ("x==a , ! y ,z!=b", "x==a,!y,z!=b"),
+            ("x > 1,z<5", "x>1,z<5"),
+            (
+                "x notin (abc,,def),bar,z in (),w",
+                "bar,w,x notin (,abc,def),z in ()",
+            ),
+            ("a in (x,y,notin, z,in)", "a in (in,notin,x,y,z)"),
+        ];
+        for (selector, canonical) in cases {
+            let parsed: LabelSelector = selector.parse().unwrap();
+            assert_eq!(parsed.to_string(), canonical, "{selector:?}");
+            assert_eq!(
+                LabelSelector::parse(canonical).unwrap(),
+                parsed,
+                "{canonical:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn in_with_empty_parentheses_selects_the_empty_value_like_kube() {
+        // kube's parser reads `()` as the set {""}, not as an error (TestSetSelectorParser).
+        assert!(matches("x in ()", &[("x", "")]));
+        assert!(!matches("x in ()", &[("x", "a")]));
+        assert!(!matches("x in ()", &[]));
+    }
+
+    #[test]
+    fn prefixed_keys_are_accepted() {
+        let cases: &[(&str, Pairs)] = &[
+            (
+                "app.kubernetes.io/name=notebook",
+                &[("app.kubernetes.io/name", "notebook")],
+            ),
+            (
+                "opendatahub.io/notebook-image",
+                &[("opendatahub.io/notebook-image", "true")],
+            ),
+            (
+                "this-is-a-dns.domain.com/key-with-dash",
+                &[("this-is-a-dns.domain.com/key-with-dash", "")],
+            ),
+            ("0.1.2.domain/99 notin (10.10.100.1, tick.tack.clock)", &[]),
+            ("!example.com/MyName", &[]),
+        ];
+        for &(selector, pairs) in cases {
+            assert!(matches(selector, pairs), "{selector:?}");
+        }
+    }
+
+    #[test]
+    fn invalid_label_selectors_fail_with_kubes_messages() {
+        let name_rule = "must consist of alphanumeric characters, '-', '_' or '.', and must \
+            start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or \
+            '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+        let long = "a".repeat(64);
+        let long_value = "z".repeat(64);
+        let cases = [
+            (
+                "a in (b",
+                "unable to parse requirement: found '', expected: ',' or ')'".to_string(),
+            ),
+            (
+                "=x",
+                "found '=', expected: !, identifier, or 'end of string'".into(),
+            ),
+            (
+                "a=b=c",
+                "found '=', expected: ',' or 'end of string'".into(),
+            ),
+            (
+                "x==a==b",
+                "found '==', expected: ',' or 'end of string'".into(),
+            ),
+            ("!x=a", "found '=', expected: ',' or 'end of string'".into()),
+            ("x,,y", "found ',', expected: identifier after ','".into()),
+            (
+                ",x,y",
+                "found ',', expected: !, identifier, or 'end of string'".into(),
+            ),
+            (
+                "a in (xyz),",
+                "found '', expected: identifier after ','".into(),
+            ),
+            (
+                "a in (xyz)b notin ()",
+                "found 'b', expected: ',' or 'end of string'".into(),
+            ),
+            (
+                "(",
+                "found '(', expected: !, identifier, or 'end of string'".into(),
+            ),
+            (
+                "!",
+                "unable to parse requirement: found '', expected: identifier".into(),
+            ),
+            (
+                "a (",
+                "unable to parse requirement: found '(', expected: in, notin, =, ==, !=, gt, lt"
+                    .into(),
+            ),
+            (
+                "x nott in (y)",
+                "unable to parse requirement: found 'nott', expected: in, notin, =, ==, !=, gt, lt"
+                    .into(),
+            ),
+            (
+                "a in (xyz abc)",
+                "unable to parse requirement: found 'abc', expected: ',' or ')'".into(),
+            ),
+            (
+                "a notin(",
+                "unable to parse requirement: found '', expected: ',', ')' or identifier".into(),
+            ),
+            (
+                "a in b",
+                "unable to parse requirement: found 'b' expected: '('".into(),
+            ),
+            (
+                "x=(",
+                "unable to parse requirement: found '(', expected: identifier".into(),
+            ),
+            (
+                "x<a",
+                "unable to parse requirement: values[0]: Invalid value: \"a\": for 'Gt', 'Lt' \
+                 operators, the value must be an integer"
+                    .into(),
+            ),
+            (
+                &long,
+                format!(
+                    "unable to parse requirement: <nil>: Invalid value: \"{long}\": name part \
+                     must be no more than 63 characters"
+                ),
+            ),
+            (
+                "app:monolith",
+                format!(
+                    "unable to parse requirement: <nil>: Invalid value: \"app:monolith\": name \
+                     part {name_rule}"
+                ),
+            ),
+            (
+                "a/b/c ?=? def",
+                format!(
+                    "unable to parse requirement: <nil>: Invalid value: \"a/b/c\": a qualified \
+                     name {name_rule} with an optional DNS subdomain prefix and '/' (e.g. \
+                     'example.com/MyName')"
+                ),
+            ),
+            (
+                "app.kubernetes_io/name=x",
+                "unable to parse requirement: <nil>: Invalid value: \"app.kubernetes_io/name\": \
+                 prefix part a lowercase RFC 1123 subdomain must consist of lower case \
+                 alphanumeric characters, '-' or '.', and must start and end with an alphanumeric \
+                 character (e.g. 'example.com', regex used for validation is \
+                 '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+                    .into(),
+            ),
+            (
+                "/x",
+                "unable to parse requirement: <nil>: Invalid value: \"/x\": prefix part must be \
+                 non-empty"
+                    .into(),
+            ),
+            (
+                "x/",
+                format!(
+                    "unable to parse requirement: <nil>: Invalid value: \"x/\": name part must be \
+                     non-empty; name part {name_rule}"
+                ),
+            ),
+            (
+                &format!("k={long_value}"),
+                format!(
+                    "unable to parse requirement: values[0][k]: Invalid value: \"{long_value}\": \
+                     must be no more than 63 characters"
+                ),
+            ),
+        ];
+        for (selector, want) in cases {
+            assert_eq!(label_error(selector), want, "{selector:?}");
+        }
+    }
+
+    #[test]
+    fn several_bad_values_are_reported_together_like_kube() {
+        let err = label_error("k in (-a,b-)");
+        assert!(
+            err.starts_with("unable to parse requirement: [values[0][k]: Invalid value: \"-a\""),
+            "{err}"
+        );
+        assert!(
+            err.contains(", values[1][k]: Invalid value: \"b-\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn keys_and_values_at_the_length_limits_are_accepted() {
+        let name = "n".repeat(63);
+        let prefix = format!("{}.example.com", "p".repeat(200));
+        let value = "v".repeat(63);
+        let selector = format!("{prefix}/{name}={value}");
+        assert!(matches(&selector, &[(&format!("{prefix}/{name}"), &value)]));
+        assert!(LabelSelector::parse(&format!("{}/x", "p".repeat(254))).is_err());
+    }
+
+    #[test]
+    fn malformed_input_is_an_error_or_a_selector_never_a_panic() {
+        let corpus = [
+            "x notin (abc,,def),bar,z in (),w",
+            "a in (b",
+            "!!x,==,!=(),<>",
+            "x in ((a)),y",
+            "é=ü,ß in (ä)",
+            "x\0y,\0",
+            "x=\0,y",
+            r"metadata.name=a\,b\=c\\,spec.x!=\",
+            ")(,,=!<>in notin",
+        ];
+        for text in corpus {
+            for (end, _) in text.char_indices().chain([(text.len(), ' ')]) {
+                let _ = LabelSelector::parse(&text[..end]);
+                let _ = FieldSelector::parse(&text[..end]);
+            }
+        }
+    }
+
+    #[test]
+    fn empty_selectors_select_everything() {
+        let label = LabelSelector::parse("").unwrap();
+        assert!(label.is_empty() && label.matches(&labels(&[("a", "b")])));
+        assert_eq!(label, LabelSelector::default());
+        assert!(!LabelSelector::parse("a").unwrap().is_empty());
+        for text in ["", ","] {
+            let field = FieldSelector::parse(text).unwrap();
+            assert!(field.is_empty() && field.matches(&|_| None), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn labels_are_read_from_json_metadata() {
+        let selector = LabelSelector::parse("!tier,env notin (dev)").unwrap();
+        let cases = [
+            (None, true),
+            (Some(json!(null)), true),
+            (Some(json!({})), true),
+            (Some(json!({"env": "prod"})), true),
+            (Some(json!({"env": "dev"})), false),
+            (Some(json!({"tier": "a"})), false),
+            (Some(json!({"tier": 1})), true),
+        ];
+        for (value, want) in cases {
+            assert_eq!(selector.matches_value(value.as_ref()), want, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn field_selectors_match_with_escapes_like_kube() {
+        let cases = [
+            ("metadata.name=l2", Some("l2"), true),
+            ("metadata.name==l2", Some("l2"), true),
+            ("metadata.name!=l2", Some("l2"), false),
+            ("metadata.name!=l2", None, true),
+            ("metadata.name=", None, true),
+            ("metadata.name=", Some(""), true),
+            (r"metadata.name=a\,b", Some("a,b"), true),
+            (r"metadata.name=a\=b", Some("a=b"), true),
+            (r"metadata.name=a\\b", Some(r"a\b"), true),
+            (r"metadata.name!=a\\\,b", Some(r"a\,b"), false),
+            ("metadata.name=a b", Some("a b"), true),
+            (" metadata.name=l2", Some("l2"), false),
+        ];
+        for (selector, name, want) in cases {
+            let parsed = FieldSelector::parse(selector).unwrap();
+            let get = |path: &str| {
+                if path == "metadata.name" {
+                    name.map(str::to_string)
+                } else {
+                    None
+                }
+            };
+            assert_eq!(parsed.matches(&get), want, "{selector:?} on {name:?}");
+        }
+    }
+
+    #[test]
+    fn field_selectors_list_their_fields_sorted_and_print_escaped() {
+        let parsed = FieldSelector::parse(r"status.phase!=Failed,metadata.name=a\,b,,=x").unwrap();
+        assert_eq!(parsed.fields(), ["", "metadata.name", "status.phase"]);
+        assert_eq!(
+            parsed.to_string(),
+            r"=x,metadata.name=a\,b,status.phase!=Failed"
+        );
+        assert_eq!(FieldSelector::parse(&parsed.to_string()).unwrap(), parsed);
+        let both = FieldSelector::parse("b==1,a=2").unwrap();
+        assert_eq!(
+            (both.fields(), both.to_string()),
+            (vec!["a", "b"], "a=2,b=1".to_string())
+        );
+    }
+
+    #[test]
+    fn invalid_field_selectors_fail_with_kubes_messages() {
+        let cases = [
+            (
+                "metadata.name",
+                "invalid selector: 'metadata.name'; can't understand 'metadata.name'",
+            ),
+            ("a=b,c", "invalid selector: 'a=b,c'; can't understand 'c'"),
+            (
+                "a=b=c",
+                "invalid field selector: unescaped character in value: 61",
+            ),
+            (
+                "a==b=c",
+                "invalid field selector: unescaped character in value: 61",
+            ),
+            (
+                r"a=b\x",
+                r"invalid field selector: invalid escape sequence: \x",
+            ),
+            (
+                r"a=b\",
+                r"invalid field selector: invalid escape sequence: \",
+            ),
+        ];
+        for (selector, want) in cases {
+            let err = FieldSelector::parse(selector).unwrap_err();
+            assert_eq!(err.message(), want, "{selector:?}");
+        }
+    }
+
+    #[test]
+    fn field_value_renders_scalars_and_misses_the_rest() {
+        let obj = json!({
+            "metadata": {"name": "nb", "generation": 3, "deletionTimestamp": null},
+            "spec": {"dockerImageRepository": "quay.io/x/y", "lookupPolicy": {"local": false}},
+            "status": {"tags": [1]},
+        });
+        let cases = [
+            ("metadata.name", Some("nb")),
+            ("metadata.generation", Some("3")),
+            ("spec.dockerImageRepository", Some("quay.io/x/y")),
+            ("spec.lookupPolicy.local", Some("false")),
+            ("metadata.deletionTimestamp", None),
+            ("metadata.namespace", None),
+            ("metadata.name.first", None),
+            ("spec.lookupPolicy", None),
+            ("status.tags", None),
+            ("", None),
+        ];
+        for (path, want) in cases {
+            assert_eq!(field_value(&obj, path).as_deref(), want, "{path:?}");
+        }
+    }
+}
