@@ -465,3 +465,51 @@ fn https_clients_build_with_one_crypto_provider() {
     );
     assert!(!lock.contains("name = \"openssl-sys\""), "OpenSSL crept in");
 }
+
+#[tokio::test]
+async fn the_typed_api_types_work_against_the_emulator() {
+    use imagegate::api::{CustomRun, ImageStream, ImageStreamImage, ImageStreamTag};
+    let (emu, client) = start().await;
+    let streams: Api<ImageStream> = Api::namespaced(client.clone(), "ds");
+    let created = streams
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::to_value(stream_body("nb")).unwrap()).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.spec_tag("candidate").unwrap().generation, Some(1));
+    emu.import("ds", "nb", "candidate", Some(DIGEST_A)).unwrap();
+    let is = streams.get("nb").await.unwrap();
+    assert_eq!(is.current_digest("candidate"), Some(DIGEST_A));
+
+    let istags: Api<ImageStreamTag> = Api::namespaced(client.clone(), "ds");
+    let tag = istags.get("nb:candidate").await.unwrap();
+    assert_eq!(tag.image.metadata.name.as_deref(), Some(DIGEST_A));
+    let isimages: Api<ImageStreamImage> = Api::namespaced(client.clone(), "ds");
+    let image = isimages.get(&format!("nb@{DIGEST_A}")).await.unwrap();
+    assert_eq!(image.image.metadata.name.as_deref(), Some(DIGEST_A));
+
+    let runs: Api<CustomRun> = Api::namespaced(client.clone(), "ds");
+    let run: CustomRun = serde_json::from_value(json!({
+        "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+        "metadata": {"name": "promote-1"},
+        "spec": {"customRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion"},
+                 "params": [{"name": "imagestream", "value": "nb"}]}
+    }))
+    .unwrap();
+    runs.create(&PostParams::default(), &run).await.unwrap();
+    let status = json!({"status": {"conditions": [{"type": "Succeeded", "status": "Unknown", "reason": "Running"}],
+                                   "extraFields": {"target": DIGEST_A}}});
+    let updated = runs
+        .patch_status("promote-1", &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap();
+    assert_eq!(updated.param_str("imagestream"), Some("nb"));
+    assert_eq!(
+        updated.succeeded_condition().unwrap().reason.as_deref(),
+        Some("Running")
+    );
+    assert_eq!(updated.status.unwrap().extra_fields["target"], DIGEST_A);
+    emu.shutdown().await;
+}

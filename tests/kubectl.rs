@@ -310,6 +310,14 @@ fn kubectl_default_validation_rejects_bad_custom_resources() {
     assert!(!ok && err.contains("unknown field \"spec.bogus\""), "{err}");
     // With validation off the field is pruned instead, as on a real cluster.
     s.ok(&["create", "--validate=false", "-f", &unknown]);
-    let out = s.ok(&["get", "customrun", "unknown", "-n", "notebooks", "-o", "jsonpath={.spec}"]);
+    let out = s.ok(&[
+        "get",
+        "customrun",
+        "unknown",
+        "-n",
+        "notebooks",
+        "-o",
+        "jsonpath={.spec}",
+    ]);
     assert!(!out.contains("bogus"), "{out}");
 }

@@ -418,8 +418,15 @@ impl Cluster {
 /// by name, `referencePolicy.type: Source`, `importMode: Legacy`, the decorated repository),
 /// applied to a seeded one without touching its history.
 fn seed_defaults(o: &mut Value, settings: &openshift::Settings) {
+    let generation = o
+        .pointer("/metadata/generation")
+        .cloned()
+        .unwrap_or(json!(1));
     if let Some(tags) = o.pointer_mut("/spec/tags").and_then(Value::as_array_mut) {
         for t in tags.iter_mut().filter(|t| t.is_object()) {
+            if t.get("generation").is_none_or(Value::is_null) {
+                t["generation"] = generation.clone();
+            }
             if t.pointer("/referencePolicy/type").is_none() {
                 t["referencePolicy"] = json!({"type": "Source"});
             }

@@ -2,14 +2,16 @@
 //! `pkg/image/apiserver/registry/imagestream/strategy.go` does before an ImageStream is stored.
 //!
 //! Order per write, as in the generic registry: prepare (status reset, generations), then
-//! validate, where `tagsChanged` also resolves tags that point inside the cluster
-//! (ImageStreamImage / ImageStreamTag / `reference: true`) into TagEvents synchronously.
+//! validate, where `tagsChanged` ([`tagevents`](super::tagevents)) also resolves tags that
+//! point inside the cluster (ImageStreamImage / ImageStreamTag / `reference: true`) into
+//! TagEvents synchronously.
 
 use serde_json::{Value, json};
 
+use super::tagevents::{tag_ref_changed, tags_changed, wrap_tag_errors};
 use super::{
-    DockerRef, ObjectReference, Settings, StrategyError, Stream, StreamLookup, TagEvent,
-    TagReference, aggregate, field, invalid, semantic_eq, valid_tag,
+    DockerRef, Settings, StrategyError, Stream, StreamLookup, TagReference, field, invalid,
+    semantic_eq, valid_tag,
 };
 
 /// POST imagestreams (`Strategy.PrepareForCreate` + `Validate`): defaults, generation 1 and every
@@ -243,169 +245,6 @@ pub(crate) fn ensure_spec_tag_generations_are_set(stream: &mut Stream, old: Opti
     }
 }
 
-/// `tagRefChanged`: namespace, name, `reference`, `importMode`, or a generation reset to 0.
-/// (`from.kind` alone is not compared, as in the original.)
-fn tag_ref_changed(old: &TagReference, next: &TagReference, ns: &str) -> bool {
-    let Some(nf) = next
-        .from
-        .as_ref()
-        .filter(|f| !(f.kind.is_empty() && f.name.is_empty()))
-    else {
-        return false;
-    };
-    let empty = ObjectReference::default();
-    let of = old.from.as_ref().unwrap_or(&empty);
-    let or_ns = |n: &str| {
-        if n.is_empty() {
-            ns.to_string()
-        } else {
-            n.to_string()
-        }
-    };
-    or_ns(&of.namespace) != or_ns(&nf.namespace)
-        || of.name != nf.name
-        || old.reference != next.reference
-        || old.import_policy.import_mode != next.import_policy.import_mode
-        || matches!((old.generation, next.generation), (Some(o), Some(0)) if o != 0)
-}
-
-/// `tagsChanged`: every new or changed spec tag with a `from` inside the cluster gets a TagEvent
-/// now, with the stream's (new) generation. Returns field errors.
-fn tags_changed(
-    old: Option<&Stream>,
-    stream: &mut Stream,
-    settings: &Settings,
-    lookup: StreamLookup,
-    now: &str,
-) -> Vec<String> {
-    let mut errs = Vec::new();
-    let (ns, name) = (stream.namespace().to_string(), stream.name().to_string());
-    let tags: Vec<String> = stream.spec_tags.keys().cloned().collect();
-    for tag in tags {
-        let mut tag_ref = stream.spec_tags[&tag].clone();
-        if old
-            .and_then(|o| o.spec_tags.get(&tag))
-            .is_some_and(|o| !tag_ref_changed(o, &tag_ref, &ns))
-        {
-            continue;
-        }
-        let Some(from) = tag_ref.from.clone() else {
-            continue;
-        };
-        tag_ref.generation = Some(stream.generation());
-        let path = format!("spec.tags[{tag}].from.name");
-        if from.kind == "DockerImage" && !from.name.is_empty() {
-            if tag_ref.reference {
-                let event = TagEvent {
-                    created: Some(now.to_string()),
-                    docker_image_reference: from.name.clone(),
-                    generation: stream.generation(),
-                    ..Default::default()
-                };
-                stream.spec_tags.insert(tag.clone(), tag_ref);
-                stream.add_tag_event(&tag, event);
-            }
-            continue;
-        }
-        let Some((ref_name, tag_or_id)) = parse_from_reference(&name, &from) else {
-            errs.push(field::invalid(
-                &path,
-                &from.name,
-                "must be of the form <tag>, <repo>:<tag>, <id>, or <repo>@<id>",
-            ));
-            continue;
-        };
-        let ref_ns = if from.namespace.is_empty() {
-            ns.clone()
-        } else {
-            from.namespace.clone()
-        };
-        let other = if ref_ns != ns || ref_name != name {
-            match lookup(&ref_ns, &ref_name).map(|v| Stream::parse(&v)) {
-                None => {
-                    errs.push(field::not_found(&path, &from.name));
-                    continue;
-                }
-                Some(Err(e)) => {
-                    errs.push(field::invalid(
-                        &path,
-                        &from.name,
-                        &format!("unable to retrieve image stream: {e}"),
-                    ));
-                    continue;
-                }
-                Some(Ok(s)) => Some(s),
-            }
-        } else {
-            None
-        };
-        let source = other.as_ref().unwrap_or(&*stream);
-        let event = match from.kind.as_str() {
-            "ImageStreamImage" => source.resolve_image_id(&tag_or_id, now).map(Some),
-            _ => Ok(source.latest(&tag_or_id).cloned()),
-        };
-        let (src_ns, src_name) = (source.namespace().to_string(), source.name().to_string());
-        let mut event = match event {
-            Ok(Some(e)) => e,
-            Ok(None) => continue, // the referenced tag has no image yet, which is fine
-            Err(e) => {
-                errs.push(field::invalid(
-                    &path,
-                    &from.name,
-                    &format!("error generating tag event: {e}"),
-                ));
-                continue;
-            }
-        };
-        event.generation = stream.generation();
-        // A copy of another stream's integrated-registry image is pulled through this stream.
-        if !tag_ref.reference
-            && let Ok(mut r) = DockerRef::parse(&event.docker_image_reference)
-            && !settings.internal_registry.is_empty()
-            && r.registry == settings.internal_registry
-            && r.namespace == src_ns
-            && r.name == src_name
-        {
-            r.namespace = ns.clone();
-            r.name = name.clone();
-            event.docker_image_reference = r.exact();
-        }
-        stream.spec_tags.insert(tag.clone(), tag_ref);
-        stream.add_tag_event(&tag, event);
-    }
-    update_changed_tracking_tags(stream, old);
-    errs
-}
-
-/// `updateChangedTrackingTags`: tags whose newest event changed drive the tags tracking them.
-pub(crate) fn update_changed_tracking_tags(stream: &mut Stream, old: Option<&Stream>) {
-    let tags: Vec<String> = stream.status_tags.keys().cloned().collect();
-    for tag in tags {
-        let Some(first) = stream.latest(&tag).cloned() else {
-            continue;
-        };
-        if old.is_some_and(|o| o.latest(&tag) == Some(&first)) {
-            continue;
-        }
-        stream.update_tracking_tags(&tag, &first);
-    }
-}
-
-/// `parseFromReference`: `<tag>` / `<id>` (this stream) or `<stream>:<tag>` / `<stream>@<id>`.
-fn parse_from_reference(stream: &str, from: &ObjectReference) -> Option<(String, String)> {
-    let sep = match from.kind.as_str() {
-        "ImageStreamTag" => ':',
-        "ImageStreamImage" => '@',
-        _ => return None,
-    };
-    let parts: Vec<&str> = from.name.split(sep).collect();
-    match parts.as_slice() {
-        [one] => Some((stream.to_string(), one.to_string())),
-        [s, t] => Some((s.to_string(), t.to_string())),
-        _ => None,
-    }
-}
-
 /// `ValidateImageStream` (pkg/image/apis/image/validation), plus tag names and import modes.
 pub(crate) fn validate_stream(stream: &Stream) -> Vec<String> {
     let mut errs = Vec::new();
@@ -535,34 +374,24 @@ fn valid_stream_name(name: &str) -> bool {
     })
 }
 
-/// openshift-apiserver reports `tagsChanged` errors wrapped twice: an Invalid for `imagestreams`
-/// inside an InternalError field error.
-fn wrap_tag_errors(name: &str, errs: Vec<String>) -> Option<String> {
-    (!errs.is_empty()).then(|| {
-        format!(
-            ": Internal error: imagestreams {name:?} is invalid: {}",
-            aggregate(&errs)
-        )
-    })
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::{Value, json};
 
     use super::*;
 
-    const REPO: &str = "quay.io/conformance";
+    pub(crate) const REPO: &str = "quay.io/conformance";
+    const DEFAULT_REG: &str = super::super::DEFAULT_INTERNAL_REGISTRY;
 
-    fn digest(c: char) -> String {
+    pub(crate) fn digest(c: char) -> String {
         format!("sha256:{}", c.to_string().repeat(64))
     }
 
-    fn none(_: &str, _: &str) -> Option<Value> {
+    pub(crate) fn none(_: &str, _: &str) -> Option<Value> {
         None
     }
 
-    fn created(body: Value) -> Value {
+    pub(crate) fn created(body: Value) -> Value {
         let mut obj = body;
         prepare_create(
             &mut obj,
@@ -585,7 +414,7 @@ mod tests {
     }
 
     /// `app` after PUT imagestreams/status put a candidate history [bbb, aaa] (conformance 7.4).
-    fn app_with_history() -> Value {
+    pub(crate) fn app_with_history() -> Value {
         let old = app();
         let mut new = old.clone();
         let hist = json!([
@@ -596,7 +425,10 @@ mod tests {
         new
     }
 
-    fn updated(old: &Value, edit: impl FnOnce(&mut Value)) -> Result<Value, StrategyError> {
+    pub(crate) fn updated(
+        old: &Value,
+        edit: impl FnOnce(&mut Value),
+    ) -> Result<Value, StrategyError> {
         let mut new = old.clone();
         edit(&mut new);
         prepare_update(
@@ -609,14 +441,7 @@ mod tests {
         .map(|_| new)
     }
 
-    fn spec_tag<'a>(v: &'a Value, name: &str) -> &'a Value {
-        v["spec"]["tags"]
-            .as_array()
-            .and_then(|t| t.iter().find(|t| t["name"] == name))
-            .unwrap_or(&Value::Null)
-    }
-
-    fn images(v: &Value, tag: &str) -> Vec<String> {
+    pub(crate) fn images(v: &Value, tag: &str) -> Vec<String> {
         let tags = v["status"]["tags"].as_array().cloned().unwrap_or_default();
         let t = tags
             .iter()
@@ -629,12 +454,6 @@ mod tests {
             .flatten()
             .map(|i| i["image"].as_str().unwrap_or_default().to_string())
             .collect()
-    }
-
-    fn set_latest(v: &mut Value, from: Value) {
-        let tags = v["spec"]["tags"].as_array_mut().unwrap();
-        tags.retain(|t| t["name"] != "latest");
-        tags.push(json!({"name": "latest", "from": from}));
     }
 
     #[test]
@@ -723,58 +542,6 @@ mod tests {
     }
 
     #[test]
-    fn create_resolves_an_image_of_another_stream_and_rewrites_internal_pulls_to_itself() {
-        let src = json!({"metadata": {"name": "src", "namespace": "other"}, "status": {"tags": [{"tag": "v1", "items": [
-            {"created": "t0", "dockerImageReference": format!("{DEFAULT_REG}/other/src@{}", digest('a')), "image": digest('a'), "generation": 4}]}]}});
-        let lookup = |ns: &str, name: &str| (ns == "other" && name == "src").then(|| src.clone());
-        let mut obj = json!({"metadata": {"name": "dst", "namespace": "ns"}, "spec": {"tags": [
-            {"name": "copy", "from": {"kind": "ImageStreamImage", "name": format!("src@{}", digest('a')), "namespace": "other"}},
-            {"name": "alias", "from": {"kind": "ImageStreamTag", "name": "src:v1", "namespace": "other"}}]}});
-        prepare_create(
-            &mut obj,
-            &Settings::default(),
-            &lookup,
-            "2024-05-05T00:00:00Z",
-        )
-        .unwrap();
-        let tags = &obj["status"]["tags"];
-        assert_eq!(tags[1]["tag"], "copy");
-        assert_eq!(
-            tags[1]["items"][0],
-            json!({"created": "2024-05-05T00:00:00Z", "dockerImageReference": format!("{DEFAULT_REG}/ns/dst@{}", digest('a')), "image": digest('a'), "generation": 1})
-        );
-        assert_eq!(
-            tags[0]["items"][0]["created"], "t0",
-            "an ImageStreamTag copy keeps the source event's time"
-        );
-        assert_eq!(tags[0]["items"][0]["generation"], 1);
-
-        let mut missing = json!({"metadata": {"name": "dst", "namespace": "ns"}, "spec": {"tags": [{"name": "c", "from": {"kind": "ImageStreamImage", "name": "gone@sha256:1", "namespace": "other"}}]}});
-        let err = prepare_create(&mut missing, &Settings::default(), &lookup, "now")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("spec.tags[c].from.name: Not found: \"gone@sha256:1\""),
-            "{err}"
-        );
-    }
-
-    const DEFAULT_REG: &str = super::super::DEFAULT_INTERNAL_REGISTRY;
-
-    #[test]
-    fn a_reference_tag_gets_an_event_with_only_the_pull_spec() {
-        let is = created(
-            json!({"metadata": {"name": "r", "namespace": "ns"}, "spec": {"tags": [
-            {"name": "ext", "reference": true, "from": {"kind": "DockerImage", "name": "quay.io/x/y:1"}}]}}),
-        );
-        assert_eq!(
-            is["status"]["tags"][0]["items"],
-            json!([{"created": "2024-01-01T00:00:00Z", "dockerImageReference": "quay.io/x/y:1", "image": "", "generation": 1}])
-        );
-        assert_eq!(spec_tag(&is, "ext")["reference"], true);
-    }
-
-    #[test]
     fn a_label_only_change_keeps_the_generation_and_a_spec_change_bumps_it() {
         let is = created(
             json!({"metadata": {"name": "gen", "namespace": "ns"}, "spec": {"lookupPolicy": {"local": false}}}),
@@ -856,104 +623,6 @@ mod tests {
     }
 
     #[test]
-    fn an_image_stream_image_tag_resolves_synchronously_from_the_history() {
-        let old = app_with_history();
-        let new = updated(&old, |o| {
-            set_latest(
-                o,
-                json!({"kind": "ImageStreamImage", "name": format!("app@{}", digest('b'))}),
-            )
-        })
-        .unwrap();
-        let names: Vec<&str> = new["spec"]["tags"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(names, ["candidate", "latest", "zeta"]);
-        let item = &new["status"]["tags"][1]["items"][0];
-        assert_eq!(
-            item,
-            &json!({"created": "2024-01-01T00:10:00Z", "dockerImageReference": format!("{REPO}/app@{}", digest('b')), "image": digest('b'), "generation": 2})
-        );
-        assert_eq!(
-            (
-                &spec_tag(&new, "latest")["generation"],
-                &new["metadata"]["generation"]
-            ),
-            (&json!(2), &json!(2))
-        );
-        assert_eq!(
-            spec_tag(&new, "candidate")["generation"],
-            1,
-            "untouched tags keep their generation"
-        );
-    }
-
-    #[test]
-    fn a_digest_in_no_history_is_invalid_and_changes_nothing() {
-        let old = updated(&app_with_history(), |o| {
-            set_latest(
-                o,
-                json!({"kind": "ImageStreamImage", "name": format!("app@{}", digest('b'))}),
-            )
-        })
-        .unwrap();
-        let err = updated(&old, |o| {
-            set_latest(
-                o,
-                json!({"kind": "ImageStreamImage", "name": format!("app@{}", digest('c'))}),
-            )
-        })
-        .unwrap_err();
-        let StrategyError::Invalid(msg) = err else {
-            panic!("want Invalid, got {err:?}")
-        };
-        assert!(
-            msg.contains("error generating tag event") && msg.contains("not found"),
-            "{msg}"
-        );
-    }
-
-    #[test]
-    fn an_ambiguous_prefix_is_invalid_with_the_conflict_message() {
-        let mut old = app_with_history();
-        old["status"]["tags"][0]["items"][1]["image"] =
-            json!(format!("sha256:b{}", "e".repeat(63)));
-        let err = updated(&old, |o| {
-            set_latest(o, json!({"kind": "ImageStreamImage", "name": "app@b"}))
-        })
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.contains("multiple images match the prefix \"b\""),
-            "{err}"
-        );
-        assert!(err.contains("is invalid"), "{err}");
-    }
-
-    #[test]
-    fn retagging_to_an_older_history_entry_prepends_a_new_event() {
-        let old = updated(&app_with_history(), |o| {
-            set_latest(
-                o,
-                json!({"kind": "ImageStreamImage", "name": format!("app@{}", digest('b'))}),
-            )
-        })
-        .unwrap();
-        let new = updated(&old, |o| {
-            set_latest(
-                o,
-                json!({"kind": "ImageStreamImage", "name": format!("app@{}", digest('a'))}),
-            )
-        })
-        .unwrap();
-        assert_eq!(images(&new, "latest"), [digest('a'), digest('b')]);
-        assert_eq!(new["metadata"]["generation"], 3);
-    }
-
-    #[test]
     fn user_tag_generations_are_ignored_except_zero_which_asks_for_an_import() {
         let old = app();
         let ignored = updated(&old, |o| o["spec"]["tags"][0]["generation"] = json!(42)).unwrap();
@@ -988,28 +657,6 @@ mod tests {
             ),
             (&json!(2), &json!(1))
         );
-    }
-
-    #[test]
-    fn an_alias_tag_follows_the_tag_it_tracks() {
-        let old = app_with_history();
-        let aliased = updated(&old, |o| {
-            set_latest(
-                o,
-                json!({"kind": "ImageStreamTag", "name": "app:candidate"}),
-            )
-        })
-        .unwrap();
-        assert_eq!(images(&aliased, "latest"), [digest('b')]);
-        // A new candidate image (as an import writes it) moves the alias in the same write.
-        let mut imported = aliased.clone();
-        let items = imported["status"]["tags"][0]["items"]
-            .as_array_mut()
-            .unwrap();
-        items.insert(0, json!({"created": "t9", "dockerImageReference": format!("{REPO}/app@{}", digest('c')), "image": digest('c'), "generation": 3}));
-        prepare_update_internal(&aliased, &mut imported, &Settings::default(), &none, "t9")
-            .unwrap();
-        assert_eq!(images(&imported, "latest"), [digest('c'), digest('b')]);
     }
 
     #[test]

@@ -1,0 +1,94 @@
+//! The command line of the real binary: version, the subcommands later issues fill in (which
+//! must fail clearly, never pretend to work), and the log formats.
+
+use std::process::Command;
+
+fn imagegate(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_imagegate"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the binary runs")
+}
+
+#[test]
+fn version_prints_the_package_version() {
+    let out = imagegate(&["--version"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("imagegate {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn unfinished_subcommands_say_so_and_fail() {
+    for (cmd, issue) in [("source", 3), ("controller", 4), ("crds", 4), ("demo", 5)] {
+        let out = imagegate(&[cmd]);
+        assert!(
+            !out.status.success(),
+            "`imagegate {cmd}` must not pretend to work"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "`imagegate {cmd}` is not implemented yet (tracked in issue {issue})"
+            )),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn json_log_format_writes_one_json_object_per_line() {
+    let out = imagegate(&["--log-format", "json", "demo"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let json_lines: Vec<serde_json::Value> = err
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let line = json_lines
+        .iter()
+        .find(|v| v["level"] == "ERROR")
+        .unwrap_or_else(|| panic!("no JSON error line in {err}"));
+    assert_eq!(line["message"], "imagegate failed");
+    assert!(
+        line["error"]
+            .as_str()
+            .unwrap()
+            .contains("not implemented yet")
+    );
+}
+
+#[test]
+fn rust_log_sets_the_level() {
+    let quiet = Command::new(env!("CARGO_BIN_EXE_imagegate"))
+        .args(["--log-format", "json", "demo"])
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&quiet.stderr);
+    assert!(
+        !err.lines().any(|l| l.starts_with('{')),
+        "RUST_LOG=off still logged: {err}"
+    );
+}
+
+#[test]
+fn emulator_refuses_a_seed_file_that_does_not_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    let out = imagegate(&[
+        "emulator",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+        "--seed",
+        "/nonexistent/seed.yaml",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot seed /nonexistent/seed.yaml"));
+    assert!(
+        !kc.exists(),
+        "no kubeconfig for an emulator that did not start"
+    );
+}
