@@ -47,11 +47,43 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct SourceArgs {}
 
-/// `imagegate controller` (filled in by the controller issue).
+/// `imagegate controller`.
 #[derive(Debug, Args)]
-pub struct ControllerArgs {}
+pub struct ControllerArgs {
+    /// Where `/livez`, `/readyz` and `/metrics` are served.
+    #[arg(long, env = "IMAGEGATE_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
+    pub admin_addr: SocketAddr,
 
-/// `imagegate crds` (filled in by the controller issue).
+    /// Reconcile at most this many CustomRuns at once.
+    #[arg(long, env = "IMAGEGATE_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+
+    #[command(flatten)]
+    pub leader: LeaderArgs,
+}
+
+/// Leader election flags, shared by the source and the controller.
+#[derive(Debug, Args)]
+pub struct LeaderArgs {
+    /// Run only while holding a `coordination.k8s.io` Lease, so that several replicas can run
+    /// and exactly one acts.
+    #[arg(long, env = "IMAGEGATE_LEADER_ELECT")]
+    pub leader_elect: bool,
+
+    /// The Lease's name (default: `imagegate-<program>`).
+    #[arg(long)]
+    pub lease_name: Option<String>,
+
+    /// The Lease's namespace (the pod's own, from the downward API).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "imagegate-system")]
+    pub lease_namespace: String,
+
+    /// This replica's identity in the Lease (the pod's name, from the downward API).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+}
+
+/// `imagegate crds`.
 #[derive(Debug, Args)]
 pub struct CrdsArgs {}
 

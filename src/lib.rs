@@ -11,10 +11,15 @@
 //! - [`telemetry`]: logging setup (`tracing`, human or JSON, `RUST_LOG`).
 //! - [`run`]: the entry points of the subcommands (the binary's edge, `anyhow` errors).
 //! - [`tls`]: the one rustls crypto provider of the binary.
+//! - [`admin`]: the admin HTTP server of both programs (`/livez`, `/readyz`, `/metrics`).
+//! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease (client-go semantics).
 
+pub mod admin;
 pub mod api;
 pub mod cli;
+pub mod controller;
 pub mod emulator;
+pub mod leader;
 pub mod run;
 pub mod telemetry;
 pub mod tls;

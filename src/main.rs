@@ -13,8 +13,8 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Emulator(args) => imagegate::run::emulator(args).await,
         Command::Source(_) => imagegate::run::not_implemented("source", 3),
-        Command::Controller(_) => imagegate::run::not_implemented("controller", 4),
-        Command::Crds(_) => imagegate::run::not_implemented("crds", 4),
+        Command::Controller(args) => imagegate::run::controller(args).await,
+        Command::Crds(_) => imagegate::run::crds(),
         Command::Demo(_) => imagegate::run::not_implemented("demo", 5),
     };
     match result {

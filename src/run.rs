@@ -2,12 +2,53 @@
 
 use anyhow::{Context, bail};
 
-use crate::cli::EmulatorArgs;
+use std::sync::Arc;
+
+use crate::cli::{ControllerArgs, EmulatorArgs, LeaderArgs};
 use crate::emulator::{Config, Emulator};
+use crate::leader::LeaderConfig;
 
 /// A subcommand a later issue fills in: says so and fails, never pretends to work.
 pub fn not_implemented(command: &str, issue: u32) -> anyhow::Result<()> {
     bail!("`imagegate {command}` is not implemented yet (tracked in issue {issue})")
+}
+
+/// `imagegate crds`: the CustomResourceDefinitions imagegate owns, as YAML on stdout.
+pub fn crds() -> anyhow::Result<()> {
+    print!("{}", crate::controller::crd::crd_yaml());
+    Ok(())
+}
+
+/// The Lease settings of a program, when `--leader-elect` is on.
+fn leader_config(args: &LeaderArgs, program: &str) -> Option<LeaderConfig> {
+    if !args.leader_elect {
+        return None;
+    }
+    let identity = args.identity.clone().unwrap_or_else(|| {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "imagegate".into());
+        format!("{host}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
+    });
+    Some(LeaderConfig::new(
+        args.lease_name
+            .clone()
+            .unwrap_or_else(|| format!("imagegate-{program}")),
+        args.lease_namespace.clone(),
+        identity,
+    ))
+}
+
+/// `imagegate controller`: reconcile ImagePromotion CustomRuns until SIGTERM.
+pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
+    let client = kube::Client::try_default()
+        .await
+        .context("cannot build a Kubernetes client (in-cluster config or KUBECONFIG)")?;
+    let settings = crate::controller::Settings {
+        admin_addr: args.admin_addr,
+        concurrency: args.concurrency,
+        leader: leader_config(&args.leader, "controller"),
+    };
+    let clock = Arc::new(k8s_openapi::jiff::Timestamp::now);
+    crate::controller::run(client, settings, clock, shutdown_signal()).await
 }
 
 /// `imagegate emulator`: serve until interrupted.

@@ -1,0 +1,286 @@
+//! Table tests of the decision, over ImageStreams shaped like the oracle sequence.
+
+use super::*;
+use crate::controller::crd::Checks;
+use serde_json::json;
+
+const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+const C: &str = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+
+/// nb: candidate history [candidate_now, A], latest history [served_now] (+ A behind it).
+fn stream(candidate_now: &str, served_now: &str, served_annotations: Value) -> ImageStream {
+    let ev = |d: &str, g: i64| json!({"created": "2026-01-01T00:00:00Z", "dockerImageReference": format!("quay.io/org/nb@{d}"), "image": d, "generation": g});
+    serde_json::from_value(json!({
+        "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+        "metadata": {"name": "nb", "namespace": "ds", "resourceVersion": "42", "generation": 5},
+        "spec": {"tags": [
+            {"name": "candidate", "annotations": null, "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"}, "generation": 5},
+            {"name": "latest", "annotations": served_annotations, "from": {"kind": "ImageStreamImage", "name": format!("nb@{served_now}")}, "generation": 4}
+        ]},
+        "status": {"dockerImageRepository": "", "tags": [
+            {"tag": "candidate", "items": [ev(candidate_now, 5), ev(A, 3)]},
+            {"tag": "latest", "items": [ev(served_now, 4), ev(A, 2)]}
+        ]}
+    }))
+    .unwrap()
+}
+
+fn target(action: Action, digest: Option<&str>) -> Target {
+    Target {
+        action,
+        imagestream: "nb".into(),
+        candidate_tag: "candidate".into(),
+        served_tag: "latest".into(),
+        digest: digest.map(str::to_string),
+    }
+}
+
+fn ask<'a>(t: &'a Target, status: &'a str, checks: &'a ParsedChecks) -> Ask<'a> {
+    Ask {
+        target: t,
+        run_name: "run-1",
+        validation_status: status,
+        validation_failed: !matches!(status, "" | "Succeeded" | "Completed"),
+        checks,
+    }
+}
+
+fn no_checks() -> ParsedChecks {
+    Checks::default().parse().unwrap()
+}
+
+fn now() -> chrono::DateTime<chrono::Utc> {
+    "2026-01-02T00:00:00Z".parse().unwrap()
+}
+
+fn written(d: &Decision) -> (&Value, &Outcome) {
+    match d {
+        Decision::Write { patch, outcome } => (patch, outcome),
+        other => panic!("expected a write, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_validated_candidate_is_promoted_with_one_conditional_write() {
+    let is = stream(B, A, json!(null));
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    let d = decide(&ask(&t, "Succeeded", &checks), &is, None, now());
+    let (patch, outcome) = written(&d);
+    assert_eq!(patch["metadata"]["resourceVersion"], "42");
+    let tag = &patch["spec"]["tags"][0];
+    assert_eq!(tag["name"], "latest");
+    assert_eq!(
+        tag["from"],
+        json!({"kind": "ImageStreamImage", "name": format!("nb@{B}"), "namespace": "ds"})
+    );
+    assert_eq!(tag["annotations"][annotation::PHASE], "Promoted");
+    assert_eq!(tag["annotations"][annotation::PREVIOUS_DIGEST], A);
+    assert_eq!(tag["annotations"][annotation::CUSTOMRUN], "run-1");
+    assert_eq!(
+        (outcome.reason, outcome.succeeded),
+        (reason::PROMOTED, true)
+    );
+    assert_eq!(
+        (
+            outcome.promoted_digest.as_str(),
+            outcome.previous_digest.as_str()
+        ),
+        (B, A)
+    );
+}
+
+#[test]
+fn a_digest_already_served_is_already_promoted_without_a_write() {
+    let is = stream(
+        B,
+        B,
+        json!({annotation::PHASE: "Promoted", annotation::CUSTOMRUN: "other-run", annotation::PREVIOUS_DIGEST: A}),
+    );
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    match decide(&ask(&t, "Succeeded", &checks), &is, None, now()) {
+        Decision::Final(o) => {
+            assert_eq!(o.reason, reason::ALREADY_PROMOTED);
+            assert_eq!(o.previous_digest, A);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn our_own_landed_promotion_finishes_as_promoted_after_a_restart() {
+    let is = stream(
+        C,
+        B,
+        json!({annotation::PHASE: "Promoted", annotation::CUSTOMRUN: "run-1", annotation::PREVIOUS_DIGEST: A}),
+    );
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    match decide(&ask(&t, "Succeeded", &checks), &is, None, now()) {
+        Decision::Final(o) => {
+            assert_eq!(
+                o.reason,
+                reason::PROMOTED,
+                "the candidate moved after our write; the run still promoted"
+            );
+            assert_eq!(
+                (o.promoted_digest.as_str(), o.previous_digest.as_str()),
+                (B, A)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_moved_candidate_is_not_promoted() {
+    let is = stream(C, A, json!(null));
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    match decide(&ask(&t, "Succeeded", &checks), &is, None, now()) {
+        Decision::Final(o) => {
+            assert_eq!((o.reason, o.succeeded), (reason::CANDIDATE_MOVED, false));
+            assert!(o.message.contains(C), "{}", o.message);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn failed_validation_marks_the_served_tag_and_keeps_its_image() {
+    let is = stream(B, A, json!({"keep": "me"}));
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    let d = decide(&ask(&t, "Failed", &checks), &is, None, now());
+    let (patch, outcome) = written(&d);
+    let tag = &patch["spec"]["tags"][0];
+    assert!(tag.get("from").is_none(), "the served image is not touched");
+    assert_eq!(tag["annotations"][annotation::PHASE], "UpdateFailed");
+    assert_eq!(tag["annotations"][annotation::CANDIDATE_DIGEST], B);
+    assert!(
+        tag["annotations"].get("keep").is_none(),
+        "other annotations are left to the merge"
+    );
+    assert_eq!(
+        (outcome.reason, outcome.succeeded),
+        (reason::VALIDATION_FAILED, false)
+    );
+    assert_eq!(outcome.previous_digest, A);
+    assert_eq!(outcome.promoted_digest, "");
+}
+
+#[test]
+fn checks_need_the_image_then_a_failing_check_marks_update_failed() {
+    let is = stream(B, A, json!(null));
+    let t = target(Action::Promote, Some(B));
+    let checks = Checks {
+        non_root_user: true,
+        ..Default::default()
+    }
+    .parse()
+    .unwrap();
+    match decide(&ask(&t, "Succeeded", &checks), &is, None, now()) {
+        Decision::NeedImage { digest, reference } => {
+            assert_eq!(digest, B);
+            assert_eq!(reference, format!("quay.io/org/nb@{B}"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let root = ImageFacts {
+        reference: format!("quay.io/org/nb@{B}"),
+        user: Some("0".into()),
+        ..Default::default()
+    };
+    let d = decide(&ask(&t, "Succeeded", &checks), &is, Some(&root), now());
+    let (_, outcome) = written(&d);
+    assert_eq!(outcome.reason, reason::VALIDATION_FAILED);
+    assert_eq!(outcome.checks.len(), 1);
+    assert!(!outcome.checks[0].passed);
+    let user = ImageFacts {
+        user: Some("1001".into()),
+        ..root
+    };
+    let d = decide(&ask(&t, "Succeeded", &checks), &is, Some(&user), now());
+    let (_, outcome) = written(&d);
+    assert_eq!(outcome.reason, reason::PROMOTED);
+    assert!(outcome.checks[0].passed);
+}
+
+#[test]
+fn begin_marks_validating_once() {
+    let is = stream(B, A, json!(null));
+    let t = target(Action::Begin, Some(B));
+    let checks = no_checks();
+    let d = decide(&ask(&t, "", &checks), &is, None, now());
+    let (patch, outcome) = written(&d);
+    assert_eq!(
+        patch["spec"]["tags"][0]["annotations"][annotation::PHASE],
+        "Validating"
+    );
+    assert!(patch["spec"]["tags"][0].get("from").is_none());
+    assert_eq!(
+        (outcome.reason, outcome.succeeded),
+        (reason::VALIDATING, true)
+    );
+    let marked = stream(B, A, patch["spec"]["tags"][0]["annotations"].clone());
+    assert!(matches!(
+        decide(&ask(&t, "", &checks), &marked, None, now()),
+        Decision::Final(_)
+    ));
+}
+
+#[test]
+fn reject_marks_update_failed_and_fails() {
+    let is = stream(B, A, json!(null));
+    let t = target(Action::Reject, Some(B));
+    let checks = no_checks();
+    let d = decide(&ask(&t, "Failed", &checks), &is, None, now());
+    let (patch, outcome) = written(&d);
+    assert_eq!(
+        patch["spec"]["tags"][0]["annotations"][annotation::PHASE],
+        "UpdateFailed"
+    );
+    assert_eq!(
+        (outcome.reason, outcome.succeeded),
+        (reason::REJECTED, false)
+    );
+}
+
+#[test]
+fn rollback_returns_to_the_previous_digest() {
+    let is = stream(
+        B,
+        B,
+        json!({annotation::PHASE: "Promoted", annotation::PREVIOUS_DIGEST: A, annotation::CUSTOMRUN: "promote-run"}),
+    );
+    let t = target(Action::Rollback, None);
+    let checks = no_checks();
+    let d = decide(&ask(&t, "", &checks), &is, None, now());
+    let (patch, outcome) = written(&d);
+    let tag = &patch["spec"]["tags"][0];
+    assert_eq!(tag["from"]["name"], format!("nb@{A}"));
+    assert_eq!(tag["annotations"][annotation::PHASE], "RolledBack");
+    assert_eq!(tag["annotations"][annotation::PREVIOUS_DIGEST], B);
+    assert_eq!(
+        (
+            outcome.reason,
+            outcome.promoted_digest.as_str(),
+            outcome.previous_digest.as_str()
+        ),
+        (reason::ROLLED_BACK, A, B)
+    );
+}
+
+#[test]
+fn rollback_to_a_digest_outside_the_history_is_refused() {
+    let is = stream(B, B, json!(null));
+    let unknown = "sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd";
+    let t = target(Action::Rollback, Some(unknown));
+    let checks = no_checks();
+    match decide(&ask(&t, "", &checks), &is, None, now()) {
+        Decision::Final(o) => assert_eq!(o.reason, reason::INVALID_PARAMS),
+        other => panic!("{other:?}"),
+    }
+}

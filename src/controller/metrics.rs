@@ -1,0 +1,117 @@
+//! The controller's metrics (`imagegate_controller_*`): runs by outcome, reconcile duration,
+//! errors by kind, and the writes it makes. Labels are fixed strings, never object names.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use super::status::Outcome;
+
+/// Labels of a finished run.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// The condition reason (`Promoted`, `ValidationFailed`, ...).
+    pub reason: &'static str,
+    /// `true` or `false`.
+    pub succeeded: &'static str,
+}
+
+/// Labels of a failed reconcile.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    /// What failed (`read_imagestream`, `write_status`, ...).
+    pub kind: &'static str,
+}
+
+/// The controller's metrics, registered in one registry.
+#[derive(Clone)]
+pub struct Metrics {
+    /// `imagegate_controller_runs_total{reason, succeeded}`.
+    pub runs: Family<OutcomeLabels, Counter>,
+    /// `imagegate_controller_reconcile_duration_seconds`.
+    pub reconcile_duration: Timed,
+    /// `imagegate_controller_reconcile_errors_total{kind}`.
+    pub reconcile_errors: Family<ErrorLabels, Counter>,
+    /// `imagegate_controller_imagestream_writes_total`.
+    pub imagestream_writes: Counter,
+    /// `imagegate_controller_status_writes_total`.
+    pub status_writes: Counter,
+}
+
+/// A histogram of durations with a guard that observes on drop.
+#[derive(Clone)]
+pub struct Timed(pub Histogram);
+
+/// Observes the elapsed time when dropped.
+pub struct Timer {
+    histogram: Histogram,
+    start: std::time::Instant,
+}
+
+impl Timed {
+    /// Starts timing.
+    pub fn start_timer(&self) -> Timer {
+        Timer {
+            histogram: self.0.clone(),
+            start: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        self.histogram.observe(self.start.elapsed().as_secs_f64());
+    }
+}
+
+impl Metrics {
+    /// Creates the metrics and registers them under `imagegate_controller`.
+    pub fn register(registry: &mut Registry) -> Metrics {
+        let m = Metrics {
+            runs: Family::default(),
+            reconcile_duration: Timed(Histogram::new(exponential_buckets(0.001, 2.0, 16))),
+            reconcile_errors: Family::default(),
+            imagestream_writes: Counter::default(),
+            status_writes: Counter::default(),
+        };
+        let sub = registry.sub_registry_with_prefix("imagegate_controller");
+        sub.register(
+            "runs",
+            "CustomRuns finished, by condition reason",
+            m.runs.clone(),
+        );
+        sub.register(
+            "reconcile_duration_seconds",
+            "Time spent in one reconcile of an ImagePromotion CustomRun",
+            m.reconcile_duration.0.clone(),
+        );
+        sub.register(
+            "reconcile_errors",
+            "Reconciles that failed and were retried, by what failed",
+            m.reconcile_errors.clone(),
+        );
+        sub.register(
+            "imagestream_writes",
+            "Writes of a served tag (promotions, rollbacks, phase marks)",
+            m.imagestream_writes.clone(),
+        );
+        sub.register(
+            "status_writes",
+            "CustomRun status writes",
+            m.status_writes.clone(),
+        );
+        m
+    }
+
+    /// Counts a finished run.
+    pub fn observe_outcome(&self, o: &Outcome) {
+        self.runs
+            .get_or_create(&OutcomeLabels {
+                reason: o.reason,
+                succeeded: if o.succeeded { "true" } else { "false" },
+            })
+            .inc();
+    }
+}

@@ -1,0 +1,474 @@
+//! What a CustomRun asks for: its params read together with its ImagePromotion spec (the named
+//! object's defaults and checks, or the inline `customSpec`). Pure: bad input is a message
+//! that ends the run with `InvalidParams`, never a retried error.
+
+use std::collections::BTreeMap;
+
+use crate::api::{CustomRun, ParamValue};
+
+use super::checks::ParsedChecks;
+use super::crd::ImagePromotionSpec;
+
+/// The custom task's `apiVersion`.
+pub const API_VERSION: &str = "imagegate.dev/v1alpha1";
+/// The custom task's `kind`.
+pub const KIND: &str = "ImagePromotion";
+
+/// The param names, as pipeline authors write them.
+pub mod names {
+    /// The ImageStream (in the run's namespace).
+    pub const IMAGESTREAM: &str = "imagestream";
+    /// The hidden tag the scheduled import fills.
+    pub const CANDIDATE_TAG: &str = "candidate-tag";
+    /// The tag users are served.
+    pub const SERVED_TAG: &str = "served-tag";
+    /// The candidate digest the pipeline validates.
+    pub const DIGEST: &str = "digest";
+    /// `begin`, `promote`, `reject` or `rollback`.
+    pub const ACTION: &str = "action";
+    /// The validation outcome, e.g. `$(tasks.status)`.
+    pub const VALIDATION_STATUS: &str = "validation-status";
+    /// Every param the task accepts.
+    pub const ALL: &[&str] = &[
+        IMAGESTREAM,
+        CANDIDATE_TAG,
+        SERVED_TAG,
+        DIGEST,
+        ACTION,
+        VALIDATION_STATUS,
+    ];
+}
+
+/// The default candidate tag.
+pub const DEFAULT_CANDIDATE_TAG: &str = "candidate";
+/// The default served tag.
+pub const DEFAULT_SERVED_TAG: &str = "latest";
+
+/// What the run does to the served tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Mark the served tag `Validating` for the candidate (start of a pipeline).
+    Begin,
+    /// Promote the validated digest (or mark the served tag `UpdateFailed`).
+    Promote,
+    /// Mark the served tag `UpdateFailed` (from a `finally` task when validation failed).
+    Reject,
+    /// Point the served tag back at the previous digest.
+    Rollback,
+}
+
+impl Action {
+    /// The param value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Begin => "begin",
+            Action::Promote => "promote",
+            Action::Reject => "reject",
+            Action::Rollback => "rollback",
+        }
+    }
+}
+
+/// A fully resolved request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// The run's namespace, the only one it may act in.
+    pub namespace: String,
+    /// The ImageStream.
+    pub imagestream: String,
+    /// The candidate tag.
+    pub candidate_tag: String,
+    /// The served tag.
+    pub served_tag: String,
+    /// The digest validated (required except for rollback).
+    pub digest: Option<String>,
+    /// What to do.
+    pub action: Action,
+    /// The raw `validation-status` param.
+    pub validation_status: String,
+    /// The checks the candidate image must pass.
+    pub checks: ParsedChecks,
+}
+
+impl Request {
+    /// Whether the pipeline reported its validation as failed: anything other than
+    /// `Succeeded`, `Completed` or empty (`$(tasks.status)` is `Failed` or `None` otherwise).
+    pub fn validation_failed(&self) -> bool {
+        !matches!(
+            self.validation_status.as_str(),
+            "" | "Succeeded" | "Completed"
+        )
+    }
+}
+
+/// Where the run's ImagePromotion spec comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SpecSource {
+    /// No spec: params and defaults only.
+    Defaults,
+    /// `customRef.name`: an ImagePromotion object in the run's namespace.
+    Named(String),
+    /// `customSpec.spec`, inline.
+    Inline(Box<ImagePromotionSpec>),
+}
+
+/// Whether a CustomRun is for this custom task (`customRef` or `customSpec`).
+pub fn is_ours(run: &CustomRun) -> bool {
+    run.is_for(API_VERSION, KIND)
+}
+
+/// Where the spec comes from; an inline spec that does not parse is an error.
+pub fn spec_source(run: &CustomRun) -> Result<SpecSource, String> {
+    if let Some(cs) = &run.spec.custom_spec {
+        if cs.spec.is_null() {
+            return Ok(SpecSource::Defaults);
+        }
+        let spec: ImagePromotionSpec = serde_json::from_value(cs.spec.clone())
+            .map_err(|e| format!("customSpec.spec is not a valid ImagePromotion spec: {e}"))?;
+        return Ok(SpecSource::Inline(Box::new(spec)));
+    }
+    match run
+        .spec
+        .custom_ref
+        .as_ref()
+        .and_then(|r| r.name.as_deref())
+        .filter(|n| !n.is_empty())
+    {
+        Some(name) => Ok(SpecSource::Named(name.to_string())),
+        None => Ok(SpecSource::Defaults),
+    }
+}
+
+fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        })
+}
+
+/// OpenShift's tag name rule, `^[\w][\w.-]{0,127}$`.
+fn is_tag_name(s: &str) -> bool {
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if ok(c))
+        && s.len() <= 128
+        && chars.all(|c| ok(c) || c == '.' || c == '-')
+}
+
+/// `sha256:` followed by 64 lowercase hex digits.
+pub fn is_digest(s: &str) -> bool {
+    s.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// Reads the params of `run` over `spec` (the merged ImagePromotion spec). The namespace is
+/// always the run's own: an `imagestream` naming another namespace is refused.
+pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, String> {
+    let namespace = run.metadata.namespace.clone().unwrap_or_default();
+    let mut values: BTreeMap<&str, String> = BTreeMap::new();
+    for p in &run.spec.params {
+        let Some(known) = names::ALL.iter().find(|n| **n == p.name) else {
+            return Err(format!(
+                "unknown param {:?}; ImagePromotion takes {}",
+                p.name,
+                names::ALL.join(", ")
+            ));
+        };
+        match &p.value {
+            ParamValue::String(s) => {
+                if values.insert(known, s.trim().to_string()).is_some() {
+                    return Err(format!("param {:?} is given twice", p.name));
+                }
+            }
+            _ => return Err(format!("param {:?} must be a string", p.name)),
+        }
+    }
+    let pick = |name: &str, default: Option<&String>, fallback: &str| -> String {
+        values
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .cloned()
+            .or_else(|| default.filter(|d| !d.is_empty()).cloned())
+            .unwrap_or_else(|| fallback.to_string())
+    };
+    let raw_stream = pick(names::IMAGESTREAM, spec.image_stream.as_ref(), "");
+    if raw_stream.is_empty() {
+        return Err(format!(
+            "param {:?} is required (the ImageStream whose served tag is promoted)",
+            names::IMAGESTREAM
+        ));
+    }
+    let imagestream = match raw_stream.split_once('/') {
+        Some((ns, name)) if ns == namespace => name.to_string(),
+        Some((ns, _)) => {
+            return Err(format!(
+                "a CustomRun in namespace {namespace:?} may only promote ImageStreams in its own \
+                 namespace, not in {ns:?} (param {:?} is {raw_stream:?})",
+                names::IMAGESTREAM
+            ));
+        }
+        None => raw_stream.clone(),
+    };
+    if !is_dns_subdomain(&imagestream) {
+        return Err(format!(
+            "param {:?}: {imagestream:?} is not a valid ImageStream name",
+            names::IMAGESTREAM
+        ));
+    }
+    let candidate_tag = pick(
+        names::CANDIDATE_TAG,
+        spec.candidate_tag.as_ref(),
+        DEFAULT_CANDIDATE_TAG,
+    );
+    let served_tag = pick(
+        names::SERVED_TAG,
+        spec.served_tag.as_ref(),
+        DEFAULT_SERVED_TAG,
+    );
+    for (name, tag) in [
+        (names::CANDIDATE_TAG, &candidate_tag),
+        (names::SERVED_TAG, &served_tag),
+    ] {
+        if !is_tag_name(tag) {
+            return Err(format!("param {name:?}: {tag:?} is not a valid tag name"));
+        }
+    }
+    if candidate_tag == served_tag {
+        return Err(format!(
+            "the candidate tag and the served tag are both {served_tag:?}; they must differ"
+        ));
+    }
+    let action = match values.get(names::ACTION).map(String::as_str) {
+        None | Some("") | Some("promote") => Action::Promote,
+        Some("begin") => Action::Begin,
+        Some("reject") => Action::Reject,
+        Some("rollback") => Action::Rollback,
+        Some(other) => {
+            return Err(format!(
+                "param {:?}: {other:?} is not one of begin, promote, reject, rollback",
+                names::ACTION
+            ));
+        }
+    };
+    let digest = values.get(names::DIGEST).filter(|d| !d.is_empty()).cloned();
+    match &digest {
+        Some(d) if !is_digest(d) => {
+            return Err(format!(
+                "param {:?}: {d:?} is not an image digest (sha256: and 64 hex digits)",
+                names::DIGEST
+            ));
+        }
+        None if action != Action::Rollback => {
+            return Err(format!(
+                "param {:?} is required for action {}: the candidate digest the pipeline validated",
+                names::DIGEST,
+                action.as_str()
+            ));
+        }
+        _ => {}
+    }
+    let checks = spec.checks.parse()?;
+    Ok(Request {
+        namespace,
+        imagestream,
+        candidate_tag,
+        served_tag,
+        digest,
+        action,
+        validation_status: values
+            .get(names::VALIDATION_STATUS)
+            .cloned()
+            .unwrap_or_default(),
+        checks,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const D: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+    fn run(params: serde_json::Value) -> CustomRun {
+        serde_json::from_value(json!({
+            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+            "metadata": {"name": "r", "namespace": "ds"},
+            "spec": {"customRef": {"apiVersion": API_VERSION, "kind": KIND}, "params": params}
+        }))
+        .unwrap()
+    }
+
+    fn parse_params(params: serde_json::Value) -> Result<Request, String> {
+        parse(&run(params), &ImagePromotionSpec::default())
+    }
+
+    #[test]
+    fn defaults_fill_the_tags_and_the_action() {
+        let r = parse_params(json!([
+            {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}
+        ]))
+        .unwrap();
+        assert_eq!(r.namespace, "ds");
+        assert_eq!(r.imagestream, "nb");
+        assert_eq!(r.candidate_tag, "candidate");
+        assert_eq!(r.served_tag, "latest");
+        assert_eq!(r.action, Action::Promote);
+        assert_eq!(r.digest.as_deref(), Some(D));
+        assert!(!r.validation_failed());
+    }
+
+    #[test]
+    fn the_spec_supplies_defaults_that_params_override() {
+        let spec = ImagePromotionSpec {
+            image_stream: Some("from-spec".into()),
+            served_tag: Some("served".into()),
+            ..Default::default()
+        };
+        let r = parse(&run(json!([{"name": "digest", "value": D}])), &spec).unwrap();
+        assert_eq!(
+            (r.imagestream.as_str(), r.served_tag.as_str()),
+            ("from-spec", "served")
+        );
+        let r = parse(
+            &run(json!([{"name": "digest", "value": D}, {"name": "served-tag", "value": "prod"}])),
+            &spec,
+        )
+        .unwrap();
+        assert_eq!(r.served_tag, "prod");
+    }
+
+    #[test]
+    fn another_namespace_is_refused_whatever_the_params_say() {
+        let err = parse_params(json!([
+            {"name": "imagestream", "value": "other/nb"}, {"name": "digest", "value": D}
+        ]))
+        .unwrap_err();
+        assert!(
+            err.contains("only promote ImageStreams in its own namespace"),
+            "{err}"
+        );
+        let ok = parse_params(json!([
+            {"name": "imagestream", "value": "ds/nb"}, {"name": "digest", "value": D}
+        ]))
+        .unwrap();
+        assert_eq!(ok.imagestream, "nb");
+    }
+
+    #[test]
+    fn bad_params_say_what_is_wrong() {
+        let cases = [
+            (
+                json!([{"name": "digest", "value": D}]),
+                "\"imagestream\" is required",
+            ),
+            (
+                json!([{"name": "imagestream", "value": "nb"}]),
+                "\"digest\" is required",
+            ),
+            (
+                json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": "latest"}]),
+                "not an image digest",
+            ),
+            (
+                json!([{"name": "imagestream", "value": "NB!"}, {"name": "digest", "value": D}]),
+                "not a valid ImageStream name",
+            ),
+            (
+                json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}, {"name": "action", "value": "deploy"}]),
+                "not one of begin",
+            ),
+            (
+                json!([{"name": "imagestream", "value": "nb"}, {"name": "digst", "value": D}]),
+                "unknown param \"digst\"",
+            ),
+            (
+                json!([{"name": "imagestream", "value": ["a"]}]),
+                "must be a string",
+            ),
+            (
+                json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}, {"name": "served-tag", "value": "candidate"}]),
+                "must differ",
+            ),
+            (
+                json!([{"name": "imagestream", "value": "nb"}, {"name": "imagestream", "value": "nb2"}]),
+                "given twice",
+            ),
+        ];
+        for (params, want) in cases {
+            let err = parse_params(params.clone()).unwrap_err();
+            assert!(err.contains(want), "{params}: {err}");
+        }
+    }
+
+    #[test]
+    fn rollback_needs_no_digest() {
+        let r = parse_params(json!([
+            {"name": "imagestream", "value": "nb"}, {"name": "action", "value": "rollback"}
+        ]))
+        .unwrap();
+        assert_eq!(r.action, Action::Rollback);
+        assert!(r.digest.is_none());
+    }
+
+    #[test]
+    fn validation_status_other_than_success_is_a_failure() {
+        for (status, failed) in [
+            ("", false),
+            ("Succeeded", false),
+            ("Completed", false),
+            ("Failed", true),
+            ("None", true),
+            ("succeeded", true),
+        ] {
+            let r = parse_params(json!([
+                {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D},
+                {"name": "validation-status", "value": status}
+            ]))
+            .unwrap();
+            assert_eq!(r.validation_failed(), failed, "{status:?}");
+        }
+    }
+
+    #[test]
+    fn spec_source_follows_custom_ref_name_and_custom_spec() {
+        let mut r = run(json!([]));
+        assert_eq!(spec_source(&r).unwrap(), SpecSource::Defaults);
+        r.spec.custom_ref.as_mut().unwrap().name = Some("notebooks".into());
+        assert_eq!(
+            spec_source(&r).unwrap(),
+            SpecSource::Named("notebooks".into())
+        );
+        let inline: CustomRun = serde_json::from_value(json!({
+            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+            "metadata": {"name": "r", "namespace": "ds"},
+            "spec": {"customSpec": {"apiVersion": API_VERSION, "kind": KIND,
+                                    "spec": {"servedTag": "served", "checks": {"nonRootUser": true}}}}
+        }))
+        .unwrap();
+        match spec_source(&inline).unwrap() {
+            SpecSource::Inline(s) => assert_eq!(s.served_tag.as_deref(), Some("served")),
+            other => panic!("{other:?}"),
+        }
+        assert!(is_ours(&inline));
+    }
+
+    #[test]
+    fn digests_are_checked_strictly() {
+        assert!(is_digest(D));
+        assert!(!is_digest("sha256:AAAA"));
+        assert!(!is_digest(&D.to_uppercase()));
+        assert!(!is_digest(&format!("{D}0")));
+    }
+}

@@ -1,0 +1,692 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease, with client-go's semantics
+//! (`leaderelection` over the `LeaseLock`), so imagegate can run with standbys beside
+//! client-go programs that share its conventions.
+//!
+//! A candidate reads the Lease every `retry_period` and writes itself as holder when the Lease
+//! is absent (create), free (released), its own, or expired (`renewTime + leaseDurationSeconds`
+//! in the past). Every write after the create is an update conditional on the resourceVersion
+//! it read, so a 409 means someone else wrote first: the candidate re-reads next round and
+//! never overwrites. The leader renews every `retry_period`; if no renewal succeeds for
+//! `renew_deadline` it stops leading, before its Lease can expire for the others. On shutdown
+//! it releases the Lease (empty holder, `leaseDurationSeconds: 1`, as client-go's
+//! `ReleaseOnCancel`) so a standby takes over at once.
+//!
+//! The decisions (who may acquire when, what to write) are pure functions over the Lease and
+//! the time; the loop around them only reads, writes, sleeps and logs.
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, PostParams};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// Which Lease to contend for, as whom, and how fast. The defaults are client-go's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderConfig {
+    /// The Lease's name.
+    pub lease_name: String,
+    /// The Lease's namespace.
+    pub namespace: String,
+    /// This process's identity, written as `holderIdentity` (usually the pod name); unique
+    /// among the contenders.
+    pub identity: String,
+    /// How long others wait after the last renewal before taking over (15 s).
+    pub lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it stops leading (10 s).
+    pub renew_deadline: Duration,
+    /// How often candidates try to acquire and the leader renews (2 s).
+    pub retry_period: Duration,
+}
+
+/// A [`LeaderConfig`] under which two processes could lead at once.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum InvalidLeaderConfig {
+    /// The leader must give up before others may take over.
+    #[error("lease_duration ({lease:?}) must be longer than renew_deadline ({renew:?})")]
+    RenewDeadlineNotShorterThanLease { lease: Duration, renew: Duration },
+    /// The leader must get more than one try within its deadline.
+    #[error("renew_deadline ({renew:?}) must be longer than retry_period ({retry:?})")]
+    RetryPeriodNotShorterThanRenewDeadline { renew: Duration, retry: Duration },
+}
+
+impl LeaderConfig {
+    /// A config with client-go's durations (15 s lease, 10 s renew deadline, 2 s retry).
+    pub fn new(
+        lease_name: impl Into<String>,
+        namespace: impl Into<String>,
+        identity: impl Into<String>,
+    ) -> Self {
+        LeaderConfig {
+            lease_name: lease_name.into(),
+            namespace: namespace.into(),
+            identity: identity.into(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+
+    /// Checks the durations as client-go does (it panics; callers here decide).
+    pub fn validate(&self) -> Result<(), InvalidLeaderConfig> {
+        if self.lease_duration <= self.renew_deadline {
+            return Err(InvalidLeaderConfig::RenewDeadlineNotShorterThanLease {
+                lease: self.lease_duration,
+                renew: self.renew_deadline,
+            });
+        }
+        if self.renew_deadline <= self.retry_period {
+            return Err(
+                InvalidLeaderConfig::RetryPeriodNotShorterThanRenewDeadline {
+                    renew: self.renew_deadline,
+                    retry: self.retry_period,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// `leaseDurationSeconds`: whole seconds, rounded up, at least 1.
+    fn lease_duration_seconds(&self) -> i32 {
+        let d = self.lease_duration;
+        let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+        i32::try_from(secs.max(1)).unwrap_or(i32::MAX)
+    }
+}
+
+/// Contends for the Lease in a background task until `shutdown` completes.
+///
+/// The receiver turns `true` when this process acquires the Lease and `false` when it stops
+/// leading. Losing the Lease (another holder, or no renewal within `renew_deadline`) ends the
+/// task, as client-go's `Run` returns: the program should stop its work and exit (or spawn
+/// again). On `shutdown` while leading, the receiver turns `false` first and then the Lease is
+/// released; for no overlap at all, complete `shutdown` only after the work has stopped.
+pub fn spawn(
+    client: kube::Client,
+    cfg: LeaderConfig,
+    shutdown: impl Future + Send + 'static,
+) -> (watch::Receiver<bool>, JoinHandle<()>) {
+    let (tx, rx) = watch::channel(false);
+    if let Err(e) = cfg.validate() {
+        tracing::error!(lease = %cfg.lease_name, identity = %cfg.identity, error = %e,
+            "unsafe leader election config: two processes may lead at once");
+    }
+    let api = Api::<Lease>::namespaced(client, &cfg.namespace);
+    // Only the completion matters; the output need not be `Send`.
+    let shutdown = async move {
+        let _ = shutdown.await;
+    };
+    let task = tokio::spawn(run(api, cfg, tx, shutdown));
+    (rx, task)
+}
+
+/// Whether the Lease's holder has stopped renewing: its `renewTime` (else `acquireTime`) plus
+/// `leaseDurationSeconds` is not after `now`. A Lease with neither time is expired.
+///
+/// This compares the holder's clock (renewTime) with ours, so clock skew between nodes moves a
+/// takeover by the skew; client-go instead times expiry from when it saw the record change.
+pub fn is_expired(lease: &Lease, now: Timestamp) -> bool {
+    let Some(spec) = &lease.spec else {
+        return true;
+    };
+    let Some(last) = spec.renew_time.as_ref().or(spec.acquire_time.as_ref()) else {
+        return true;
+    };
+    let secs = i64::from(spec.lease_duration_seconds.unwrap_or(0).max(0));
+    match last.0.checked_add(SignedDuration::from_secs(secs)) {
+        Ok(expiry) => expiry <= now,
+        // Beyond the representable range: far in the future.
+        Err(_) => false,
+    }
+}
+
+/// The Lease's holder; `None` when it is free (never held, or released with an empty
+/// `holderIdentity`).
+pub fn holder(lease: &Lease) -> Option<&str> {
+    lease
+        .spec
+        .as_ref()?
+        .holder_identity
+        .as_deref()
+        .filter(|h| !h.is_empty())
+}
+
+/// Whether `identity` may write itself as the holder at `now`: the Lease is free, already
+/// its own (renewal, or a restart under the same identity), or expired.
+pub fn may_acquire(lease: &Lease, identity: &str, now: Timestamp) -> bool {
+    match holder(lease) {
+        None => true,
+        Some(h) if h == identity => true,
+        Some(_) => is_expired(lease, now),
+    }
+}
+
+/// The Lease `cfg.identity` writes to hold it at `now`: a new one (transitions 0), a takeover
+/// (transitions + 1, new acquireTime) or a renewal (acquireTime and transitions kept). The
+/// metadata, resourceVersion included, is kept so the write is conditional.
+fn claimed(current: Option<&Lease>, cfg: &LeaderConfig, now: Timestamp) -> Lease {
+    let mut lease = current.cloned().unwrap_or_else(|| Lease {
+        metadata: ObjectMeta {
+            name: Some(cfg.lease_name.clone()),
+            namespace: Some(cfg.namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: None,
+    });
+    let old = lease.spec.take().unwrap_or_default();
+    let renewal = current.and_then(holder) == Some(cfg.identity.as_str());
+    let (acquire_time, transitions) = match current {
+        None => (MicroTime(now), 0),
+        Some(_) if renewal => (
+            old.acquire_time.clone().unwrap_or(MicroTime(now)),
+            old.lease_transitions.unwrap_or(0),
+        ),
+        Some(_) => (
+            MicroTime(now),
+            old.lease_transitions.unwrap_or(0).saturating_add(1),
+        ),
+    };
+    lease.spec = Some(LeaseSpec {
+        holder_identity: Some(cfg.identity.clone()),
+        lease_duration_seconds: Some(cfg.lease_duration_seconds()),
+        acquire_time: Some(acquire_time),
+        renew_time: Some(MicroTime(now)),
+        lease_transitions: Some(transitions),
+        ..old
+    });
+    lease
+}
+
+/// The Lease a leader writes when it steps down on shutdown (client-go's `ReleaseOnCancel`).
+fn released(current: &Lease, now: Timestamp) -> Lease {
+    let mut lease = current.clone();
+    let old = lease.spec.take().unwrap_or_default();
+    lease.spec = Some(LeaseSpec {
+        holder_identity: Some(String::new()),
+        lease_duration_seconds: Some(1),
+        acquire_time: Some(MicroTime(now)),
+        renew_time: Some(MicroTime(now)),
+        ..old
+    });
+    lease
+}
+
+/// The time, to the microsecond a `MicroTime` keeps.
+fn micro_now() -> Timestamp {
+    let now = Timestamp::now();
+    Timestamp::from_microsecond(now.as_microsecond()).unwrap_or(now)
+}
+
+/// What one try to acquire or renew found.
+#[derive(Debug)]
+enum Attempt {
+    /// We hold the Lease; `at` is when the try started (no later than the renewTime written).
+    Held { lease: Box<Lease>, at: Instant },
+    /// Someone else holds it and it has not expired.
+    HeldBy(String),
+    /// Someone else wrote between our read and our write.
+    Conflict,
+}
+
+/// An API call on the Lease that failed (logged and retried).
+#[derive(Debug, thiserror::Error)]
+enum LeaseError {
+    #[error("reading the lease failed: {0}")]
+    Read(#[source] kube::Error),
+    #[error("creating the lease failed: {0}")]
+    Create(#[source] kube::Error),
+    #[error("updating the lease failed: {0}")]
+    Update(#[source] kube::Error),
+}
+
+fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+/// One round: read the Lease, decide, and write it if we may.
+async fn attempt(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<Attempt, LeaseError> {
+    let at = Instant::now();
+    let current = api
+        .get_opt(&cfg.lease_name)
+        .await
+        .map_err(LeaseError::Read)?;
+    let now = micro_now();
+    if let Some(lease) = &current
+        && !may_acquire(lease, &cfg.identity, now)
+    {
+        return Ok(Attempt::HeldBy(
+            holder(lease).unwrap_or_default().to_string(),
+        ));
+    }
+    write(
+        api,
+        current.as_ref(),
+        &claimed(current.as_ref(), cfg, now),
+        at,
+    )
+    .await
+}
+
+/// Creates the Lease, or updates it conditional on the resourceVersion `new` carries.
+async fn write(
+    api: &Api<Lease>,
+    current: Option<&Lease>,
+    new: &Lease,
+    at: Instant,
+) -> Result<Attempt, LeaseError> {
+    let pp = PostParams::default();
+    let written = match current {
+        None => api.create(&pp, new).await.map_err(LeaseError::Create),
+        Some(_) => {
+            let name = new.metadata.name.as_deref().unwrap_or_default();
+            api.replace(name, &pp, new)
+                .await
+                .map_err(LeaseError::Update)
+        }
+    };
+    match written {
+        Ok(lease) => Ok(Attempt::Held {
+            lease: Box::new(lease),
+            at,
+        }),
+        Err(LeaseError::Create(e) | LeaseError::Update(e)) if is_conflict(&e) => {
+            Ok(Attempt::Conflict)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn run(
+    api: Api<Lease>,
+    cfg: LeaderConfig,
+    tx: watch::Sender<bool>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut held = tokio::select! {
+        biased;
+        _ = &mut shutdown => return,
+        held = acquire(&api, &cfg) => held,
+    };
+    tx.send_replace(true);
+    tracing::info!(lease = %cfg.lease_name, identity = %cfg.identity, "became the leader");
+    tokio::select! {
+        biased;
+        _ = &mut shutdown => {
+            tx.send_replace(false);
+            release(&api, &cfg, held).await;
+        }
+        () = keep(&api, &cfg, &mut held) => {
+            tx.send_replace(false);
+        }
+    }
+}
+
+/// Tries every `retry_period` until this process holds the Lease.
+async fn acquire(api: &Api<Lease>, cfg: &LeaderConfig) -> (Lease, Instant) {
+    let mut seen_holder = None;
+    loop {
+        match attempt(api, cfg).await {
+            Ok(Attempt::Held { lease, at }) => return (*lease, at),
+            Ok(Attempt::HeldBy(h)) => {
+                if seen_holder.as_ref() != Some(&h) {
+                    tracing::info!(lease = %cfg.lease_name, identity = %cfg.identity,
+                        holder = %h, "another process leads; standing by");
+                    seen_holder = Some(h);
+                }
+            }
+            Ok(Attempt::Conflict) => {
+                tracing::debug!(lease = %cfg.lease_name, identity = %cfg.identity,
+                    "the lease changed while acquiring; re-reading");
+            }
+            Err(e) => {
+                tracing::warn!(lease = %cfg.lease_name, identity = %cfg.identity,
+                    error = %e, "acquiring the lease failed; retrying");
+            }
+        }
+        tokio::time::sleep(cfg.retry_period).await;
+    }
+}
+
+/// Renews every `retry_period`; returns when the Lease is lost.
+async fn keep(api: &Api<Lease>, cfg: &LeaderConfig, held: &mut (Lease, Instant)) {
+    loop {
+        // Counted from the start of the last successful renewal, which is no later than the
+        // renewTime it wrote, so we stop leading before others may take over.
+        let deadline = held.1 + cfg.renew_deadline;
+        tokio::time::sleep(cfg.retry_period).await;
+        match tokio::time::timeout_at(deadline, attempt(api, cfg)).await {
+            Ok(Ok(Attempt::Held { lease, at })) => {
+                *held = (*lease, at);
+                continue;
+            }
+            Ok(Ok(Attempt::HeldBy(h))) => {
+                tracing::warn!(lease = %cfg.lease_name, identity = %cfg.identity,
+                    holder = %h, "another process took the lease; stopping leading");
+                return;
+            }
+            Ok(Ok(Attempt::Conflict)) => {
+                tracing::debug!(lease = %cfg.lease_name, identity = %cfg.identity,
+                    "the lease changed while renewing; re-reading");
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(lease = %cfg.lease_name, identity = %cfg.identity,
+                    error = %e, "renewing the lease failed; retrying");
+            }
+            Err(_elapsed) => {}
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(lease = %cfg.lease_name, identity = %cfg.identity,
+                renew_deadline = ?cfg.renew_deadline,
+                "no renewal succeeded within the renew deadline; stopping leading");
+            return;
+        }
+    }
+}
+
+/// Releases the Lease on shutdown, within `renew_deadline`. If someone else wrote meanwhile,
+/// re-reads and releases only what is still ours.
+async fn release(api: &Api<Lease>, cfg: &LeaderConfig, held: (Lease, Instant)) {
+    let name = &cfg.lease_name;
+    let once = async {
+        let mut lease = held.0;
+        for _ in 0..2 {
+            if holder(&lease) != Some(cfg.identity.as_str()) {
+                return Ok(false);
+            }
+            let pp = PostParams::default();
+            match api.replace(name, &pp, &released(&lease, micro_now())).await {
+                Ok(_) => return Ok(true),
+                Err(e) if is_conflict(&e) => match api.get_opt(name).await {
+                    Ok(Some(fresh)) => lease = fresh,
+                    Ok(None) => return Ok(false),
+                    Err(e) => return Err(LeaseError::Read(e)),
+                },
+                Err(e) => return Err(LeaseError::Update(e)),
+            }
+        }
+        Ok(false)
+    };
+    match tokio::time::timeout(cfg.renew_deadline, once).await {
+        Ok(Ok(true)) => {
+            tracing::info!(lease = %name, identity = %cfg.identity, "released the lease");
+        }
+        Ok(Ok(false)) => {
+            tracing::info!(lease = %name, identity = %cfg.identity,
+                "the lease is no longer ours; nothing to release");
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(lease = %name, identity = %cfg.identity, error = %e,
+                "releasing the lease failed; it expires on its own");
+        }
+        Err(_elapsed) => {
+            tracing::warn!(lease = %name, identity = %cfg.identity,
+                "releasing the lease timed out; it expires on its own");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn lease(holder: Option<&str>, renewed: Option<&str>, duration: Option<i32>) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                name: Some("imagegate".into()),
+                namespace: Some("ns".into()),
+                resource_version: Some("42".into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: holder.map(str::to_string),
+                renew_time: renewed.map(|t| MicroTime(ts(t))),
+                acquire_time: Some(MicroTime(ts("2025-01-01T00:00:00Z"))),
+                lease_duration_seconds: duration,
+                lease_transitions: Some(3),
+                ..LeaseSpec::default()
+            }),
+        }
+    }
+
+    const NOW: &str = "2025-01-01T00:01:00Z";
+
+    #[test]
+    fn who_may_acquire_when() {
+        let cases = [
+            // (holder, renewTime, leaseDurationSeconds, who asks, expired, may acquire)
+            (
+                Some("a"),
+                Some("2025-01-01T00:00:59Z"),
+                Some(15),
+                "b",
+                false,
+                false,
+            ),
+            (
+                Some("a"),
+                Some("2025-01-01T00:00:59Z"),
+                Some(15),
+                "a",
+                false,
+                true,
+            ),
+            (
+                Some("a"),
+                Some("2025-01-01T00:00:46Z"),
+                Some(15),
+                "b",
+                false,
+                false,
+            ),
+            (
+                Some("a"),
+                Some("2025-01-01T00:00:45Z"),
+                Some(15),
+                "b",
+                true,
+                true,
+            ),
+            (
+                Some("a"),
+                Some("2025-01-01T00:00:30Z"),
+                Some(15),
+                "b",
+                true,
+                true,
+            ),
+            (
+                Some(""),
+                Some("2025-01-01T00:00:59.5Z"),
+                Some(1),
+                "b",
+                false,
+                true,
+            ),
+            (
+                None,
+                Some("2025-01-01T00:00:59Z"),
+                Some(15),
+                "b",
+                false,
+                true,
+            ),
+            (
+                Some("a"),
+                Some("2025-01-01T00:01:00Z"),
+                None,
+                "b",
+                true,
+                true,
+            ),
+        ];
+        for (holder, renewed, duration, who, expired, may) in cases {
+            let l = lease(holder, renewed, duration);
+            let now = ts(NOW);
+            assert_eq!(
+                is_expired(&l, now),
+                expired,
+                "{holder:?} {renewed:?} {duration:?}"
+            );
+            assert_eq!(
+                may_acquire(&l, who, now),
+                may,
+                "{holder:?} {renewed:?} {who}"
+            );
+        }
+    }
+
+    #[test]
+    fn without_renew_time_the_acquire_time_counts() {
+        let l = lease(Some("a"), None, Some(15));
+        assert!(!is_expired(&l, ts("2025-01-01T00:00:14Z")));
+        assert!(is_expired(&l, ts("2025-01-01T00:00:15Z")));
+    }
+
+    #[test]
+    fn a_lease_without_spec_or_times_is_expired() {
+        let mut l = lease(Some("a"), None, Some(15));
+        l.spec.as_mut().unwrap().acquire_time = None;
+        assert!(is_expired(&l, ts(NOW)));
+        l.spec = None;
+        assert!(is_expired(&l, ts(NOW)));
+        assert!(may_acquire(&l, "b", ts(NOW)));
+    }
+
+    fn cfg(identity: &str) -> LeaderConfig {
+        LeaderConfig::new("imagegate", "ns", identity)
+    }
+
+    #[test]
+    fn a_new_lease_starts_with_zero_transitions() {
+        let now = ts(NOW);
+        let l = claimed(None, &cfg("b"), now);
+        assert_eq!(l.metadata.name.as_deref(), Some("imagegate"));
+        assert_eq!(l.metadata.namespace.as_deref(), Some("ns"));
+        assert_eq!(l.metadata.resource_version, None);
+        let spec = l.spec.unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some("b"));
+        assert_eq!(spec.lease_duration_seconds, Some(15));
+        assert_eq!(spec.lease_transitions, Some(0));
+        assert_eq!(spec.acquire_time, Some(MicroTime(now)));
+        assert_eq!(spec.renew_time, Some(MicroTime(now)));
+    }
+
+    #[test]
+    fn a_takeover_counts_a_transition_and_keeps_the_resource_version() {
+        let now = ts(NOW);
+        let old = lease(Some("a"), Some("2025-01-01T00:00:30Z"), Some(15));
+        let l = claimed(Some(&old), &cfg("b"), now);
+        assert_eq!(l.metadata.resource_version.as_deref(), Some("42"));
+        let spec = l.spec.unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some("b"));
+        assert_eq!(spec.lease_transitions, Some(4));
+        assert_eq!(spec.acquire_time, Some(MicroTime(now)));
+        assert_eq!(spec.renew_time, Some(MicroTime(now)));
+    }
+
+    #[test]
+    fn a_renewal_keeps_acquire_time_and_transitions() {
+        let now = ts(NOW);
+        let old = lease(Some("a"), Some("2025-01-01T00:00:59Z"), Some(15));
+        let l = claimed(Some(&old), &cfg("a"), now);
+        assert_eq!(l.metadata.resource_version.as_deref(), Some("42"));
+        let spec = l.spec.unwrap();
+        assert_eq!(spec.lease_transitions, Some(3));
+        assert_eq!(
+            spec.acquire_time,
+            Some(MicroTime(ts("2025-01-01T00:00:00Z")))
+        );
+        assert_eq!(spec.renew_time, Some(MicroTime(now)));
+    }
+
+    #[test]
+    fn a_release_empties_the_holder_and_shortens_the_lease() {
+        let now = ts(NOW);
+        let old = lease(Some("a"), Some("2025-01-01T00:00:59Z"), Some(15));
+        let l = released(&old, now);
+        assert_eq!(l.metadata.resource_version.as_deref(), Some("42"));
+        let spec = l.spec.as_ref().unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some(""));
+        assert_eq!(spec.lease_duration_seconds, Some(1));
+        assert_eq!(spec.lease_transitions, Some(3));
+        assert_eq!(holder(&l), None);
+        assert!(may_acquire(&l, "b", now));
+    }
+
+    #[test]
+    fn times_are_written_with_microseconds() {
+        let l = claimed(None, &cfg("a"), ts("2025-01-01T00:01:00.123456789Z"));
+        let json = serde_json::to_value(&l).unwrap();
+        assert_eq!(json["spec"]["renewTime"], "2025-01-01T00:01:00.123456Z");
+        assert_eq!(json["spec"]["acquireTime"], "2025-01-01T00:01:00.123456Z");
+        let now = micro_now();
+        assert_eq!(now.subsec_nanosecond() % 1000, 0);
+    }
+
+    #[test]
+    fn lease_duration_seconds_round_up() {
+        let mut c = cfg("a");
+        c.lease_duration = Duration::from_millis(1500);
+        assert_eq!(c.lease_duration_seconds(), 2);
+        c.lease_duration = Duration::from_millis(10);
+        assert_eq!(c.lease_duration_seconds(), 1);
+    }
+
+    #[test]
+    fn configs_that_could_lead_twice_are_invalid() {
+        assert_eq!(cfg("a").validate(), Ok(()));
+        let mut c = cfg("a");
+        c.renew_deadline = c.lease_duration;
+        assert!(matches!(
+            c.validate(),
+            Err(InvalidLeaderConfig::RenewDeadlineNotShorterThanLease { .. })
+        ));
+        let mut c = cfg("a");
+        c.retry_period = c.renew_deadline;
+        assert!(matches!(
+            c.validate(),
+            Err(InvalidLeaderConfig::RetryPeriodNotShorterThanRenewDeadline { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_write_from_a_stale_read_conflicts_and_changes_nothing() {
+        crate::tls::install_crypto_provider();
+        let emu = crate::emulator::Emulator::start(Default::default())
+            .await
+            .unwrap();
+        let api = Api::<Lease>::namespaced(emu.client().unwrap(), "default");
+        let c = LeaderConfig::new("imagegate", "default", "a");
+        let now = micro_now();
+        let created = api
+            .create(&PostParams::default(), &claimed(None, &c, now))
+            .await;
+        let stale = created.unwrap();
+
+        // The holder renews in between, so `stale` no longer carries the current version.
+        let renewal = claimed(Some(&stale), &c, micro_now());
+        api.replace("imagegate", &PostParams::default(), &renewal)
+            .await
+            .unwrap();
+
+        let takeover = claimed(
+            Some(&stale),
+            &LeaderConfig::new("imagegate", "default", "b"),
+            now,
+        );
+        let outcome = write(&api, Some(&stale), &takeover, Instant::now()).await;
+        assert!(matches!(outcome, Ok(Attempt::Conflict)), "{outcome:?}");
+        let now = api.get("imagegate").await.unwrap();
+        assert_eq!(holder(&now), Some("a"));
+        emu.shutdown().await;
+    }
+}
