@@ -91,16 +91,21 @@ impl Setup {
     }
 
     fn start(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
+        let child = self.spawn_controller(self.admin, &[]);
+        self.controller = Some(child);
+    }
+
+    fn spawn_controller(&self, admin: u16, extra: &[&str]) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_imagegate"))
             .args(["--log-format", "json", "controller", "--admin-addr"])
-            .arg(format!("127.0.0.1:{}", self.admin))
+            .arg(format!("127.0.0.1:{admin}"))
+            .args(extra)
             .env("KUBECONFIG", &self.kubeconfig)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap();
-        self.controller = Some(child);
+            .unwrap()
     }
 
     fn stop(&mut self) {
@@ -668,4 +673,100 @@ async fn events_and_metrics_report_each_run() {
         "{metrics}"
     );
     let _ = ImportRequest::default();
+}
+
+async fn lease_holder(client: &kube::Client) -> Option<String> {
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), "default");
+    leases
+        .get_opt("imagegate-controller")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.holder_identity)
+        .filter(|h| !h.is_empty())
+}
+
+#[tokio::test]
+async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
+    let mut s = Setup::new().await;
+    s.stop();
+    let mut replicas = Replicas(Vec::new());
+    replicas.0 = ["replica-a", "replica-b"]
+        .iter()
+        .map(|id| {
+            let child = s.spawn_controller(
+                free_port(),
+                &[
+                    "--leader-elect",
+                    "--lease-namespace",
+                    "default",
+                    "--identity",
+                    id,
+                ],
+            );
+            (id.to_string(), child)
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let leader = loop {
+        if let Some(h) = lease_holder(&s.client).await {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "nobody took the lease");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    s.create_run(
+        "promote-b",
+        &[("imagestream", "nb"), ("digest", B)],
+        json!({}),
+    )
+    .await;
+    assert_eq!(reason(&s.done("promote-b").await).1, "Promoted");
+
+    // A graceful stop (SIGTERM, as Kubernetes sends) releases the lease to the standby.
+    let idx = replicas.0.iter().position(|(id, _)| *id == leader).unwrap();
+    let (_, mut old) = replicas.0.remove(idx);
+    let status = Command::new("kill")
+        .args(["-TERM", &old.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Wait without blocking the runtime: the emulator serving the release runs on it.
+    while old.try_wait().unwrap().is_none() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match lease_holder(&s.client).await {
+            Some(h) if h != leader => break,
+            _ => {}
+        }
+        assert!(Instant::now() < deadline, "the standby never took over");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    s.create_run(
+        "rollback",
+        &[("imagestream", "nb"), ("action", "rollback")],
+        json!({}),
+    )
+    .await;
+    assert_eq!(reason(&s.done("rollback").await).1, "RolledBack");
+    assert_eq!(
+        s.writes("imagestreams").len(),
+        2,
+        "each run written once, by one replica"
+    );
+}
+
+/// Controller processes killed when the test ends, also when it fails.
+struct Replicas(Vec<(String, Child)>);
+
+impl Drop for Replicas {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }

@@ -75,18 +75,24 @@ fn served_annotations(is: &ImageStream, served: &str) -> BTreeMap<String, String
         .unwrap_or_default()
 }
 
-/// Whether a digest is anywhere in the stream's history (only those can be tagged).
-fn in_history(is: &ImageStream, digest: &str) -> bool {
+/// Whether the served tag has served `digest` before (a rollback only returns to those: a
+/// digest that was only ever a candidate was never validated for users).
+fn served_before(is: &ImageStream, served: &str, digest: &str) -> bool {
     is.status.as_ref().is_some_and(|s| {
         s.tags
             .iter()
+            .filter(|t| t.tag == served)
             .any(|t| t.items.iter().flatten().any(|e| e.digest() == Some(digest)))
     })
 }
 
-fn reference_of(is: &ImageStream, digest: &str) -> Option<String> {
+/// The pull spec of `digest`, from the candidate tag's history first (that is the reference
+/// the scheduled import resolved), else from any tag's.
+fn reference_of(is: &ImageStream, candidate: &str, digest: &str) -> Option<String> {
     is.status.as_ref().and_then(|s| {
-        s.tags.iter().find_map(|t| {
+        let mut tags: Vec<_> = s.tags.iter().collect();
+        tags.sort_by_key(|t| t.tag != candidate);
+        tags.into_iter().find_map(|t| {
             t.items
                 .iter()
                 .flatten()
@@ -188,6 +194,53 @@ fn mark_failed(
     }
 }
 
+/// The outcome of this run if its write is already on the served tag (the served tag's
+/// `imagegate.dev/customrun` names it, with the phase its action writes): a restarted or
+/// cancelled run reports what happened instead of deciding again.
+pub fn landed(ask: &Ask, is: &ImageStream) -> Option<Outcome> {
+    let t = ask.target;
+    let served = t.served_tag.as_str();
+    let ann = served_annotations(is, served);
+    if ann.get(annotation::CUSTOMRUN).map(String::as_str) != Some(ask.run_name) {
+        return None;
+    }
+    let phase_now = ann
+        .get(annotation::PHASE)
+        .map(String::as_str)
+        .unwrap_or_default();
+    let candidate = ann
+        .get(annotation::CANDIDATE_DIGEST)
+        .cloned()
+        .unwrap_or_default();
+    let previous = ann
+        .get(annotation::PREVIOUS_DIGEST)
+        .cloned()
+        .unwrap_or_default();
+    let message = ann.get(annotation::MESSAGE).cloned().unwrap_or_default();
+    let served_now = current_digest(is, served).unwrap_or_default().to_string();
+    let digest = t.digest.clone().unwrap_or_default();
+    let (ok, why, promoted) = match (t.action, phase_now) {
+        (Action::Promote, phase::PROMOTED) if served_now == digest => {
+            (true, reason::PROMOTED, digest.as_str())
+        }
+        (Action::Rollback, phase::ROLLED_BACK) => (true, reason::ROLLED_BACK, served_now.as_str()),
+        (Action::Begin, phase::VALIDATING) if candidate == digest => (true, reason::VALIDATING, ""),
+        (Action::Reject, phase::UPDATE_FAILED) if candidate == digest => {
+            (false, reason::REJECTED, "")
+        }
+        _ => return None,
+    };
+    Some(outcome(
+        ok,
+        why,
+        message,
+        promoted,
+        &previous,
+        phase_now,
+        vec![],
+    ))
+}
+
 /// Decides a run against the current stream. `image` is the candidate's metadata once
 /// [`Decision::NeedImage`] asked for it.
 pub fn decide(
@@ -200,12 +253,31 @@ pub fn decide(
     let served = t.served_tag.as_str();
     let served_now = current_digest(is, served).unwrap_or_default().to_string();
     let ann = served_annotations(is, served);
-    let by_us = ann.get(annotation::CUSTOMRUN).map(String::as_str) == Some(ask.run_name);
+    // A restart after our own write landed: finish, never write twice.
+    if let Some(done) = landed(ask, is) {
+        return Decision::Final(done);
+    }
     match t.action {
         Action::Begin => {
             let digest = t.digest.clone().unwrap_or_default();
             if current_digest(is, &t.candidate_tag) != Some(digest.as_str()) {
                 return candidate_moved(is, t, &digest);
+            }
+            if served_now == digest {
+                // Nothing to validate for users: leave no Validating mark a promote would not clear.
+                return Decision::Final(outcome(
+                    true,
+                    reason::ALREADY_PROMOTED,
+                    format!("{served} already serves {digest}"),
+                    &digest,
+                    ann.get(annotation::PREVIOUS_DIGEST)
+                        .map(String::as_str)
+                        .unwrap_or(""),
+                    ann.get(annotation::PHASE)
+                        .map(String::as_str)
+                        .unwrap_or(phase::PROMOTED),
+                    vec![],
+                ));
             }
             let message = format!("validating candidate {digest}");
             let want = [
@@ -245,25 +317,6 @@ pub fn decide(
         }
         Action::Promote => {
             let digest = t.digest.clone().unwrap_or_default();
-            // A restart after our own promotion landed: finish, never promote twice.
-            if served_now == digest
-                && by_us
-                && ann.get(annotation::PHASE).map(String::as_str) == Some(phase::PROMOTED)
-            {
-                let previous = ann
-                    .get(annotation::PREVIOUS_DIGEST)
-                    .cloned()
-                    .unwrap_or_default();
-                return Decision::Final(outcome(
-                    true,
-                    reason::PROMOTED,
-                    format!("{served} now serves {digest}"),
-                    &digest,
-                    &previous,
-                    phase::PROMOTED,
-                    vec![],
-                ));
-            }
             if ask.validation_failed {
                 let message = format!(
                     "validation of {digest} failed (validation-status {:?}); {served} keeps {}",
@@ -279,7 +332,7 @@ pub fn decide(
             if !ask.checks.is_empty() {
                 let Some(facts) = image else {
                     return Decision::NeedImage {
-                        reference: reference_of(is, &digest).unwrap_or_default(),
+                        reference: reference_of(is, &t.candidate_tag, &digest).unwrap_or_default(),
                         digest,
                     };
                 };
@@ -348,21 +401,6 @@ pub fn decide(
             }
         }
         Action::Rollback => {
-            if by_us && ann.get(annotation::PHASE).map(String::as_str) == Some(phase::ROLLED_BACK) {
-                let previous = ann
-                    .get(annotation::PREVIOUS_DIGEST)
-                    .cloned()
-                    .unwrap_or_default();
-                return Decision::Final(outcome(
-                    true,
-                    reason::ROLLED_BACK,
-                    format!("{served} serves {served_now} again"),
-                    &served_now,
-                    &previous,
-                    phase::ROLLED_BACK,
-                    vec![],
-                ));
-            }
             let to = t
                 .digest
                 .clone()
@@ -376,11 +414,11 @@ pub fn decide(
                     ),
                 ));
             };
-            if !in_history(is, &to) {
+            if !served_before(is, served, &to) {
                 return Decision::Final(Outcome::failed(
                     reason::INVALID_PARAMS,
                     format!(
-                        "{to} is in no tag history of ImageStream {}; only a digest the stream has imported can be served",
+                        "{to} is not in the history of {}:{served}; a rollback returns only to a digest the served tag served before",
                         t.imagestream
                     ),
                 ));

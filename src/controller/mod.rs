@@ -79,7 +79,12 @@ fn error_policy(run: Arc<CustomRun>, error: &Error, shared: Arc<Shared>) -> Requ
         .reconcile_errors
         .get_or_create(&ErrorLabels { kind: error.kind() })
         .inc();
-    let delay = shared.backoff.next(&key(&run));
+    let mut delay = shared.backoff.next(&key(&run));
+    // Never sleep past the attempt's timeout: it must be reported when it happens.
+    if let Ok(Some(deadline)) = reconcile::deadline(&run) {
+        let left = deadline.as_second() - (shared.ctx.clock)().as_second();
+        delay = delay.min(Duration::from_secs(left.max(0) as u64 + 1));
+    }
     warn!(
         namespace = %run.namespace().unwrap_or_default(),
         customrun = %run.name_any(),
@@ -125,11 +130,13 @@ pub async fn run(
     });
 
     let mut leading = None;
+    let mut election = None;
     if let Some(cfg) = settings.leader.clone() {
         let mut rx = stop_rx.clone();
-        let (is_leader, _task) = leader::spawn(client.clone(), cfg.clone(), async move {
+        let (is_leader, task) = leader::spawn(client.clone(), cfg.clone(), async move {
             let _ = rx.wait_for(|s| *s).await;
         });
+        election = Some(task);
         let mut waiting = is_leader.clone();
         info!(lease = %cfg.lease_name, identity = %cfg.identity, "waiting to lead");
         health.set_ready(true);
@@ -137,6 +144,9 @@ pub async fn run(
         tokio::select! {
             _ = waiting.wait_for(|l| *l) => info!(lease = %cfg.lease_name, "leading"),
             _ = stop.wait_for(|s| *s) => {
+                if let Some(task) = election {
+                    let _ = task.await;
+                }
                 let _ = admin_task.await;
                 return Ok(());
             }
@@ -226,6 +236,11 @@ pub async fn run(
     drop(backoff_shared);
     let lost_leadership = !*stop_rx.borrow();
     let _ = stop_tx.send(true);
+    // Let the election release the Lease, so that a standby takes over at once.
+    if let Some(task) = election {
+        let _ = task.await;
+    }
+    info!("stopped");
     let _ = admin_task.await;
     if lost_leadership && settings.leader.is_some() {
         anyhow::bail!("lost the leader lease; exiting so that a standby takes over");

@@ -465,6 +465,19 @@ mod tests {
     }
 
     #[test]
+    fn a_typo_in_an_inline_spec_is_refused_not_ignored() {
+        let inline: CustomRun = serde_json::from_value(json!({
+            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+            "metadata": {"name": "r", "namespace": "ds"},
+            "spec": {"customSpec": {"apiVersion": API_VERSION, "kind": KIND,
+                                    "spec": {"check": {"nonRootUser": true}}}}
+        }))
+        .unwrap();
+        let err = spec_source(&inline).unwrap_err();
+        assert!(err.contains("unknown field `check`"), "{err}");
+    }
+
+    #[test]
     fn digests_are_checked_strictly() {
         assert!(is_digest(D));
         assert!(!is_digest("sha256:AAAA"));

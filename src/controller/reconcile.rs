@@ -130,7 +130,7 @@ async fn reconcile_ours(run: &CustomRun, ctx: &Context) -> Result<Requeue, Error
     if run.is_cancelled() {
         let message = run.spec.status_message.clone().unwrap_or_default();
         let outcome = Outcome::failed(reason::CANCELLED, message);
-        return finish(run, ctx, outcome, now).await;
+        return finish(run, ctx, landed_or(run, ctx, outcome).await, now).await;
     }
     if run.has_started() {
         match deadline(run) {
@@ -146,15 +146,22 @@ async fn reconcile_ours(run: &CustomRun, ctx: &Context) -> Result<Requeue, Error
                         run.spec.timeout.as_deref().unwrap_or("1h0m0s, the default")
                     ),
                 );
-                return finish(run, ctx, outcome, now).await;
+                return finish(run, ctx, landed_or(run, ctx, outcome).await, now).await;
             }
             _ => {}
         }
     }
     // Validate the input before the first write, so a bad run ends in one write.
-    let request = match read_request(run, ctx).await? {
-        Ok(r) => r,
-        Err(outcome) => return finish(run, ctx, outcome, now).await,
+    let request = match read_request(run, ctx).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(outcome)) => return finish(run, ctx, outcome, now).await,
+        Err(e) => {
+            // Start the clock anyway, so that a run the API keeps failing times out.
+            if !run.has_started() {
+                write_status(run, ctx, status::pending(run, now)).await?;
+            }
+            return Err(e);
+        }
     };
     let target = Target::recorded(run).unwrap_or_else(|| Target::of(&request));
     let run = if run.has_started() && Target::recorded(run).is_some() {
@@ -176,8 +183,9 @@ async fn reconcile_ours(run: &CustomRun, ctx: &Context) -> Result<Requeue, Error
     finish(&run, ctx, outcome, (ctx.clock)()).await
 }
 
-/// When the current attempt times out: `startTime + spec.timeout` (nil = 60 minutes, 0 = never).
-fn deadline(run: &CustomRun) -> Result<Option<Timestamp>, String> {
+/// When the current attempt times out (public for the error policy, which retries no later
+/// than that): `startTime + spec.timeout` (nil = 60 minutes, 0 = never).
+pub fn deadline(run: &CustomRun) -> Result<Option<Timestamp>, String> {
     let timeout = run.timeout().map_err(|e| {
         format!(
             "spec.timeout {:?}: {e}",
@@ -192,6 +200,30 @@ fn deadline(run: &CustomRun) -> Result<Option<Timestamp>, String> {
     };
     let span = k8s_openapi::jiff::SignedDuration::try_from(timeout).map_err(|e| e.to_string())?;
     Ok(start.0.checked_add(span).ok())
+}
+
+/// The outcome of the run's own write if it already landed on the served tag (read back
+/// from the ImageStream), else `fallback`. A cancelled or timed-out run whose promotion was
+/// written must not report that nothing happened.
+async fn landed_or(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Outcome {
+    let Some(target) = Target::recorded(run) else {
+        return fallback;
+    };
+    let streams: Api<ImageStream> =
+        Api::namespaced(ctx.client.clone(), &run.namespace().unwrap_or_default());
+    let Ok(stream) = streams.get(&target.imagestream).await else {
+        return fallback;
+    };
+    let name = run.name_any();
+    let checks = Default::default();
+    let ask = Ask {
+        target: &target,
+        run_name: &name,
+        validation_status: "",
+        validation_failed: false,
+        checks: &checks,
+    };
+    super::decide::landed(&ask, &stream).unwrap_or(fallback)
 }
 
 /// Reads the params and the ImagePromotion spec. The outer error is an API failure (retried),

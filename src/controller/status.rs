@@ -34,7 +34,7 @@ pub mod reason {
     pub const REJECTED: &str = "Rejected";
     /// Params or the ImagePromotion spec are unusable.
     pub const INVALID_PARAMS: &str = "InvalidParams";
-    /// The ImageStream (or the named ImagePromotion) does not exist.
+    /// The ImageStream does not exist (a missing named ImagePromotion is `InvalidParams`).
     pub const IMAGESTREAM_NOT_FOUND: &str = "ImageStreamNotFound";
     /// `spec.status: RunCancelled` (Tekton's exact reason, which PipelineRuns classify).
     pub const CANCELLED: &str = "CustomRunCancelled";
@@ -194,6 +194,21 @@ fn set_target(s: &mut CustomRunStatus, target: &Target) {
         s.extra_fields = json!({});
     }
     s.extra_fields["target"] = serde_json::to_value(target).unwrap_or(Value::Null);
+}
+
+/// The status of a run whose input could not be read yet (an API error): `startTime` and
+/// `Succeeded=Unknown/Started`, so that its timeout runs while the error is retried.
+pub fn pending(run: &CustomRun, now: Timestamp) -> CustomRunStatus {
+    let mut s = current(run);
+    s.start_time = Some(Time(now));
+    s.conditions = vec![condition(
+        "Unknown",
+        reason::STARTED,
+        "reading the ImagePromotion spec",
+        now,
+    )];
+    s.observed_generation = run.metadata.generation;
+    s
 }
 
 /// The terminal status: the condition, `completionTime` and every result, in one write.

@@ -268,9 +268,7 @@ impl Cluster {
             "apiVersion": "image.openshift.io/1.0",
             "Created": if created.is_empty() { now() } else { created.to_string() },
             "Architecture": "amd64",
-            "Os": "linux",
-            "Size": 0,
-            "Config": {"Labels": {}},
+            "Config": {},
         });
         if let Some(m) = metadata {
             meta = super::patch::merge_patch(&meta, m);

@@ -284,3 +284,111 @@ fn rollback_to_a_digest_outside_the_history_is_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn begin_for_a_digest_already_served_leaves_no_validating_mark() {
+    let is = stream(B, B, json!({annotation::PHASE: "Promoted"}));
+    let t = target(Action::Begin, Some(B));
+    let checks = no_checks();
+    match decide(&ask(&t, "", &checks), &is, None, now()) {
+        Decision::Final(o) => assert_eq!((o.reason, o.succeeded), (reason::ALREADY_PROMOTED, true)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn rollback_only_returns_to_a_digest_the_served_tag_served() {
+    // C is only in no history; A is in both; B only in the candidate's.
+    let is = stream(B, A, json!(null));
+    let checks = no_checks();
+    let only_candidate = target(Action::Rollback, Some(B));
+    match decide(&ask(&only_candidate, "", &checks), &is, None, now()) {
+        Decision::Final(o) => {
+            assert_eq!(o.reason, reason::INVALID_PARAMS);
+            assert!(o.message.contains("served before"), "{}", o.message);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn landed_recognises_each_actions_own_write() {
+    let checks = no_checks();
+    let cases = [
+        (
+            Action::Promote,
+            Some(B),
+            stream(
+                B,
+                B,
+                json!({annotation::PHASE: "Promoted", annotation::CUSTOMRUN: "run-1"}),
+            ),
+            Some(reason::PROMOTED),
+        ),
+        (
+            Action::Promote,
+            Some(B),
+            stream(
+                B,
+                B,
+                json!({annotation::PHASE: "Promoted", annotation::CUSTOMRUN: "run-2"}),
+            ),
+            None,
+        ),
+        (
+            Action::Promote,
+            Some(B),
+            stream(
+                B,
+                A,
+                json!({annotation::PHASE: "Promoted", annotation::CUSTOMRUN: "run-1"}),
+            ),
+            None,
+        ),
+        (
+            Action::Begin,
+            Some(B),
+            stream(
+                B,
+                A,
+                json!({annotation::PHASE: "Validating", annotation::CUSTOMRUN: "run-1", annotation::CANDIDATE_DIGEST: B}),
+            ),
+            Some(reason::VALIDATING),
+        ),
+        (
+            Action::Begin,
+            Some(C),
+            stream(
+                B,
+                A,
+                json!({annotation::PHASE: "Validating", annotation::CUSTOMRUN: "run-1", annotation::CANDIDATE_DIGEST: B}),
+            ),
+            None,
+        ),
+        (
+            Action::Reject,
+            Some(B),
+            stream(
+                B,
+                A,
+                json!({annotation::PHASE: "UpdateFailed", annotation::CUSTOMRUN: "run-1", annotation::CANDIDATE_DIGEST: B}),
+            ),
+            Some(reason::REJECTED),
+        ),
+        (
+            Action::Rollback,
+            None,
+            stream(
+                B,
+                A,
+                json!({annotation::PHASE: "RolledBack", annotation::CUSTOMRUN: "run-1"}),
+            ),
+            Some(reason::ROLLED_BACK),
+        ),
+    ];
+    for (action, digest, is, want) in cases {
+        let t = target(action, digest);
+        let got = landed(&ask(&t, "", &checks), &is).map(|o| o.reason);
+        assert_eq!(got, want, "{action:?} {digest:?}");
+    }
+}
