@@ -164,6 +164,7 @@ pub async fn run(
         recorder: Recorder::new(client.clone(), reporter),
         metrics,
         clock,
+        last_written: Default::default(),
     });
     let shared = Arc::new(Shared {
         ctx,

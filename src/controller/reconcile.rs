@@ -35,6 +35,49 @@ pub struct Context {
     pub metrics: Metrics,
     /// Now.
     pub clock: Clock,
+    /// The resourceVersion of the last status this controller wrote, per CustomRun uid, so a
+    /// reconcile of a cached copy older than our own write is skipped (the watch event of the
+    /// write triggers the next one) instead of ending in a refused write.
+    pub last_written: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl Context {
+    /// Whether `run` is a cached copy older than a status this controller already wrote.
+    fn is_stale(&self, run: &CustomRun) -> bool {
+        let (Some(uid), Some(rv)) = (
+            run.metadata.uid.as_ref(),
+            run.metadata.resource_version.as_ref(),
+        ) else {
+            return false;
+        };
+        let written = self.last_written.lock().unwrap_or_else(|p| p.into_inner());
+        // resourceVersions are opaque; when they are not integers, never skip.
+        match (
+            written.get(uid).and_then(|w| w.parse::<u64>().ok()),
+            rv.parse::<u64>().ok(),
+        ) {
+            (Some(w), Some(r)) => r < w,
+            _ => false,
+        }
+    }
+
+    fn forget(&self, run: &CustomRun) {
+        if let Some(uid) = &run.metadata.uid {
+            self.last_written
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(uid);
+        }
+    }
+
+    fn remember(&self, run: &CustomRun) {
+        if let (Some(uid), Some(rv)) = (&run.metadata.uid, &run.metadata.resource_version) {
+            self.last_written
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(uid.clone(), rv.clone());
+        }
+    }
 }
 
 /// A reconcile that could not finish; retried with backoff by the error policy.
@@ -116,7 +159,11 @@ const WRITE_ATTEMPTS: usize = 5;
 
 /// Reconciles one CustomRun.
 pub async fn reconcile(run: Arc<CustomRun>, ctx: Arc<Context>) -> Result<Requeue, Error> {
-    if !params::is_ours(&run) || run.is_done() {
+    if !params::is_ours(&run) || ctx.is_stale(&run) {
+        return Ok(Requeue::await_change());
+    }
+    if run.is_done() {
+        ctx.forget(&run);
         return Ok(Requeue::await_change());
     }
     let timer = ctx.metrics.reconcile_duration.start_timer();
@@ -462,6 +509,7 @@ async fn write_status(
             source,
         })?;
     ctx.metrics.status_writes.inc();
+    ctx.remember(&written);
     Ok(written)
 }
 

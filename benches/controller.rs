@@ -1,0 +1,386 @@
+//! Benchmark of `imagegate controller` against the emulator: how long 1,000 ImagePromotion
+//! CustomRuns take to reach a final status, create-to-final latency, API writes per run and
+//! RSS, beside the bare round trip of the API calls one promotion needs, measured in the same
+//! run. Not a test: it prints a report (the numbers go into BENCHMARKS.md).
+//!
+//! `cargo bench --bench controller` (RUNS=1000 by default; `RUNS=200` for a quick look).
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use imagegate::api::{CustomRun, ImageStream};
+use imagegate::emulator::{Config, Emulator};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+
+fn digest(i: usize, which: char) -> String {
+    let hex = format!("{i:016x}");
+    format!("sha256:{}{}", which.to_string().repeat(48), hex)
+}
+
+fn stream_yaml(i: usize) -> String {
+    let (a, b) = (digest(i, 'a'), digest(i, 'b'));
+    format!(
+        r#"apiVersion: image.openshift.io/v1
+kind: ImageStream
+metadata: {{name: nb-{i}, namespace: bench, generation: 3}}
+spec:
+  tags:
+  - {{name: candidate, from: {{kind: DockerImage, name: "quay.io/org/nb-{i}:latest"}}, importPolicy: {{scheduled: true}}, generation: 3}}
+  - {{name: latest, from: {{kind: ImageStreamImage, name: "nb-{i}@{a}"}}, generation: 2}}
+status:
+  tags:
+  - tag: candidate
+    items:
+    - {{created: "2026-11-30T00:00:00Z", dockerImageReference: "quay.io/org/nb-{i}@{b}", image: "{b}", generation: 3}}
+    - {{created: "2026-11-29T00:00:00Z", dockerImageReference: "quay.io/org/nb-{i}@{a}", image: "{a}", generation: 2}}
+  - tag: latest
+    items:
+    - {{created: "2026-11-29T01:00:00Z", dockerImageReference: "quay.io/org/nb-{i}@{a}", image: "{a}", generation: 2}}
+"#
+    )
+}
+
+fn run_body(name: &str, i: usize) -> CustomRun {
+    serde_json::from_value(json!({
+        "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+        "metadata": {"name": name, "namespace": "bench"},
+        "spec": {"customRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion"},
+                 "params": [{"name": "imagestream", "value": format!("nb-{i}")},
+                            {"name": "digest", "value": digest(i, 'b')},
+                            {"name": "validation-status", "value": "Succeeded"}]}
+    }))
+    .unwrap()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx]
+}
+
+fn ms(d: f64) -> String {
+    format!("{:.2} ms", d * 1000.0)
+}
+
+fn rss_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The floor: the API calls one promotion needs, made back to back by a plain client on
+/// objects set aside for it (start status, read the stream, patch the served tag, final
+/// status). Returns the per-promotion durations, sorted.
+async fn floor(client: &kube::Client, emu: &Emulator, samples: usize) -> Vec<f64> {
+    let runs: Api<CustomRun> = Api::namespaced(client.clone(), "floor");
+    let streams: Api<ImageStream> = Api::namespaced(client.clone(), "floor");
+    emu.seed_str(&stream_yaml(0).replace("namespace: bench", "namespace: floor"))
+        .unwrap();
+    let mut run = runs
+        .create(&PostParams::default(), &{
+            let mut r = run_body("floor", 0);
+            r.metadata.namespace = Some("floor".into());
+            r
+        })
+        .await
+        .unwrap();
+    let mut out = Vec::with_capacity(samples);
+    for n in 0..samples {
+        let to = if n % 2 == 0 {
+            digest(0, 'b')
+        } else {
+            digest(0, 'a')
+        };
+        let t0 = Instant::now();
+        let mut started = run.clone();
+        started.status = Some(serde_json::from_value(json!({"startTime": "2026-12-01T00:00:00Z",
+            "conditions": [{"type": "Succeeded", "status": "Unknown", "reason": "Started", "message": format!("{n}")}]})).unwrap());
+        run = runs
+            .replace_status("floor", &PostParams::default(), &started)
+            .await
+            .unwrap();
+        let is = streams.get("nb-0").await.unwrap();
+        let patch = json!({"metadata": {"resourceVersion": is.metadata.resource_version},
+            "spec": {"tags": [{"name": "latest", "from": {"kind": "ImageStreamImage", "name": format!("nb-0@{to}")},
+                               "annotations": {"imagegate.dev/phase": "Promoted", "imagegate.dev/message": format!("{n}")}}]}});
+        streams
+            .patch("nb-0", &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+            .unwrap();
+        let mut done = run.clone();
+        done.status = Some(serde_json::from_value(json!({"startTime": "2026-12-01T00:00:00Z", "completionTime": "2026-12-01T00:00:01Z",
+            "conditions": [{"type": "Succeeded", "status": "True", "reason": "Promoted", "message": format!("{n}")}],
+            "results": [{"name": "phase", "value": "Promoted"}]})).unwrap());
+        run = runs
+            .replace_status("floor", &PostParams::default(), &done)
+            .await
+            .unwrap();
+        out.push(t0.elapsed().as_secs_f64());
+    }
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+/// Records when each run is first seen done.
+fn watch_done(client: kube::Client) -> Arc<Mutex<HashMap<String, Instant>>> {
+    let done: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let sink = done.clone();
+    let runs: Api<CustomRun> = Api::namespaced(client, "bench");
+    tokio::spawn(async move {
+        let mut events = watcher(runs, watcher::Config::default())
+            .applied_objects()
+            .boxed();
+        while let Some(ev) = events.next().await {
+            if let Ok(run) = ev
+                && run.is_done()
+            {
+                let now = Instant::now();
+                let name = run.metadata.name.clone().unwrap_or_default();
+                sink.lock().unwrap().entry(name).or_insert(now);
+            }
+        }
+    });
+    done
+}
+
+async fn wait_all(done: &Arc<Mutex<HashMap<String, Instant>>>, prefix: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let count = done
+            .lock()
+            .unwrap()
+            .keys()
+            .filter(|k| k.starts_with(prefix))
+            .count();
+        if count >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {count}/{n} {prefix} runs finished"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    imagegate::tls::install_crypto_provider();
+    let runs_n: usize = std::env::var("RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let paced_n = runs_n.min(300);
+    let emu = Emulator::start(Config::default()).await.unwrap();
+    emu.seed_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/300-imagepromotion-crd.yaml"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let t_seed = Instant::now();
+    let all: String = (0..runs_n + paced_n)
+        .map(|i| format!("---\n{}", stream_yaml(i)))
+        .collect();
+    emu.seed_str(&all).unwrap();
+    eprintln!(
+        "seeded {} ImageStreams in {:?}",
+        runs_n + paced_n,
+        t_seed.elapsed()
+    );
+    let client = emu.client().unwrap();
+
+    let floor = floor(&client, &emu, 200).await;
+    let floor_p50 = percentile(&floor, 0.5);
+
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    emu.write_kubeconfig(&kubeconfig, "controller").unwrap();
+    let admin = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let controller = Killed(
+        Command::new(env!("CARGO_BIN_EXE_imagegate"))
+            .args(["controller", "--admin-addr", &format!("127.0.0.1:{admin}")])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = controller.0.id();
+    let http = reqwest::Client::new();
+    while http
+        .get(format!("http://127.0.0.1:{admin}/readyz"))
+        .send()
+        .await
+        .map(|r| r.status() != 200)
+        .unwrap_or(true)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let rss_idle = rss_kib(pid, "VmRSS:");
+    let done = watch_done(client.clone());
+    let runs: Api<CustomRun> = Api::namespaced(client.clone(), "bench");
+    emu.clear_requests();
+
+    // Paced: one run at a time spaced out, so the latency is not queueing.
+    let mut created = HashMap::new();
+    for i in 0..paced_n {
+        let name = format!("paced-{i}");
+        created.insert(name.clone(), Instant::now());
+        runs.create(&PostParams::default(), &run_body(&name, runs_n + i))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    wait_all(&done, "paced-", paced_n).await;
+    let mut paced: Vec<f64> = {
+        let d = done.lock().unwrap();
+        created
+            .iter()
+            .map(|(n, t)| (d[n].duration_since(*t)).as_secs_f64())
+            .collect()
+    };
+    paced.sort_by(f64::total_cmp);
+
+    // Burst: every run created as fast as one client can, then wait for all.
+    let t_burst = Instant::now();
+    let mut created = HashMap::new();
+    for i in 0..runs_n {
+        let name = format!("burst-{i}");
+        created.insert(name.clone(), Instant::now());
+        runs.create(&PostParams::default(), &run_body(&name, i))
+            .await
+            .unwrap();
+    }
+    let t_created = t_burst.elapsed();
+    wait_all(&done, "burst-", runs_n).await;
+    let t_all = t_burst.elapsed();
+    let mut burst: Vec<f64> = {
+        let d = done.lock().unwrap();
+        created
+            .iter()
+            .map(|(n, t)| (d[n].duration_since(*t)).as_secs_f64())
+            .collect()
+    };
+    burst.sort_by(f64::total_cmp);
+    let rss_peak = rss_kib(pid, "VmHWM:");
+    let rss_end = rss_kib(pid, "VmRSS:");
+
+    let total_runs = (paced_n + runs_n) as f64;
+    let writes = emu.mutating_requests();
+    let ok = |r: &&imagegate::emulator::control::RequestRecord| (200..300).contains(&r.code);
+    let by = |res: &str| {
+        writes
+            .iter()
+            .filter(|r| r.user == "controller" && r.resource == res)
+            .filter(ok)
+            .count() as f64
+    };
+    let refused: Vec<String> = writes
+        .iter()
+        .filter(|r| r.user == "controller" && !(200..300).contains(&r.code))
+        .map(|r| format!("{} {} {}", r.verb, r.resource, r.code))
+        .collect();
+    let (is_w, cr_w, ev_w) = (by("imagestreams"), by("customruns"), by("events"));
+    let promoted = {
+        let list = runs.list(&Default::default()).await.unwrap();
+        list.items
+            .iter()
+            .filter(|r| {
+                r.succeeded_condition().and_then(|c| c.reason.as_deref()) == Some("Promoted")
+            })
+            .count()
+    };
+
+    println!("## imagegate controller benchmark");
+    println!();
+    println!(
+        "machine: {} cores; emulator in the bench process, controller a separate release binary",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0)
+    );
+    println!();
+    println!("| measure | value |");
+    println!("|---|---|");
+    println!("| runs promoted | {promoted} of {} |", paced_n + runs_n);
+    println!(
+        "| floor: bare API round trips of one promotion (start status, get stream, patch stream, final status), p50 / p99 | {} / {} |",
+        ms(floor_p50),
+        ms(percentile(&floor, 0.99))
+    );
+    println!(
+        "| paced ({paced_n} runs, one per 20 ms): create-to-final p50 / p99 | {} / {} |",
+        ms(percentile(&paced, 0.5)),
+        ms(percentile(&paced, 0.99))
+    );
+    println!(
+        "| paced p50 / floor p50 | {:.2}x |",
+        percentile(&paced, 0.5) / floor_p50
+    );
+    println!(
+        "| burst: {runs_n} runs created in | {:.2} s |",
+        t_created.as_secs_f64()
+    );
+    println!(
+        "| burst: all {runs_n} final after | {:.2} s ({:.0} runs/s) |",
+        t_all.as_secs_f64(),
+        runs_n as f64 / t_all.as_secs_f64()
+    );
+    println!(
+        "| burst: create-to-final p50 / p99 | {} / {} |",
+        ms(percentile(&burst, 0.5)),
+        ms(percentile(&burst, 0.99))
+    );
+    println!(
+        "| API writes per run: ImageStream + CustomRun status | {:.2} ({:.2} + {:.2}) |",
+        (is_w + cr_w) / total_runs,
+        is_w / total_runs,
+        cr_w / total_runs
+    );
+    println!(
+        "| Kubernetes Event writes per run | {:.2} |",
+        ev_w / total_runs
+    );
+    println!("| refused writes (conflicts) | {} |", refused.len());
+    if !refused.is_empty() {
+        eprintln!("refused: {:?}", &refused[..refused.len().min(10)]);
+    }
+    println!(
+        "| controller RSS idle / peak / end | {} / {} / {} MiB |",
+        rss_idle / 1024,
+        rss_peak / 1024,
+        rss_end / 1024
+    );
+    drop(controller);
+    emu.shutdown().await;
+}
