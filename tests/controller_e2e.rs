@@ -1,5 +1,9 @@
-//! End to end: the real `imagegate controller` binary against the emulator, over HTTP, for
-//! every outcome a pipeline author can meet.
+//! End to end: the real `imagegate controller` binary against the real `imagegate emulator`
+//! binary, driven over the emulator's control API, for every outcome a pipeline author can meet.
+
+mod common;
+
+use common::EmulatorProcess;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -7,8 +11,6 @@ use std::time::{Duration, Instant};
 
 use imagegate::api::{CustomRun, ImageStream};
 use imagegate::emulator::control::Fault;
-use imagegate::emulator::simulate::ImportRequest;
-use imagegate::emulator::{Config, Emulator};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -28,7 +30,7 @@ spec:
 "#;
 
 struct Setup {
-    emu: Emulator,
+    emu: EmulatorProcess,
     client: kube::Client,
     kubeconfig: PathBuf,
     controller: Option<Child>,
@@ -54,17 +56,16 @@ impl Setup {
     /// An emulator with the ImagePromotion CRD and `ds/nb`: candidate imported A then B,
     /// latest promoted to A.
     async fn new() -> Setup {
-        imagegate::tls::install_crypto_provider();
-        let emu = Emulator::start(Config::default()).await.unwrap();
+        let emu = EmulatorProcess::start().await;
         let crd = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/config/300-imagepromotion-crd.yaml"
         ))
         .unwrap();
-        emu.seed_str(&crd).unwrap();
-        emu.seed_str(STREAM).unwrap();
-        emu.import("ds", "nb", "candidate", Some(A)).unwrap();
-        let client = emu.client().unwrap();
+        emu.seed_str(&crd).await;
+        emu.seed_str(STREAM).await;
+        emu.import("ds", "nb", "candidate", A).await;
+        let client = emu.client();
         let streams: Api<ImageStream> = Api::namespaced(client.clone(), "ds");
         streams
             .patch(
@@ -74,10 +75,10 @@ impl Setup {
             )
             .await
             .unwrap();
-        emu.import("ds", "nb", "candidate", Some(B)).unwrap();
+        emu.import("ds", "nb", "candidate", B).await;
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
-        emu.write_kubeconfig(&kubeconfig, "controller").unwrap();
+        emu.write_kubeconfig(&kubeconfig, "controller");
         let mut s = Setup {
             emu,
             client,
@@ -165,9 +166,10 @@ impl Setup {
     }
 
     /// Requests the controller made that changed something.
-    fn writes(&self, resource: &str) -> Vec<imagegate::emulator::control::RequestRecord> {
+    async fn writes(&self, resource: &str) -> Vec<imagegate::emulator::control::RequestRecord> {
         self.emu
             .mutating_requests()
+            .await
             .into_iter()
             .filter(|r| r.user == "controller" && r.resource == resource)
             .collect()
@@ -243,8 +245,8 @@ async fn a_validated_candidate_is_promoted_then_already_promoted() {
     assert_eq!(ann["imagegate.dev/phase"], "Promoted");
     assert_eq!(ann["imagegate.dev/previous-digest"], A);
     assert_eq!(ann["imagegate.dev/customrun"], "promote-b");
-    assert_eq!(s.writes("imagestreams").len(), 1);
-    let status_writes = s.writes("customruns").len();
+    assert_eq!(s.writes("imagestreams").await.len(), 1);
+    let status_writes = s.writes("customruns").await.len();
     assert!(
         status_writes <= 2,
         "at most three writes per run ({status_writes} status writes)"
@@ -259,7 +261,7 @@ async fn a_validated_candidate_is_promoted_then_already_promoted() {
     let again = s.done("promote-b-again").await;
     assert_eq!(reason(&again), ("True".into(), "AlreadyPromoted".into()));
     assert_eq!(
-        s.writes("imagestreams").len(),
+        s.writes("imagestreams").await.len(),
         1,
         "no second write for an already served digest"
     );
@@ -268,7 +270,7 @@ async fn a_validated_candidate_is_promoted_then_already_promoted() {
 #[tokio::test]
 async fn a_moved_candidate_is_not_promoted() {
     let s = Setup::new().await;
-    s.emu.import("ds", "nb", "candidate", Some(C)).unwrap();
+    s.emu.import("ds", "nb", "candidate", C).await;
     s.create_run(
         "promote-b",
         &[("imagestream", "nb"), ("digest", B)],
@@ -278,7 +280,7 @@ async fn a_moved_candidate_is_not_promoted() {
     let run = s.done("promote-b").await;
     assert_eq!(reason(&run), ("False".into(), "CandidateMoved".into()));
     assert_eq!(s.stream().await.current_digest("latest"), Some(A));
-    assert!(s.writes("imagestreams").is_empty());
+    assert!(s.writes("imagestreams").await.is_empty());
 }
 
 #[tokio::test]
@@ -317,13 +319,13 @@ async fn a_failing_check_keeps_the_served_image_and_reports_every_check() {
             B,
             json!({"Config": {"User": "0", "Labels": {"io.k8s.display-name": "nb"}}}),
         )
-        .unwrap();
+        .await;
     let promotion: Value = json!({
         "apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
         "metadata": {"name": "notebooks", "namespace": "ds"},
         "spec": {"checks": {"nonRootUser": true, "requiredLabels": ["io.k8s.display-name"]}}
     });
-    s.emu.seed(promotion).unwrap();
+    s.emu.seed(promotion).await;
     s.create_run(
         "promote-b",
         &[("imagestream", "nb"), ("digest", B)],
@@ -385,6 +387,7 @@ async fn bad_params_and_other_namespaces_are_refused_with_a_reason() {
     assert!(
         !s.emu
             .requests()
+            .await
             .iter()
             .any(|r| r.user == "controller" && r.namespace == "other")
     );
@@ -396,20 +399,22 @@ async fn bad_params_and_other_namespaces_are_refused_with_a_reason() {
         reason(&s.done("missing").await),
         ("False".into(), "ImageStreamNotFound".into())
     );
-    assert!(s.writes("imagestreams").is_empty());
+    assert!(s.writes("imagestreams").await.is_empty());
 }
 
 #[tokio::test]
 async fn cancellation_ends_the_run_with_tektons_reason_and_message() {
     let s = Setup::new().await;
     // Keep the run busy: every read of the stream fails until it is cancelled.
-    s.emu.inject_fault(Fault {
-        verb: Some("get".into()),
-        resource: Some("imagestreams".into()),
-        count: 10_000,
-        status: Some(500),
-        ..Default::default()
-    });
+    s.emu
+        .inject_fault(Fault {
+            verb: Some("get".into()),
+            resource: Some("imagestreams".into()),
+            count: 10_000,
+            status: Some(500),
+            ..Default::default()
+        })
+        .await;
     s.create_run(
         "promote-b",
         &[("imagestream", "nb"), ("digest", B)],
@@ -442,10 +447,11 @@ async fn cancellation_ends_the_run_with_tektons_reason_and_message() {
         run.succeeded_condition().unwrap().message.as_deref(),
         Some(msg)
     );
-    assert!(s.writes("imagestreams").is_empty());
+    assert!(s.writes("imagestreams").await.is_empty());
     assert!(
         !s.emu
             .mutating_requests()
+            .await
             .iter()
             .any(|r| r.user == "controller"
                 && r.resource == "customruns"
@@ -457,13 +463,15 @@ async fn cancellation_ends_the_run_with_tektons_reason_and_message() {
 #[tokio::test]
 async fn a_timeout_retries_then_fails_with_every_attempt_archived() {
     let s = Setup::new().await;
-    s.emu.inject_fault(Fault {
-        verb: Some("get".into()),
-        resource: Some("imagestreams".into()),
-        count: 10_000,
-        status: Some(500),
-        ..Default::default()
-    });
+    s.emu
+        .inject_fault(Fault {
+            verb: Some("get".into()),
+            resource: Some("imagestreams".into()),
+            count: 10_000,
+            status: Some(500),
+            ..Default::default()
+        })
+        .await;
     s.create_run(
         "promote-b",
         &[("imagestream", "nb"), ("digest", B)],
@@ -555,20 +563,28 @@ async fn customruns_of_other_kinds_are_left_untouched() {
     s.done("promote-b").await;
     let wait = s.runs().get("wait").await.unwrap();
     assert!(wait.status.is_none() || wait.status.unwrap().conditions.is_empty());
-    assert!(!s.emu.mutating_requests().iter().any(|r| r.name == "wait"));
+    assert!(
+        !s.emu
+            .mutating_requests()
+            .await
+            .iter()
+            .any(|r| r.name == "wait")
+    );
 }
 
 #[tokio::test]
 async fn a_controller_killed_mid_run_finishes_it_once_after_restart() {
     let mut s = Setup::new().await;
     // Slow the promotion write down so the test can cut the status writes off behind it.
-    s.emu.inject_fault(Fault {
-        verb: Some("patch".into()),
-        resource: Some("imagestreams".into()),
-        count: 1,
-        delay_ms: Some(1500),
-        ..Default::default()
-    });
+    s.emu
+        .inject_fault(Fault {
+            verb: Some("patch".into()),
+            resource: Some("imagestreams".into()),
+            count: 1,
+            delay_ms: Some(1500),
+            ..Default::default()
+        })
+        .await;
     s.create_run(
         "promote-b",
         &[("imagestream", "nb"), ("digest", B)],
@@ -580,13 +596,15 @@ async fn a_controller_killed_mid_run_finishes_it_once_after_restart() {
         assert!(Instant::now() < deadline, "the run never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    s.emu.inject_fault(Fault {
-        verb: Some("update".into()),
-        resource: Some("customruns".into()),
-        count: 10_000,
-        status: Some(500),
-        ..Default::default()
-    });
+    s.emu
+        .inject_fault(Fault {
+            verb: Some("update".into()),
+            resource: Some("customruns".into()),
+            count: 10_000,
+            status: Some(500),
+            ..Default::default()
+        })
+        .await;
     let deadline = Instant::now() + Duration::from_secs(20);
     while s.stream().await.current_digest("latest") != Some(B) {
         assert!(Instant::now() < deadline, "the promotion never landed");
@@ -597,12 +615,16 @@ async fn a_controller_killed_mid_run_finishes_it_once_after_restart() {
         !s.runs().get("promote-b").await.unwrap().is_done(),
         "the final status was cut off"
     );
-    s.emu.clear_faults();
+    s.emu.clear_faults().await;
     s.start();
     let run = s.done("promote-b").await;
     assert_eq!(reason(&run), ("True".into(), "Promoted".into()));
     assert_eq!(result(&run, "previous-digest"), A);
-    assert_eq!(s.writes("imagestreams").len(), 1, "promoted exactly once");
+    assert_eq!(
+        s.writes("imagestreams").await.len(),
+        1,
+        "promoted exactly once"
+    );
 }
 
 #[tokio::test]
@@ -672,7 +694,6 @@ async fn events_and_metrics_report_each_run() {
         metrics.contains("imagegate_controller_imagestream_writes_total 1"),
         "{metrics}"
     );
-    let _ = ImportRequest::default();
 }
 
 async fn lease_holder(client: &kube::Client) -> Option<String> {
@@ -732,7 +753,7 @@ async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
         .status()
         .unwrap();
     assert!(status.success());
-    // Wait without blocking the runtime: the emulator serving the release runs on it.
+    // Wait without blocking the test runtime.
     while old.try_wait().unwrap().is_none() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -753,7 +774,7 @@ async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
     .await;
     assert_eq!(reason(&s.done("rollback").await).1, "RolledBack");
     assert_eq!(
-        s.writes("imagestreams").len(),
+        s.writes("imagestreams").await.len(),
         2,
         "each run written once, by one replica"
     );

@@ -1,0 +1,161 @@
+//! `imagegate emulator` as a separate process, driven over its control API exactly as another
+//! program (or a user with curl) would: the end-to-end tests run the real binaries against it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use imagegate::emulator::control::{Fault, RequestRecord};
+use serde_json::{Value, json};
+
+/// A running `imagegate emulator`, killed on drop.
+pub struct EmulatorProcess {
+    child: Child,
+    /// The server URL.
+    pub url: String,
+    /// A kubeconfig for the user `admin`.
+    pub kubeconfig: PathBuf,
+    http: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for EmulatorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl EmulatorProcess {
+    /// Starts the binary and waits for its kubeconfig.
+    pub async fn start() -> EmulatorProcess {
+        imagegate::tls::install_crypto_provider();
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
+            .args(["emulator", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the imagegate binary starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !kubeconfig.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "the emulator never wrote its kubeconfig"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let text = std::fs::read_to_string(&kubeconfig).unwrap();
+        let url = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("server: "))
+            .expect("the kubeconfig names a server")
+            .to_string();
+        EmulatorProcess {
+            child,
+            url,
+            kubeconfig,
+            http: reqwest::Client::new(),
+            _dir: dir,
+        }
+    }
+
+    /// A kube client authenticated as `user` (the token `user:<name>` names it in the log).
+    pub fn client_as(&self, user: &str) -> kube::Client {
+        let mut config = kube::Config::new(self.url.parse().unwrap());
+        config.auth_info.token = Some(format!("user:{user}").into());
+        kube::Client::try_from(config).unwrap()
+    }
+
+    /// A kube client as `admin`.
+    pub fn client(&self) -> kube::Client {
+        self.client_as("admin")
+    }
+
+    /// Writes a kubeconfig for `user` (what a program under test is given).
+    pub fn write_kubeconfig(&self, path: &Path, user: &str) {
+        let text = std::fs::read_to_string(&self.kubeconfig)
+            .unwrap()
+            .replace("user:admin", &format!("user:{user}"));
+        std::fs::write(path, text).unwrap();
+    }
+
+    async fn control(&self, method: reqwest::Method, path: &str, body: Option<String>) -> Value {
+        let mut req = self
+            .http
+            .request(method, format!("{}/_emulator/v1/{path}", self.url));
+        if let Some(b) = body {
+            req = req.body(b);
+        }
+        let resp = req.send().await.unwrap();
+        let code = resp.status();
+        let v: Value = resp.json().await.unwrap_or(Value::Null);
+        assert!(code.is_success(), "control {path}: {code} {v}");
+        v
+    }
+
+    /// Stores YAML/JSON objects.
+    pub async fn seed_str(&self, text: &str) {
+        self.control(reqwest::Method::POST, "seed", Some(text.to_string()))
+            .await;
+    }
+
+    /// Stores one object.
+    pub async fn seed(&self, obj: Value) {
+        self.seed_str(&obj.to_string()).await;
+    }
+
+    /// A scheduled import of `digest` into `ns/is:tag`.
+    pub async fn import(&self, ns: &str, is: &str, tag: &str, digest: &str) {
+        let body = json!({"tag": tag, "digest": digest}).to_string();
+        self.control(
+            reqwest::Method::POST,
+            &format!("namespaces/{ns}/imagestreams/{is}/import"),
+            Some(body),
+        )
+        .await;
+    }
+
+    /// Merges `metadata` into an Image's dockerImageMetadata.
+    pub async fn set_image_metadata(&self, digest: &str, metadata: Value) {
+        self.control(
+            reqwest::Method::PUT,
+            &format!("images/{digest}/metadata"),
+            Some(metadata.to_string()),
+        )
+        .await;
+    }
+
+    /// Makes the next matching requests fail or wait.
+    pub async fn inject_fault(&self, fault: Fault) {
+        self.control(
+            reqwest::Method::POST,
+            "faults",
+            Some(serde_json::to_string(&fault).unwrap()),
+        )
+        .await;
+    }
+
+    /// Removes every fault.
+    pub async fn clear_faults(&self) {
+        self.control(reqwest::Method::DELETE, "faults", None).await;
+    }
+
+    /// The request log.
+    pub async fn requests(&self) -> Vec<RequestRecord> {
+        let v = self.control(reqwest::Method::GET, "requests", None).await;
+        serde_json::from_value(v["items"].clone()).unwrap()
+    }
+
+    /// The requests that could change state.
+    pub async fn mutating_requests(&self) -> Vec<RequestRecord> {
+        let v = self
+            .control(reqwest::Method::GET, "requests?mutating=true", None)
+            .await;
+        serde_json::from_value(v["items"].clone()).unwrap()
+    }
+}
