@@ -116,6 +116,19 @@ impl Setup {
         }
     }
 
+    /// Keeps runs busy: every read of an ImageStream fails (500) until the faults are cleared.
+    async fn fail_stream_reads(&self) {
+        self.emu
+            .inject_fault(Fault {
+                verb: Some("get".into()),
+                resource: Some("imagestreams".into()),
+                count: 10_000,
+                status: Some(500),
+                ..Default::default()
+            })
+            .await;
+    }
+
     fn runs(&self) -> Api<CustomRun> {
         Api::namespaced(self.client.clone(), "ds")
     }
@@ -406,15 +419,7 @@ async fn bad_params_and_other_namespaces_are_refused_with_a_reason() {
 async fn cancellation_ends_the_run_with_tektons_reason_and_message() {
     let s = Setup::new().await;
     // Keep the run busy: every read of the stream fails until it is cancelled.
-    s.emu
-        .inject_fault(Fault {
-            verb: Some("get".into()),
-            resource: Some("imagestreams".into()),
-            count: 10_000,
-            status: Some(500),
-            ..Default::default()
-        })
-        .await;
+    s.fail_stream_reads().await;
     s.create_run(
         "promote-b",
         &[("imagestream", "nb"), ("digest", B)],
@@ -463,15 +468,7 @@ async fn cancellation_ends_the_run_with_tektons_reason_and_message() {
 #[tokio::test]
 async fn a_timeout_retries_then_fails_with_every_attempt_archived() {
     let s = Setup::new().await;
-    s.emu
-        .inject_fault(Fault {
-            verb: Some("get".into()),
-            resource: Some("imagestreams".into()),
-            count: 10_000,
-            status: Some(500),
-            ..Default::default()
-        })
-        .await;
+    s.fail_stream_reads().await;
     s.create_run(
         "promote-b",
         &[("imagestream", "nb"), ("digest", B)],

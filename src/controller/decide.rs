@@ -265,19 +265,7 @@ pub fn decide(
             }
             if served_now == digest {
                 // Nothing to validate for users: leave no Validating mark a promote would not clear.
-                return Decision::Final(outcome(
-                    true,
-                    reason::ALREADY_PROMOTED,
-                    format!("{served} already serves {digest}"),
-                    &digest,
-                    ann.get(annotation::PREVIOUS_DIGEST)
-                        .map(String::as_str)
-                        .unwrap_or(""),
-                    ann.get(annotation::PHASE)
-                        .map(String::as_str)
-                        .unwrap_or(phase::PROMOTED),
-                    vec![],
-                ));
+                return already_serving(served, &digest, &ann, phase::PROMOTED, vec![]);
             }
             let message = format!("validating candidate {digest}");
             let want = [
@@ -359,19 +347,7 @@ pub fn decide(
                 }
             }
             if served_now == digest {
-                return Decision::Final(outcome(
-                    true,
-                    reason::ALREADY_PROMOTED,
-                    format!("{served} already serves {digest}"),
-                    &digest,
-                    ann.get(annotation::PREVIOUS_DIGEST)
-                        .map(String::as_str)
-                        .unwrap_or(""),
-                    ann.get(annotation::PHASE)
-                        .map(String::as_str)
-                        .unwrap_or(phase::PROMOTED),
-                    checks_done,
-                ));
+                return already_serving(served, &digest, &ann, phase::PROMOTED, checks_done);
             }
             let message = format!(
                 "{served} promoted from {} to {digest}",
@@ -424,17 +400,7 @@ pub fn decide(
                 ));
             }
             if served_now == to {
-                return Decision::Final(outcome(
-                    true,
-                    reason::ALREADY_PROMOTED,
-                    format!("{served} already serves {to}"),
-                    &to,
-                    ann.get(annotation::PREVIOUS_DIGEST)
-                        .map(String::as_str)
-                        .unwrap_or(""),
-                    ann.get(annotation::PHASE).map(String::as_str).unwrap_or(""),
-                    vec![],
-                ));
+                return already_serving(served, &to, &ann, "", vec![]);
             }
             let message = format!("{served} rolled back from {} to {to}", display(&served_now));
             let want = [
@@ -460,6 +426,27 @@ pub fn decide(
             }
         }
     }
+}
+
+/// `AlreadyPromoted`: the served tag already serves `digest`; nothing is written, and the
+/// results report the tag's annotations as they are (`phase` defaults to `default_phase`).
+fn already_serving(
+    served: &str,
+    digest: &str,
+    ann: &BTreeMap<String, String>,
+    default_phase: &str,
+    checks: Vec<CheckOutcome>,
+) -> Decision {
+    let get = |k: &str| ann.get(k).map(String::as_str);
+    Decision::Final(outcome(
+        true,
+        reason::ALREADY_PROMOTED,
+        format!("{served} already serves {digest}"),
+        digest,
+        get(annotation::PREVIOUS_DIGEST).unwrap_or(""),
+        get(annotation::PHASE).unwrap_or(default_phase),
+        checks,
+    ))
 }
 
 fn display(digest: &str) -> &str {
