@@ -13,6 +13,8 @@
 //! - [`tls`]: the one rustls crypto provider of the binary.
 //! - [`admin`]: the admin HTTP server of both programs (`/livez`, `/readyz`, `/metrics`).
 //! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease (client-go semantics).
+//! - [`source`]: `imagegate source`, ImageStream tag changes as CloudEvents (in progress).
+//! - [`controller`]: `imagegate controller`, the ImagePromotion Tekton custom task.
 
 pub mod admin;
 pub mod api;
@@ -21,5 +23,6 @@ pub mod controller;
 pub mod emulator;
 pub mod leader;
 pub mod run;
+pub mod source;
 pub mod telemetry;
 pub mod tls;

@@ -1,0 +1,469 @@
+//! Pure event construction: one CloudEvent per [`TagChange`] (mode `imagestreamtag`), or the
+//! events Knative's ApiServerSource sends for an ImageStream watch event (modes `resource` and
+//! `reference`), and the `K_CE_OVERRIDES` step applied last. No I/O: the clock is passed in.
+//!
+//! Every id is deterministic (a truncated SHA-256 of what identifies the change, see
+//! [`event_id`]), so a retried or re-sent event carries the id of the first attempt and a
+//! receiver can deduplicate on it; ApiServerSource sends random UUIDs instead.
+//!
+//! The SDK's `Event::default()` is avoided on purpose: it draws a random UUID, reads the host
+//! name and unwraps a URL parsed from it. Events are made with the builder, whose only failure
+//! modes (a missing or empty `id`/`type`/`source`, an unparsable `time` or `dataschema`) are
+//! excluded by construction here.
+
+use chrono::{DateTime, Utc};
+use cloudevents::event::{EventBuilderV10, TryIntoUrl};
+use cloudevents::{Event, EventBuilder};
+use kube::Resource;
+use serde_json::{Map, Value, json};
+
+use super::change::{ChangeKind, TagChange};
+use crate::api::imagestream::ImageStream;
+
+/// The `type` attribute of every event imagegate sends.
+pub mod types {
+    /// A tag's current image changed, including its first import.
+    pub const UPDATED: &str = "dev.imagegate.imagestreamtag.updated";
+    /// A tag, or its whole ImageStream, went away.
+    pub const DELETED: &str = "dev.imagegate.imagestreamtag.deleted";
+    /// `ImportSuccess=False` appeared, or reappeared with a new generation.
+    pub const IMPORT_FAILED: &str = "dev.imagegate.imagestreamtag.importfailed";
+    /// Mode `resource`, watch `ADDED` (as ApiServerSource).
+    pub const RESOURCE_ADD: &str = "dev.knative.apiserver.resource.add";
+    /// Mode `resource`, watch `MODIFIED`.
+    pub const RESOURCE_UPDATE: &str = "dev.knative.apiserver.resource.update";
+    /// Mode `resource`, watch `DELETED`.
+    pub const RESOURCE_DELETE: &str = "dev.knative.apiserver.resource.delete";
+    /// Mode `reference`, watch `ADDED`.
+    pub const REF_ADD: &str = "dev.knative.apiserver.ref.add";
+    /// Mode `reference`, watch `MODIFIED`.
+    pub const REF_UPDATE: &str = "dev.knative.apiserver.ref.update";
+    /// Mode `reference`, watch `DELETED`.
+    pub const REF_DELETE: &str = "dev.knative.apiserver.ref.delete";
+}
+
+/// Extension attribute names (lowercase alphanumeric, at most 20 characters, per the spec).
+pub mod ext {
+    /// Mode `imagestreamtag`: the ImageStream's namespace. Also ApiServerSource's `namespace`.
+    pub const NAMESPACE: &str = "namespace";
+    /// Mode `imagestreamtag`: the ImageStream's name.
+    pub const IMAGESTREAM: &str = "imagestream";
+    /// Mode `imagestreamtag`: the tag.
+    pub const IMAGETAG: &str = "imagetag";
+    /// Mode `imagestreamtag`: the digest, absent when the change has none.
+    pub const IMAGEDIGEST: &str = "imagedigest";
+    /// Modes `resource`/`reference`: the object's kind.
+    pub const KIND: &str = "kind";
+    /// Modes `resource`/`reference`: the object's apiVersion.
+    pub const APIVERSION: &str = "apiversion";
+    /// Modes `resource`/`reference`: the object's name.
+    pub const NAME: &str = "name";
+}
+
+/// `datacontenttype` of every event.
+pub const APPLICATION_JSON: &str = "application/json";
+/// Where the published schemas (`schemas/` in the repository) live by default.
+pub const DEFAULT_DATASCHEMA_BASE: &str = "https://imagegate.dev/schemas/";
+/// The first field hashed into every id, so a future derivation can never collide with this one.
+pub const ID_SCHEME: &str = "imagegate-event-id-v1";
+/// Length of an id: 40 lowercase hex characters (160 bits of SHA-256).
+pub const ID_LEN: usize = 40;
+
+/// Context attribute names an override may not use as an extension name (CloudEvents 1.0).
+const RESERVED: &str = "specversion id source type datacontenttype dataschema subject time data";
+/// Every kind of change, in the order of [`types`].
+pub const KINDS: [ChangeKind; 3] = [
+    ChangeKind::Updated,
+    ChangeKind::Deleted,
+    ChangeKind::ImportFailed,
+];
+
+/// A configuration value the events cannot be built with.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EventConfigError {
+    /// The dataschema base does not give absolute URLs.
+    #[error("dataschema base {base:?} does not give a valid URL: {reason}")]
+    DataschemaBase { base: String, reason: String },
+    /// `K_CE_OVERRIDES` is not `{"extensions": {"name": "value", ...}}` with valid names.
+    #[error("K_CE_OVERRIDES: {0}")]
+    Overrides(String),
+}
+
+/// What the caller decides about events (mode `imagestreamtag`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventSettings {
+    /// URL prefix of the published schemas; `dataschema` = base + `imagestreamtag-<kind>.json`
+    /// (a `/` is put between them if the base does not end in one).
+    pub dataschema_base: String,
+}
+
+impl Default for EventSettings {
+    fn default() -> Self {
+        Self {
+            dataschema_base: DEFAULT_DATASCHEMA_BASE.to_owned(),
+        }
+    }
+}
+
+impl EventSettings {
+    /// Settings with a checked base: every dataschema URL it gives parses as an absolute URL.
+    /// (A hand-built [`EventSettings`] with a bad base gives events without `dataschema`.)
+    pub fn new(dataschema_base: impl Into<String>) -> Result<Self, EventConfigError> {
+        let settings = Self {
+            dataschema_base: dataschema_base.into(),
+        };
+        for kind in KINDS {
+            if let Err(e) = settings.dataschema(kind).into_url() {
+                return Err(EventConfigError::DataschemaBase {
+                    base: settings.dataschema_base,
+                    reason: e.to_string(),
+                });
+            }
+        }
+        Ok(settings)
+    }
+
+    /// The `dataschema` of events of `kind`.
+    pub fn dataschema(&self, kind: ChangeKind) -> String {
+        let sep = if self.dataschema_base.ends_with('/') {
+            ""
+        } else {
+            "/"
+        };
+        format!("{}{sep}{}", self.dataschema_base, schema_file(kind))
+    }
+}
+
+/// The file name of the published JSON Schema of the data of events of `kind`.
+pub fn schema_file(kind: ChangeKind) -> &'static str {
+    match kind {
+        ChangeKind::Updated => "imagestreamtag-updated.json",
+        ChangeKind::Deleted => "imagestreamtag-deleted.json",
+        ChangeKind::ImportFailed => "imagestreamtag-importfailed.json",
+    }
+}
+
+/// The `type` of events of `kind`.
+pub fn tag_type(kind: ChangeKind) -> &'static str {
+    match kind {
+        ChangeKind::Updated => types::UPDATED,
+        ChangeKind::Deleted => types::DELETED,
+        ChangeKind::ImportFailed => types::IMPORT_FAILED,
+    }
+}
+
+/// The deterministic id of a change: the same change always gets the same id, across retries
+/// and restarts, and a different change a different one. 40 lowercase hex characters, so it is
+/// a valid DNS-1123 label (it may start with a digit) and a TriggerTemplate can name a
+/// PipelineRun after it.
+///
+/// Exactly: the first 20 bytes, in lowercase hex, of SHA-256 over the concatenated netstrings
+/// (`<byte length in decimal>:<UTF-8 bytes>,`) of, in order:
+/// [`ID_SCHEME`], the event type, `imageStreamUID`, `namespace`, `imageStream`, `tag`,
+/// `digest` (empty when none), `generation` (decimal, `-` for negative).
+/// Not in it: `time`, `previousDigest`, `dockerImageReference`, `reason`, `message`; they
+/// follow from the identity or describe it, and a deleted event's time is the caller's clock.
+pub fn event_id(change: &TagChange) -> String {
+    let generation = change.generation.to_string();
+    hash_id(&[
+        tag_type(change.kind),
+        &change.image_stream_uid,
+        &change.namespace,
+        &change.image_stream,
+        &change.tag,
+        change.digest.as_deref().unwrap_or(""),
+        &generation,
+    ])
+}
+
+/// The id of a resource/reference event: as [`event_id`], over [`ID_SCHEME`], the event type,
+/// `metadata.uid` and `metadata.resourceVersion` (each empty when missing). The API server
+/// gives every write, the deletion included, a new resourceVersion.
+pub fn resource_event_id(ty: &str, object: &Value) -> String {
+    hash_id(&[
+        ty,
+        meta_str(object, "uid"),
+        meta_str(object, "resourceVersion"),
+    ])
+}
+
+fn hash_id(fields: &[&str]) -> String {
+    use std::fmt::Write as _;
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    for field in std::iter::once(&ID_SCHEME).chain(fields) {
+        ctx.update(format!("{}:", field.len()).as_bytes());
+        ctx.update(field.as_bytes());
+        ctx.update(b",");
+    }
+    let mut id = String::with_capacity(ID_LEN);
+    for byte in &ctx.finish().as_ref()[..ID_LEN / 2] {
+        let _ = write!(id, "{byte:02x}");
+    }
+    id
+}
+
+/// Mode `imagestreamtag`: the CloudEvent for one change.
+///
+/// `source` = `/apis/image.openshift.io/v1/namespaces/{ns}/imagestreams/{name}`, `subject` =
+/// `{name}:{tag}`, `time` = the change's time (the TagEvent's `created`, the condition's
+/// `lastTransitionTime`), or `now` when the change has none or it does not parse (deleted).
+/// Extensions `namespace`, `imagestream`, `imagetag` and `imagedigest` (only with a digest).
+/// Data (camelCase): `namespace`, `imageStream`, `tag`, `digest`, `previousDigest`,
+/// `dockerImageReference`, `generation`, `created` (the change's time verbatim, or null),
+/// `imageStreamUID`, and for importfailed `reason`, `message`; absent values are `null`.
+pub fn tag_event(change: &TagChange, settings: &EventSettings, now: DateTime<Utc>) -> Event {
+    let time = change
+        .time
+        .as_deref()
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map_or(now, |t| t.with_timezone(&Utc));
+    let source = format!(
+        "/apis/{}/namespaces/{}/imagestreams/{}",
+        ImageStream::api_version(&()),
+        change.namespace,
+        change.image_stream
+    );
+    let builder = EventBuilderV10::new()
+        .id(event_id(change))
+        .ty(tag_type(change.kind))
+        .source(source)
+        .subject(format!("{}:{}", change.image_stream, change.tag))
+        .time(time)
+        .extension(ext::NAMESPACE, change.namespace.as_str())
+        .extension(ext::IMAGESTREAM, change.image_stream.as_str())
+        .extension(ext::IMAGETAG, change.tag.as_str());
+    let builder = match &change.digest {
+        Some(digest) => builder.extension(ext::IMAGEDIGEST, digest.as_str()),
+        None => builder,
+    };
+    let data = tag_data(change);
+    let builder = match settings.dataschema(change.kind).into_url() {
+        Ok(schema) => builder.data_with_schema(APPLICATION_JSON, schema, data),
+        Err(_) => builder.data(APPLICATION_JSON, data),
+    };
+    finish(builder)
+}
+
+fn tag_data(change: &TagChange) -> Value {
+    let mut data = json!({
+        "namespace": change.namespace,
+        "imageStream": change.image_stream,
+        "tag": change.tag,
+        "digest": change.digest,
+        "previousDigest": change.previous_digest,
+        "dockerImageReference": change.docker_image_reference,
+        "generation": change.generation,
+        "created": change.time,
+        "imageStreamUID": change.image_stream_uid,
+    });
+    if change.kind == ChangeKind::ImportFailed {
+        data["reason"] = json!(change.reason);
+        data["message"] = json!(change.message);
+    }
+    data
+}
+
+/// The watch event type an event is made for (client-go's `Add`/`Update`/`Delete` of a
+/// reflector's store: `ADDED`, `MODIFIED`, `DELETED`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WatchAction {
+    /// `ADDED`.
+    Add,
+    /// `MODIFIED`.
+    Update,
+    /// `DELETED` (the object is its last state).
+    Delete,
+}
+
+impl WatchAction {
+    /// The type of mode `resource` events.
+    pub fn resource_type(self) -> &'static str {
+        match self {
+            Self::Add => types::RESOURCE_ADD,
+            Self::Update => types::RESOURCE_UPDATE,
+            Self::Delete => types::RESOURCE_DELETE,
+        }
+    }
+
+    /// The type of mode `reference` events.
+    pub fn reference_type(self) -> &'static str {
+        match self {
+            Self::Add => types::REF_ADD,
+            Self::Update => types::REF_UPDATE,
+            Self::Delete => types::REF_DELETE,
+        }
+    }
+}
+
+/// Mode `resource`: what ApiServerSource sends for an ImageStream watch event, the object
+/// itself as data. See [`reference_event`] for the attributes; only the type and data differ.
+pub fn resource_event(
+    action: WatchAction,
+    object: &Value,
+    source_url: &str,
+    now: DateTime<Utc>,
+) -> Event {
+    let mut data = object.clone();
+    // List items may come without kind/apiVersion; client-go fills them in before
+    // ApiServerSource sees the object, so its consumers always get them.
+    if let Value::Object(map) = &mut data {
+        let (kind, api_version) = kind_and_api_version(object);
+        map.entry("apiVersion")
+            .or_insert_with(|| json!(api_version));
+        map.entry("kind").or_insert_with(|| json!(kind));
+    }
+    apiserver_event(action.resource_type(), object, source_url, now, data)
+}
+
+/// Mode `reference`: what ApiServerSource sends for an ImageStream watch event, with a
+/// `corev1.ObjectReference` as data (`kind`, `namespace`, `name`, `apiVersion`, empty ones
+/// omitted as Go's `omitempty` does; no uid, no resourceVersion).
+///
+/// As ApiServerSource: `source` = the API server URL the adapter talks to (`rest.Config.Host`,
+/// e.g. `https://172.30.0.1:443`; `/` if empty), `subject` = Knative's guessed self link
+/// `/apis/{apiVersion}/namespaces/{ns}/{lowercase kind}s/{name}`, `time` = `now` (sdk-go sets
+/// the send time), extensions `kind`, `apiversion`, `name`, `namespace`, no `dataschema`.
+/// Unlike it, the id is [`resource_event_id`], not a random UUID.
+pub fn reference_event(
+    action: WatchAction,
+    object: &Value,
+    source_url: &str,
+    now: DateTime<Utc>,
+) -> Event {
+    let (kind, api_version) = kind_and_api_version(object);
+    let mut reference = Map::new();
+    for (field, value) in [
+        ("kind", kind.as_str()),
+        ("namespace", meta_str(object, "namespace")),
+        ("name", meta_str(object, "name")),
+        ("apiVersion", api_version.as_str()),
+    ] {
+        if !value.is_empty() {
+            reference.insert(field.to_owned(), json!(value));
+        }
+    }
+    let data = Value::Object(reference);
+    apiserver_event(action.reference_type(), object, source_url, now, data)
+}
+
+fn apiserver_event(
+    ty: &str,
+    object: &Value,
+    source_url: &str,
+    now: DateTime<Utc>,
+    data: Value,
+) -> Event {
+    let (kind, api_version) = kind_and_api_version(object);
+    let (namespace, name) = (meta_str(object, "namespace"), meta_str(object, "name"));
+    let source = if source_url.is_empty() {
+        "/"
+    } else {
+        source_url
+    };
+    let builder = EventBuilderV10::new()
+        .id(resource_event_id(ty, object))
+        .ty(ty)
+        .source(source)
+        .subject(self_link(&api_version, &kind, namespace, name))
+        .time(now)
+        .extension(ext::KIND, kind.as_str())
+        .extension(ext::APIVERSION, api_version.as_str())
+        .extension(ext::NAME, name)
+        .extension(ext::NAMESPACE, namespace)
+        .data(APPLICATION_JSON, data);
+    finish(builder)
+}
+
+/// Knative's `createSelfLink`: the plural is guessed as lowercase kind + `s`, and an apiVersion
+/// that is a group without a version gets `/versionUnknown`.
+fn self_link(api_version: &str, kind: &str, namespace: &str, name: &str) -> String {
+    let version = if api_version.contains('.') && !api_version.contains('/') {
+        format!("{api_version}/versionUnknown")
+    } else {
+        api_version.to_owned()
+    };
+    let plural = format!("{}s", kind.to_lowercase());
+    format!("/apis/{version}/namespaces/{namespace}/{plural}/{name}")
+}
+
+fn kind_and_api_version(object: &Value) -> (String, String) {
+    let field = |name: &str, default: String| match object.get(name).and_then(Value::as_str) {
+        Some(value) if !value.is_empty() => value.to_owned(),
+        _ => default,
+    };
+    let kind = field("kind", ImageStream::kind(&()).into_owned());
+    let api_version = field("apiVersion", ImageStream::api_version(&()).into_owned());
+    (kind, api_version)
+}
+
+fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
+    object
+        .get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn finish(builder: EventBuilderV10) -> Event {
+    builder
+        .build()
+        .expect("id, type and a non-empty source are set; time and dataschema are parsed values")
+}
+
+/// `K_CE_OVERRIDES` (`{"extensions": {"name": "value", ...}}`), applied last and overriding,
+/// as Knative's adapters do. A JSON `null` or `{}` changes nothing. Checked in full before the
+/// event is touched: extension names must be lowercase ASCII letters and digits and no context
+/// attribute name; values must be strings (Knative's type is `map[string]string`) of printable
+/// ASCII, since the SDK puts them into `ce-` headers without percent-encoding.
+pub fn apply_overrides(event: &mut Event, overrides: &Value) -> Result<(), EventConfigError> {
+    for (name, value) in override_extensions(overrides)? {
+        event.set_extension(name, value);
+    }
+    Ok(())
+}
+
+/// Checks `K_CE_OVERRIDES` once, at start-up, and returns the extensions it sets.
+pub fn override_extensions(overrides: &Value) -> Result<Vec<(&str, &str)>, EventConfigError> {
+    let invalid = |why: String| Err(EventConfigError::Overrides(why));
+    let map = match overrides {
+        Value::Null => return Ok(Vec::new()),
+        Value::Object(map) => map,
+        other => return invalid(format!("expected an object, got {other}")),
+    };
+    if let Some(field) = map.keys().find(|k| *k != "extensions") {
+        return invalid(format!(
+            "unknown field {field:?}, only \"extensions\" is supported"
+        ));
+    }
+    let extensions = match map.get("extensions") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(extensions)) => extensions,
+        Some(other) => return invalid(format!("\"extensions\" must be an object, got {other}")),
+    };
+    let mut checked = Vec::with_capacity(extensions.len());
+    for (name, value) in extensions {
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        {
+            return invalid(format!(
+                "extension name {name:?} is not lowercase [a-z0-9]+"
+            ));
+        }
+        if RESERVED.split(' ').any(|reserved| reserved == name) {
+            return invalid(format!("{name:?} is a context attribute, not an extension"));
+        }
+        let Some(value) = value.as_str() else {
+            return invalid(format!("extension {name:?} must be a string, got {value}"));
+        };
+        if !value.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+            return invalid(format!("extension {name:?} must be printable ASCII"));
+        }
+        checked.push((name.as_str(), value));
+    }
+    Ok(checked)
+}
+
+#[cfg(test)]
+mod tests;
