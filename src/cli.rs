@@ -32,7 +32,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Watch ImageStreams and deliver per-tag changes as CloudEvents to a sink.
-    Source(SourceArgs),
+    Source(Box<SourceArgs>),
     /// Reconcile Tekton CustomRuns of kind ImagePromotion (validate-then-promote).
     Controller(ControllerArgs),
     /// Run the API emulator: a Kubernetes/OpenShift API server for tests and demos.
@@ -43,9 +43,117 @@ pub enum Command {
     Demo(DemoArgs),
 }
 
-/// `imagegate source` (filled in by the source issue).
+/// `imagegate source`.
 #[derive(Debug, Args)]
-pub struct SourceArgs {}
+pub struct SourceArgs {
+    /// The CloudEvents sink (a Tekton EventListener, a Knative Broker, any HTTP receiver).
+    /// Set by a Knative SinkBinding or ContainerSource through `K_SINK`.
+    #[arg(long, env = "K_SINK")]
+    pub sink: String,
+
+    /// `{"extensions": {...}}` applied to every event last (Knative's `K_CE_OVERRIDES`).
+    #[arg(long, env = "K_CE_OVERRIDES")]
+    pub ce_overrides: Option<String>,
+
+    /// A PEM bundle of CA certificates for an https sink (Knative's `K_CA_CERTS`).
+    #[arg(long, env = "K_CA_CERTS")]
+    pub ca_certs: Option<String>,
+
+    /// Seconds to wait for the sink's answer (Knative's `K_SINK_TIMEOUT`).
+    #[arg(long, env = "K_SINK_TIMEOUT")]
+    pub sink_timeout: Option<u64>,
+
+    /// Watch only this namespace (repeatable; default: all namespaces).
+    #[arg(long = "namespace", value_name = "NS")]
+    pub namespaces: Vec<String>,
+
+    /// Watch only ImageStreams matching this label selector.
+    #[arg(long)]
+    pub selector: Option<String>,
+
+    /// Report only this tag (repeatable; default: all tags).
+    #[arg(long = "tag", value_name = "NAME")]
+    pub tags: Vec<String>,
+
+    /// What to send: per-tag changes (`imagestreamtag`), or what Knative's ApiServerSource
+    /// sends for ImageStreams (`resource`, `reference`).
+    #[arg(long, value_enum, default_value_t = SourceMode::Imagestreamtag)]
+    pub mode: SourceMode,
+
+    /// The CloudEvents HTTP content mode.
+    #[arg(long, value_enum, default_value_t = ContentModeArg::Binary)]
+    pub content_mode: ContentModeArg,
+
+    /// Attempts after the first before the dead-letter sink (Knative's `retry`); without it,
+    /// a change is retried until the sink takes it, with capped backoff.
+    #[arg(long)]
+    pub retry: Option<u32>,
+
+    /// Knative's `backoffPolicy`.
+    #[arg(long, value_enum, default_value_t = BackoffPolicyArg::Exponential)]
+    pub backoff_policy: BackoffPolicyArg,
+
+    /// Knative's `backoffDelay`, an ISO-8601 duration.
+    #[arg(long, default_value = "PT0.2S")]
+    pub backoff_delay: String,
+
+    /// Where an event goes when the sink refused it for good (Knative's `deadLetterSink`).
+    #[arg(long)]
+    pub dead_letter_sink: Option<String>,
+
+    /// On a first start (no checkpoint), send an event for every existing tag instead of
+    /// recording the current state silently.
+    #[arg(long)]
+    pub emit_existing: bool,
+
+    /// Where `/livez`, `/readyz` and `/metrics` are served.
+    #[arg(long, env = "IMAGEGATE_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
+    pub admin_addr: SocketAddr,
+
+    /// The namespace of the checkpoint ConfigMaps (the pod's own).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "imagegate-system")]
+    pub checkpoint_namespace: String,
+
+    /// The name prefix of the checkpoint ConfigMaps.
+    #[arg(long, default_value = "imagegate-source-checkpoint")]
+    pub checkpoint_prefix: String,
+
+    /// Where the events' `dataschema` points (the JSON Schemas in `schemas/`).
+    #[arg(long, default_value = "https://imagegate.dev/schemas/")]
+    pub dataschema_base: String,
+
+    #[command(flatten)]
+    pub leader: LeaderArgs,
+}
+
+/// `--mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SourceMode {
+    /// `dev.imagegate.imagestreamtag.*`: one event per tag change.
+    Imagestreamtag,
+    /// `dev.knative.apiserver.resource.*`: the ImageStream as data.
+    Resource,
+    /// `dev.knative.apiserver.ref.*`: a reference to the ImageStream as data.
+    Reference,
+}
+
+/// `--content-mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ContentModeArg {
+    /// Attributes in `ce-` headers, data as the body.
+    Binary,
+    /// The whole event as `application/cloudevents+json`.
+    Structured,
+}
+
+/// `--backoff-policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackoffPolicyArg {
+    /// `delay * attempt`.
+    Linear,
+    /// `delay * 2^attempt`.
+    Exponential,
+}
 
 /// `imagegate controller`.
 #[derive(Debug, Args)]

@@ -12,7 +12,7 @@ async fn main() -> ExitCode {
     imagegate::tls::install_crypto_provider();
     let result = match cli.command {
         Command::Emulator(args) => imagegate::run::emulator(args).await,
-        Command::Source(_) => imagegate::run::not_implemented("source", 3),
+        Command::Source(args) => imagegate::run::source(*args).await,
         Command::Controller(args) => imagegate::run::controller(args).await,
         Command::Crds(_) => imagegate::run::crds(),
         Command::Demo(_) => imagegate::run::not_implemented("demo", 5),

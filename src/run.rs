@@ -4,7 +4,10 @@ use anyhow::{Context, bail};
 
 use std::sync::Arc;
 
-use crate::cli::{ControllerArgs, EmulatorArgs, LeaderArgs};
+use crate::cli::{
+    BackoffPolicyArg, ContentModeArg, ControllerArgs, EmulatorArgs, LeaderArgs, SourceArgs,
+    SourceMode,
+};
 use crate::emulator::{Config, Emulator};
 use crate::leader::LeaderConfig;
 
@@ -104,4 +107,83 @@ pub async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = term => {},
     }
+}
+
+/// `imagegate source`: watch ImageStreams and deliver their tag changes until SIGTERM.
+pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
+    use crate::source::deliver::{
+        BackoffPolicy, ContentMode, DeliverySpec, parse_iso8601_duration,
+    };
+    let sink: reqwest::Url = args
+        .sink
+        .parse()
+        .with_context(|| format!("--sink/K_SINK {:?} is not a URL", args.sink))?;
+    let dead_letter_sink = match &args.dead_letter_sink {
+        Some(u) => Some(
+            u.parse::<reqwest::Url>()
+                .with_context(|| format!("--dead-letter-sink {u:?} is not a URL"))?,
+        ),
+        None => None,
+    };
+    let overrides = match &args.ce_overrides {
+        Some(text) if !text.trim().is_empty() => {
+            let v: serde_json::Value =
+                serde_json::from_str(text).context("K_CE_OVERRIDES is not JSON")?;
+            crate::source::event::override_extensions(&v)
+                .map_err(|e| anyhow::anyhow!("K_CE_OVERRIDES: {e}"))?;
+            Some(v)
+        }
+        _ => None,
+    };
+    let backoff_delay = parse_iso8601_duration(&args.backoff_delay)
+        .map_err(|e| anyhow::anyhow!("--backoff-delay {:?}: {e}", args.backoff_delay))?;
+    let client = kube::Client::try_default()
+        .await
+        .context("cannot build a Kubernetes client (in-cluster config or KUBECONFIG)")?;
+    let api_server_url = kube::Config::infer()
+        .await
+        .map(|c| c.cluster_url.to_string())
+        .unwrap_or_default();
+    let settings = crate::source::Settings {
+        sink,
+        overrides,
+        ca_pem: args.ca_certs.clone(),
+        sink_timeout: args.sink_timeout.map(std::time::Duration::from_secs),
+        namespaces: args.namespaces.clone(),
+        selector: args.selector.clone(),
+        tags: crate::source::diff::TagFilter(args.tags.clone()),
+        mode: match args.mode {
+            SourceMode::Imagestreamtag => crate::source::Mode::ImageStreamTag,
+            SourceMode::Resource => crate::source::Mode::Resource,
+            SourceMode::Reference => crate::source::Mode::Reference,
+        },
+        content_mode: match args.content_mode {
+            ContentModeArg::Binary => ContentMode::Binary,
+            ContentModeArg::Structured => ContentMode::Structured,
+        },
+        delivery: DeliverySpec {
+            retry: args.retry,
+            backoff_policy: match args.backoff_policy {
+                BackoffPolicyArg::Linear => BackoffPolicy::Linear,
+                BackoffPolicyArg::Exponential => BackoffPolicy::Exponential,
+            },
+            backoff_delay,
+            max_backoff: std::time::Duration::from_secs(300),
+            dead_letter_sink,
+        },
+        emit_existing: args.emit_existing,
+        admin_addr: args.admin_addr,
+        checkpoint: crate::source::checkpoint::CheckpointConfig {
+            namespace: args.checkpoint_namespace.clone(),
+            prefix: args.checkpoint_prefix.clone(),
+            shards: 16,
+            flush_interval: std::time::Duration::from_millis(500),
+        },
+        leader: leader_config(&args.leader, "source"),
+        events: crate::source::event::EventSettings::new(args.dataschema_base.clone())
+            .map_err(|e| anyhow::anyhow!("--dataschema-base: {e}"))?,
+        concurrency: 64,
+        api_server_url,
+    };
+    crate::source::run(client, settings, shutdown_signal()).await
 }

@@ -23,7 +23,7 @@ fn version_prints_the_package_version() {
 
 #[test]
 fn unfinished_subcommands_say_so_and_fail() {
-    for (cmd, issue) in [("source", 3), ("demo", 5)] {
+    for (cmd, issue) in [("demo", 5)] {
         let out = imagegate(&[cmd]);
         assert!(
             !out.status.success(),

@@ -238,7 +238,9 @@ impl Cluster {
                 .unwrap_or_default()
             {
                 let (Some(digest), Some(reference)) = (
-                    item.get("image").and_then(Value::as_str),
+                    item.get("image")
+                        .and_then(Value::as_str)
+                        .filter(|d| !d.is_empty()),
                     item.get("dockerImageReference").and_then(Value::as_str),
                 ) else {
                     continue;

@@ -1,10 +1,206 @@
 //! `imagegate source`: ImageStream tag changes as CloudEvents, delivered without loss.
 //!
 //! The data flows one way: watch ImageStreams -> [`diff`] (pure: state against state, per tag)
-//! -> [`event`] (pure: one CloudEvent per [`change::TagChange`]) -> delivery with retries and a
-//! dead-letter sink, with the delivered state checkpointed in the cluster. This session lands
-//! the pure core; the adapter loop, delivery and checkpointing follow (issue 3).
+//! -> [`event`] (pure: one CloudEvent per [`change::TagChange`]) -> [`queue`] (per-tag order,
+//! many tags in flight) -> [`deliver`] (retries, backoff, dead-letter sink) -> acknowledged
+//! state -> [`checkpoint`] (persisted in the cluster). [`adapter`] runs that loop; [`run`]
+//! wires leader election, the admin server and shutdown.
 
+pub mod adapter;
 pub mod change;
+pub mod checkpoint;
+pub mod deliver;
 pub mod diff;
 pub mod event;
+pub mod metrics;
+pub mod queue;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::registry::Registry;
+use serde_json::Value;
+use tracing::info;
+
+use crate::admin::{self, Health};
+use crate::leader::{self, LeaderConfig};
+
+use self::checkpoint::{Checkpoint, CheckpointConfig};
+use self::deliver::{ContentMode, DeliverySpec};
+use self::diff::TagFilter;
+use self::event::EventSettings;
+use self::metrics::Metrics;
+
+/// What the source sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// One `dev.imagegate.imagestreamtag.*` event per tag change.
+    ImageStreamTag,
+    /// ApiServerSource's `dev.knative.apiserver.resource.*`.
+    Resource,
+    /// ApiServerSource's `dev.knative.apiserver.ref.*`.
+    Reference,
+}
+
+/// Everything the source runs with (built from the command line and the environment).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The sink.
+    pub sink: reqwest::Url,
+    /// `K_CE_OVERRIDES`, parsed.
+    pub overrides: Option<Value>,
+    /// `K_CA_CERTS`.
+    pub ca_pem: Option<String>,
+    /// `K_SINK_TIMEOUT`.
+    pub sink_timeout: Option<Duration>,
+    /// Namespaces to watch (empty: all).
+    pub namespaces: Vec<String>,
+    /// Label selector of the ImageStreams.
+    pub selector: Option<String>,
+    /// Tags to report.
+    pub tags: TagFilter,
+    /// What to send.
+    pub mode: Mode,
+    /// Binary or structured.
+    pub content_mode: ContentMode,
+    /// Retries, backoff, dead-letter sink.
+    pub delivery: DeliverySpec,
+    /// Send every existing tag on a first start.
+    pub emit_existing: bool,
+    /// Where `/livez`, `/readyz`, `/metrics` are served.
+    pub admin_addr: std::net::SocketAddr,
+    /// Where the checkpoint lives.
+    pub checkpoint: CheckpointConfig,
+    /// Leader election, when on.
+    pub leader: Option<LeaderConfig>,
+    /// `dataschema` of the events.
+    pub events: EventSettings,
+    /// How many tags are delivered at once.
+    pub concurrency: usize,
+    /// The API server's URL (the `source` of resource/reference events).
+    pub api_server_url: String,
+}
+
+/// Runs the source until `shutdown` resolves, or until leadership is lost (an error, so that
+/// the process restarts as a standby).
+pub async fn run(
+    client: kube::Client,
+    settings: Settings,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let health = Health::new();
+    health.set_not_ready("the ImageStreams have not been listed yet");
+    let listener = tokio::net::TcpListener::bind(settings.admin_addr).await?;
+    info!(addr = %listener.local_addr()?, "admin server listening");
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |rx: &tokio::sync::watch::Receiver<bool>| {
+        let mut rx = rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let admin_task = tokio::spawn(admin::serve(
+        listener,
+        admin::router(health.clone(), Arc::new(registry)),
+        stopped(&stop_rx),
+    ));
+    tokio::spawn({
+        let stop_tx = stop_tx.clone();
+        async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        }
+    });
+
+    let mut election = None;
+    let mut leading = None;
+    if let Some(cfg) = settings.leader.clone() {
+        let (is_leader, task) = leader::spawn(client.clone(), cfg.clone(), stopped(&stop_rx));
+        election = Some(task);
+        health.set_ready(true);
+        let mut waiting = is_leader.clone();
+        let mut stop = stop_rx.clone();
+        info!(lease = %cfg.lease_name, identity = %cfg.identity, "waiting to lead");
+        tokio::select! {
+            _ = waiting.wait_for(|l| *l) => info!(lease = %cfg.lease_name, "leading"),
+            _ = stop.wait_for(|s| *s) => {
+                if let Some(t) = election { let _ = t.await; }
+                let _ = admin_task.await;
+                return Ok(());
+            }
+        }
+        health.set_not_ready("the ImageStreams have not been listed yet");
+        leading = Some(is_leader);
+    }
+    // Losing the lease stops the work like a shutdown does.
+    let (work_tx, work_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn({
+        let mut stop = stop_rx.clone();
+        async move {
+            match leading {
+                Some(mut l) => {
+                    tokio::select! {
+                        _ = stop.wait_for(|s| *s) => {},
+                        _ = l.wait_for(|l| !*l) => {},
+                    }
+                }
+                None => {
+                    let _ = stop.wait_for(|s| *s).await;
+                }
+            }
+            let _ = work_tx.send(true);
+        }
+    });
+
+    let (checkpoint, initial) =
+        Checkpoint::load(client.clone(), settings.checkpoint.clone()).await?;
+    let checkpoint = Arc::new(checkpoint);
+    if initial.is_none() {
+        info!("no checkpoint: first start");
+    }
+    // The flusher starts once the first list is recorded: a first start that flushed an empty
+    // checkpoint and then crashed would look like a restart that missed every stream.
+    let flusher = tokio::spawn({
+        let checkpoint = checkpoint.clone();
+        let health = health.clone();
+        let mut stop = work_rx.clone();
+        let done = stopped(&work_rx);
+        async move {
+            while !health.is_ready() {
+                tokio::select! {
+                    _ = stop.wait_for(|s| *s) => break,
+                    _ = tokio::time::sleep(Duration::from_millis(50)) => {},
+                }
+            }
+            if health.is_ready() {
+                checkpoint.run(done).await;
+            }
+        }
+    });
+    let settings = Arc::new(settings);
+    adapter::watch_and_deliver(
+        client,
+        settings.clone(),
+        checkpoint.clone(),
+        initial,
+        metrics,
+        health.clone(),
+        work_rx.clone(),
+    )
+    .await?;
+    // The flusher writes what was acknowledged last before it stops.
+    let _ = flusher.await;
+    let lost_leadership = !*stop_rx.borrow();
+    let _ = stop_tx.send(true);
+    if let Some(t) = election {
+        let _ = t.await;
+    }
+    info!("stopped");
+    let _ = admin_task.await;
+    if lost_leadership && settings.leader.is_some() {
+        anyhow::bail!("lost the leader lease; exiting so that a standby takes over");
+    }
+    Ok(())
+}

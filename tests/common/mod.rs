@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod sink;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -118,6 +120,28 @@ impl EmulatorProcess {
             Some(body),
         )
         .await;
+    }
+
+    /// A failed scheduled import.
+    pub async fn import_failure(&self, ns: &str, is: &str, tag: &str, reason: &str) {
+        let body = json!({"tag": tag, "reason": reason}).to_string();
+        self.control(
+            reqwest::Method::POST,
+            &format!("namespaces/{ns}/imagestreams/{is}/importfailure"),
+            Some(body),
+        )
+        .await;
+    }
+
+    /// Expires every older resourceVersion.
+    pub async fn compact(&self) {
+        self.control(reqwest::Method::POST, "compact", None).await;
+    }
+
+    /// Ends every open watch.
+    pub async fn drop_watches(&self) {
+        self.control(reqwest::Method::POST, "drop-watches", None)
+            .await;
     }
 
     /// Merges `metadata` into an Image's dockerImageMetadata.

@@ -1,0 +1,548 @@
+//! The adapter loop: watch ImageStreams, diff each against what was already enqueued, turn the
+//! changes into CloudEvents, and hand them to the queue; acknowledgements from the sink
+//! advance the delivered state, which the checkpoint persists. The watch never waits on the
+//! sink, and a re-list, a dropped watch or a restart diffs state against state, so exactly
+//! the changes that happened are sent.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use cloudevents::AttributesReader;
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::Value;
+use tracing::{debug, error, info, warn};
+
+use crate::api::ImageStream;
+
+use super::change::{ChangeKind, StreamState, TagChange, TagState};
+use super::checkpoint::{Checkpoint, StreamKey};
+use super::deliver::{self, Delivered};
+use super::diff::{self, TagFilter};
+use super::event::{self, EventSettings, WatchAction};
+use super::metrics::Metrics;
+use super::queue::{self, Job, Queue};
+use super::{Mode, Settings};
+
+/// What a delivered event advances.
+#[derive(Clone, Debug)]
+pub struct Ack {
+    /// The stream.
+    pub stream: StreamKey,
+    /// Its uid.
+    pub uid: String,
+    /// The tag (None in the resource/reference modes, which keep no checkpoint).
+    pub tag: Option<String>,
+    /// The tag's delivered state after this event (None: the tag is gone).
+    pub after: Option<TagState>,
+}
+
+/// The delivered state, shared by the acknowledgement task and the checkpoint.
+type Delivered_ = Arc<Mutex<HashMap<StreamKey, StreamState>>>;
+
+/// The tag states after each change of a batch, folded from the state before it.
+fn afters(before: Option<&StreamState>, changes: &[TagChange]) -> Vec<Option<TagState>> {
+    let mut state: HashMap<&str, Option<TagState>> = HashMap::new();
+    changes
+        .iter()
+        .map(|c| {
+            let prev = state
+                .get(c.tag.as_str())
+                .cloned()
+                .unwrap_or_else(|| before.and_then(|b| b.tags.get(&c.tag).cloned()));
+            let next = match c.kind {
+                ChangeKind::Updated => Some(TagState {
+                    digest: c.digest.clone(),
+                    generation: c.generation,
+                    failure_generation: prev.as_ref().and_then(|p| p.failure_generation),
+                }),
+                ChangeKind::ImportFailed => {
+                    let mut p = prev.unwrap_or_default();
+                    p.failure_generation = Some(c.generation);
+                    if p.digest.is_none() {
+                        p.digest = c.digest.clone();
+                    }
+                    Some(p)
+                }
+                ChangeKind::Deleted => None,
+            };
+            state.insert(c.tag.as_str(), next.clone());
+            next
+        })
+        .collect()
+}
+
+/// Applies an acknowledgement to the delivered state; returns the stream's new state (None
+/// when it has no tags left, i.e. its deletion was delivered).
+fn apply_ack(delivered: &mut HashMap<StreamKey, StreamState>, ack: &Ack) -> Option<StreamState> {
+    let tag = ack.tag.as_ref()?;
+    let entry = delivered.entry(ack.stream.clone()).or_default();
+    if entry.uid != ack.uid {
+        entry.uid = ack.uid.clone();
+    }
+    match &ack.after {
+        Some(s) => {
+            entry.tags.insert(tag.clone(), s.clone());
+        }
+        None => {
+            entry.tags.remove(tag);
+        }
+    }
+    Some(entry.clone())
+}
+
+fn key_of(is: &ImageStream) -> StreamKey {
+    (
+        is.metadata.namespace.clone().unwrap_or_default(),
+        is.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// The watch side: what has been enqueued so far, per stream.
+struct Watching {
+    settings: Arc<Settings>,
+    queue: Queue<Ack>,
+    checkpoint: Arc<Checkpoint>,
+    delivered: Delivered_,
+    enqueued: HashMap<StreamKey, StreamState>,
+    /// Resource/reference modes: the last resourceVersion announced per stream.
+    announced: HashMap<StreamKey, String>,
+    /// A first start without a checkpoint: record the first list silently (or emit it).
+    first_start: bool,
+    filter: TagFilter,
+    events: EventSettings,
+    overrides: Option<Value>,
+}
+
+impl Watching {
+    async fn push(&self, key: String, mut ev: cloudevents::Event, ack: Ack, seen: Instant) {
+        if let Some(o) = &self.overrides
+            && let Err(e) = event::apply_overrides(&mut ev, o)
+        {
+            warn!(error = %e, "K_CE_OVERRIDES not applied");
+        }
+        let job = Job {
+            key,
+            event: ev,
+            ack,
+            seen,
+        };
+        if self.queue.push(job).await.is_err() {
+            error!("the delivery queue is gone; stopping");
+        }
+    }
+
+    async fn apply(&mut self, is: &ImageStream, initial: bool) {
+        let seen = Instant::now();
+        let key = key_of(is);
+        if key.1.is_empty() {
+            warn!("an ImageStream without a name was skipped");
+            return;
+        }
+        match self.settings.mode {
+            Mode::ImageStreamTag => {
+                let state = diff::state_of(is, &self.filter);
+                if self.first_start && initial && !self.settings.emit_existing {
+                    // Nothing was delivered before: record what exists now, send nothing.
+                    self.delivered
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(key.clone(), state.clone());
+                    self.checkpoint.record(key.clone(), Some(state.clone()));
+                    self.enqueued.insert(key, state);
+                    return;
+                }
+                let changes = if self.first_start && initial {
+                    diff::existing(is, &self.filter)
+                } else {
+                    let r = ObjectRef::<ImageStream>::new(&key.1).within(&key.0);
+                    diff::diff(&r, self.enqueued.get(&key), Some(is), &self.filter)
+                };
+                let before = self.enqueued.get(&key).cloned();
+                self.enqueued.insert(key.clone(), state);
+                self.push_changes(&key, before.as_ref(), changes, seen)
+                    .await;
+            }
+            Mode::Resource | Mode::Reference => {
+                let rv = is.metadata.resource_version.clone().unwrap_or_default();
+                let action = match self.announced.get(&key) {
+                    Some(prev) if *prev == rv => return,
+                    Some(_) => WatchAction::Update,
+                    None => WatchAction::Add,
+                };
+                self.announced.insert(key.clone(), rv);
+                self.push_object(&key, action, is, seen).await;
+            }
+        }
+    }
+
+    async fn delete(&mut self, key: StreamKey, last: Option<&ImageStream>) {
+        let seen = Instant::now();
+        match self.settings.mode {
+            Mode::ImageStreamTag => {
+                let before = self.enqueued.remove(&key);
+                let r = ObjectRef::<ImageStream>::new(&key.1).within(&key.0);
+                let changes = diff::diff(&r, before.as_ref(), None, &self.filter);
+                self.push_changes(&key, before.as_ref(), changes, seen)
+                    .await;
+            }
+            Mode::Resource | Mode::Reference => {
+                self.announced.remove(&key);
+                if let Some(is) = last {
+                    self.push_object(&key, WatchAction::Delete, is, seen).await;
+                }
+            }
+        }
+    }
+
+    async fn push_changes(
+        &self,
+        key: &StreamKey,
+        before: Option<&StreamState>,
+        changes: Vec<TagChange>,
+        seen: Instant,
+    ) {
+        let afters = afters(before, &changes);
+        for (change, after) in changes.into_iter().zip(afters) {
+            let ev = event::tag_event(&change, &self.events, chrono::Utc::now());
+            debug!(
+                namespace = %change.namespace,
+                imagestream = %change.image_stream,
+                tag = %change.tag,
+                digest = change.digest.as_deref().unwrap_or(""),
+                event_id = %ev.id(),
+                "change"
+            );
+            let ack = Ack {
+                stream: key.clone(),
+                uid: change.image_stream_uid.clone(),
+                tag: Some(change.tag.clone()),
+                after,
+            };
+            let order = format!("{}/{}/{}", key.0, key.1, change.tag);
+            self.push(order, ev, ack, seen).await;
+        }
+    }
+
+    async fn push_object(
+        &self,
+        key: &StreamKey,
+        action: WatchAction,
+        is: &ImageStream,
+        seen: Instant,
+    ) {
+        let obj = serde_json::to_value(is).unwrap_or(Value::Null);
+        let ev = match self.settings.mode {
+            Mode::Reference => event::reference_event(
+                action,
+                &obj,
+                &self.settings.api_server_url,
+                chrono::Utc::now(),
+            ),
+            _ => event::resource_event(
+                action,
+                &obj,
+                &self.settings.api_server_url,
+                chrono::Utc::now(),
+            ),
+        };
+        let ack = Ack {
+            stream: key.clone(),
+            uid: is.metadata.uid.clone().unwrap_or_default(),
+            tag: None,
+            after: None,
+        };
+        self.push(format!("{}/{}", key.0, key.1), ev, ack, seen)
+            .await;
+    }
+}
+
+/// Runs the watch and the delivery until `stop` turns true.
+pub async fn watch_and_deliver(
+    client: kube::Client,
+    settings: Arc<Settings>,
+    checkpoint: Arc<Checkpoint>,
+    initial: Option<HashMap<StreamKey, StreamState>>,
+    metrics: Metrics,
+    ready: Arc<crate::admin::Health>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let first_start = initial.is_none();
+    let delivered: Delivered_ = Arc::new(Mutex::new(initial.clone().unwrap_or_default()));
+    let sink_client = Arc::new(deliver::SinkClient::new(
+        settings.sink_timeout,
+        settings.ca_pem.as_deref(),
+    )?);
+    let deliver_fn: queue::Deliver<Ack, Result<Delivered, deliver::Stopped>> = {
+        let settings = settings.clone();
+        let stop = stop.clone();
+        let metrics = metrics.clone();
+        Arc::new(move |job: Job<Ack>| {
+            let settings = settings.clone();
+            let client = sink_client.clone();
+            let stop = stop.clone();
+            let metrics = metrics.clone();
+            Box::pin(async move {
+                let out = deliver::deliver(
+                    &client,
+                    &settings.sink,
+                    &job.event,
+                    settings.content_mode,
+                    &settings.delivery,
+                    &stop,
+                )
+                .await;
+                let ty = job.event.ty().to_string();
+                match &out {
+                    Ok(Delivered::Sink { attempts }) => {
+                        metrics.sent.get_or_create(&Metrics::of(&ty)).inc();
+                        metrics.latency.observe(job.seen.elapsed().as_secs_f64());
+                        if *attempts > 1 {
+                            metrics
+                                .attempts_failed
+                                .get_or_create(&Metrics::of(&ty))
+                                .inc_by(u64::from(*attempts - 1));
+                        }
+                    }
+                    Ok(Delivered::DeadLettered { .. }) => {
+                        metrics.dead_lettered.get_or_create(&Metrics::of(&ty)).inc();
+                        warn!(event_id = %job.event.id(), sink = %settings.sink, "event sent to the dead-letter sink");
+                    }
+                    Ok(Delivered::Failed { error, .. }) => {
+                        metrics.failed.get_or_create(&Metrics::of(&ty)).inc();
+                        error!(event_id = %job.event.id(), sink = %settings.sink, error = %error, "the sink refused an event for good and there is no dead-letter sink");
+                    }
+                    Err(_) => {}
+                }
+                (job, out)
+            })
+        })
+    };
+    let (queue, mut done) = queue::start(10_000, settings.concurrency, deliver_fn);
+
+    // Acknowledgements advance the delivered state; a stopped delivery advances nothing, so
+    // the next start sends it again.
+    let ack_task = {
+        let delivered = delivered.clone();
+        let checkpoint = checkpoint.clone();
+        let metrics = metrics.clone();
+        let depth = queue.depth_counter();
+        tokio::spawn(async move {
+            while let Some((job, outcome)) = done.recv().await {
+                metrics
+                    .queue_depth
+                    .set(depth.load(std::sync::atomic::Ordering::Relaxed) as i64);
+                if outcome.is_err() {
+                    continue;
+                }
+                let ack = job.ack;
+                if ack.tag.is_none() {
+                    continue;
+                }
+                let next = {
+                    let mut d = delivered.lock().unwrap_or_else(|p| p.into_inner());
+                    let next = apply_ack(&mut d, &ack);
+                    if next.as_ref().is_some_and(|s| s.tags.is_empty()) {
+                        d.remove(&ack.stream);
+                    }
+                    next
+                };
+                checkpoint.record(ack.stream, next.filter(|s| !s.tags.is_empty()));
+            }
+        })
+    };
+
+    let mut w = Watching {
+        settings: settings.clone(),
+        queue: queue.clone(),
+        checkpoint: checkpoint.clone(),
+        delivered: delivered.clone(),
+        enqueued: initial.unwrap_or_default(),
+        announced: HashMap::new(),
+        first_start,
+        filter: settings.tags.clone(),
+        events: settings.events.clone(),
+        overrides: settings.overrides.clone(),
+    };
+    let mut config = watcher::Config::default();
+    if let Some(sel) = &settings.selector {
+        config = config.labels(sel);
+    }
+    let apis: Vec<(Option<String>, Api<ImageStream>)> = if settings.namespaces.is_empty() {
+        vec![(None, Api::all(client.clone()))]
+    } else {
+        settings
+            .namespaces
+            .iter()
+            .map(|ns| (Some(ns.clone()), Api::namespaced(client.clone(), ns)))
+            .collect()
+    };
+    let scopes: Vec<Option<String>> = apis.iter().map(|(ns, _)| ns.clone()).collect();
+    let streams = apis.into_iter().enumerate().map(|(i, (_, api))| {
+        watcher(api, config.clone())
+            .default_backoff()
+            .map(move |e| (i, e))
+            .boxed()
+    });
+    let mut events = futures::stream::select_all(streams);
+    let mut listing: HashMap<usize, HashSet<StreamKey>> = HashMap::new();
+    let mut listed: HashSet<usize> = HashSet::new();
+    loop {
+        let next = tokio::select! {
+            _ = stop.wait_for(|s| *s) => break,
+            next = events.next() => next,
+        };
+        let Some((i, ev)) = next else { break };
+        metrics.queue_depth.set(queue.depth() as i64);
+        match ev {
+            Ok(watcher::Event::Init) => {
+                listing.insert(i, HashSet::new());
+            }
+            Ok(watcher::Event::InitApply(is)) => {
+                listing.entry(i).or_default().insert(key_of(&is));
+                let initial = !listed.contains(&i);
+                w.apply(&is, initial).await;
+            }
+            Ok(watcher::Event::InitDone) => {
+                // Streams that existed before this (re-)list and are gone now were deleted
+                // while the watch was down.
+                let seen = listing.remove(&i).unwrap_or_default();
+                let scope = &scopes[i];
+                let gone: Vec<StreamKey> = w
+                    .enqueued
+                    .keys()
+                    .chain(w.announced.keys())
+                    .filter(|k| scope.as_ref().is_none_or(|ns| *ns == k.0) && !seen.contains(*k))
+                    .cloned()
+                    .collect::<HashSet<_>>()
+                    .into_iter()
+                    .collect();
+                for key in gone {
+                    w.delete(key, None).await;
+                }
+                listed.insert(i);
+                if listed.len() == scopes.len() && !ready.is_ready() {
+                    w.first_start = false;
+                    ready.set_ready(true);
+                    info!(
+                        streams = w.enqueued.len().max(w.announced.len()),
+                        "watching ImageStreams"
+                    );
+                }
+            }
+            Ok(watcher::Event::Apply(is)) => w.apply(&is, false).await,
+            Ok(watcher::Event::Delete(is)) => {
+                let key = key_of(&is);
+                w.delete(key, Some(&is)).await;
+            }
+            Err(e) => {
+                metrics.watch_restarts.inc();
+                warn!(error = %e, "ImageStream watch failed; resuming");
+            }
+        }
+    }
+    drop(w);
+    drop(queue);
+    let _ = ack_task.await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(kind: ChangeKind, tag: &str, digest: Option<&str>, generation: i64) -> TagChange {
+        TagChange {
+            kind,
+            namespace: "ds".into(),
+            image_stream: "nb".into(),
+            image_stream_uid: "u1".into(),
+            tag: tag.into(),
+            digest: digest.map(str::to_string),
+            previous_digest: None,
+            docker_image_reference: None,
+            generation,
+            time: None,
+            reason: None,
+            message: None,
+        }
+    }
+
+    #[test]
+    fn each_change_acknowledges_the_state_it_brings_the_tag_to() {
+        let before = StreamState {
+            uid: "u1".into(),
+            tags: [(
+                "latest".to_string(),
+                TagState {
+                    digest: Some("a".into()),
+                    generation: 2,
+                    failure_generation: Some(1),
+                },
+            )]
+            .into_iter()
+            .collect(),
+        };
+        let changes = vec![
+            change(ChangeKind::Updated, "latest", Some("b"), 3),
+            change(ChangeKind::ImportFailed, "latest", Some("b"), 4),
+            change(ChangeKind::Updated, "candidate", Some("c"), 4),
+            change(ChangeKind::Deleted, "old", Some("z"), 1),
+        ];
+        let a = afters(Some(&before), &changes);
+        assert_eq!(
+            a[0],
+            Some(TagState {
+                digest: Some("b".into()),
+                generation: 3,
+                failure_generation: Some(1)
+            })
+        );
+        assert_eq!(
+            a[1],
+            Some(TagState {
+                digest: Some("b".into()),
+                generation: 3,
+                failure_generation: Some(4)
+            })
+        );
+        assert_eq!(
+            a[2],
+            Some(TagState {
+                digest: Some("c".into()),
+                generation: 4,
+                failure_generation: None
+            })
+        );
+        assert_eq!(a[3], None);
+    }
+
+    #[test]
+    fn a_stream_whose_last_tag_is_deleted_is_forgotten() {
+        let mut delivered = HashMap::new();
+        let key = ("ds".to_string(), "nb".to_string());
+        let ack = |tag: &str, after: Option<TagState>| Ack {
+            stream: key.clone(),
+            uid: "u1".into(),
+            tag: Some(tag.into()),
+            after,
+        };
+        apply_ack(&mut delivered, &ack("latest", Some(TagState::default())));
+        let s = apply_ack(&mut delivered, &ack("latest", None)).unwrap();
+        assert!(s.tags.is_empty());
+        assert!(
+            apply_ack(
+                &mut delivered,
+                &Ack {
+                    tag: None,
+                    ..ack("x", None)
+                }
+            )
+            .is_none(),
+            "stream-level acks keep no state"
+        );
+    }
+}

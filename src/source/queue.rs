@@ -1,0 +1,263 @@
+//! The queue between the watch and the sink: per-key FIFO order (a tag's changes arrive in the
+//! order they happened), many keys in flight at once, and the watch never waiting on a slow
+//! sink (jobs move off the bounded channel into per-key queues at once; only delivery waits).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+/// One event on its way to the sink.
+pub struct Job<A> {
+    /// The ordering key (`namespace/imagestream/tag`, or `namespace/imagestream`).
+    pub key: String,
+    /// The event.
+    pub event: cloudevents::Event,
+    /// What to record once it is delivered (or dead-lettered).
+    pub ack: A,
+    /// When the change was seen, for the delivery latency.
+    pub seen: Instant,
+}
+
+/// How a delivery ended, as the queue's owner reports it.
+pub type Deliver<A, O> =
+    Arc<dyn Fn(Job<A>) -> Pin<Box<dyn Future<Output = (Job<A>, O)> + Send>> + Send + Sync>;
+
+/// A handle to enqueue jobs.
+pub struct Queue<A> {
+    tx: mpsc::Sender<Job<A>>,
+    depth: Arc<AtomicUsize>,
+}
+
+impl<A> Clone for Queue<A> {
+    fn clone(&self) -> Self {
+        Queue {
+            tx: self.tx.clone(),
+            depth: self.depth.clone(),
+        }
+    }
+}
+
+impl<A: Send + 'static> Queue<A> {
+    /// Enqueues a job; waits only while the hand-off channel is full (the dispatcher drains
+    /// it into per-key queues immediately). Err when the dispatcher is gone.
+    pub async fn push(&self, job: Job<A>) -> Result<(), Job<A>> {
+        self.depth.fetch_add(1, Ordering::Relaxed);
+        self.tx.send(job).await.map_err(|e| {
+            self.depth.fetch_sub(1, Ordering::Relaxed);
+            e.0
+        })
+    }
+
+    /// Jobs not yet delivered (queued or in flight).
+    pub fn depth(&self) -> usize {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    /// A counter of the jobs not yet delivered that does not keep the queue open (the
+    /// dispatcher ends when every [`Queue`] is dropped).
+    pub fn depth_counter(&self) -> Arc<AtomicUsize> {
+        self.depth.clone()
+    }
+}
+
+/// Starts the dispatcher: at most `concurrency` keys in flight, one job per key at a time.
+/// Finished jobs are reported on the returned receiver, in completion order. The dispatcher
+/// ends when every [`Queue`] handle is dropped and all jobs are done.
+pub fn start<A, O>(
+    capacity: usize,
+    concurrency: usize,
+    deliver: Deliver<A, O>,
+) -> (Queue<A>, mpsc::UnboundedReceiver<(Job<A>, O)>)
+where
+    A: Send + 'static,
+    O: Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(capacity.max(1));
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let depth = Arc::new(AtomicUsize::new(0));
+    tokio::spawn(dispatch(
+        rx,
+        concurrency.max(1),
+        deliver,
+        done_tx,
+        depth.clone(),
+    ));
+    (Queue { tx, depth }, done_rx)
+}
+
+async fn dispatch<A, O>(
+    mut rx: mpsc::Receiver<Job<A>>,
+    concurrency: usize,
+    deliver: Deliver<A, O>,
+    done: mpsc::UnboundedSender<(Job<A>, O)>,
+    depth: Arc<AtomicUsize>,
+) where
+    A: Send + 'static,
+    O: Send + 'static,
+{
+    let mut queues: HashMap<String, VecDeque<Job<A>>> = HashMap::new();
+    let mut waiting: VecDeque<String> = VecDeque::new();
+    let mut in_flight: HashSet<String> = HashSet::new();
+    let mut running: JoinSet<(Job<A>, O)> = JoinSet::new();
+    let mut open = true;
+    loop {
+        // Start what may start: keys with work, not in flight, while there is room.
+        while running.len() < concurrency {
+            let Some(key) = waiting.pop_front() else {
+                break;
+            };
+            if in_flight.contains(&key) {
+                continue;
+            }
+            let Some(job) = queues.get_mut(&key).and_then(VecDeque::pop_front) else {
+                continue;
+            };
+            in_flight.insert(key);
+            running.spawn((deliver)(job));
+        }
+        if !open && running.is_empty() && queues.values().all(VecDeque::is_empty) {
+            return;
+        }
+        tokio::select! {
+            job = rx.recv(), if open => match job {
+                Some(job) => {
+                    let key = job.key.clone();
+                    queues.entry(key.clone()).or_default().push_back(job);
+                    if !in_flight.contains(&key) {
+                        waiting.push_back(key);
+                    }
+                }
+                None => open = false,
+            },
+            Some(finished) = running.join_next(), if !running.is_empty() => {
+                // A delivery that panicked is a bug elsewhere; its job is lost to this run
+                // but not to the checkpoint, which was not advanced for it.
+                if let Ok((job, outcome)) = finished {
+                    let key = job.key.clone();
+                    in_flight.remove(&key);
+                    depth.fetch_sub(1, Ordering::Relaxed);
+                    if queues.get(&key).is_some_and(|q| !q.is_empty()) {
+                        waiting.push_back(key);
+                    } else {
+                        queues.remove(&key);
+                    }
+                    let _ = done.send((job, outcome));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn event(n: u32) -> cloudevents::Event {
+        use cloudevents::EventBuilder;
+        cloudevents::event::EventBuilderV10::new()
+            .id(n.to_string())
+            .ty("t")
+            .source("/s")
+            .build()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn each_key_is_delivered_in_order_while_keys_run_in_parallel() {
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let l = log.clone();
+        let deliver: Deliver<u32, ()> = Arc::new(move |job: Job<u32>| {
+            let l = l.clone();
+            Box::pin(async move {
+                // Key "slow" takes longer: "fast" must not wait for it.
+                if job.key == "slow" {
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                }
+                l.lock().unwrap().push((job.key.clone(), job.ack));
+                (job, ())
+            })
+        });
+        let (q, mut done) = start(4, 8, deliver);
+        for n in 0..3 {
+            q.push(Job {
+                key: "slow".into(),
+                event: event(n),
+                ack: n,
+                seen: Instant::now(),
+            })
+            .await
+            .ok()
+            .unwrap();
+            q.push(Job {
+                key: "fast".into(),
+                event: event(n),
+                ack: n,
+                seen: Instant::now(),
+            })
+            .await
+            .ok()
+            .unwrap();
+        }
+        drop(q);
+        let mut finished = 0;
+        while done.recv().await.is_some() {
+            finished += 1;
+        }
+        assert_eq!(finished, 6);
+        let log = log.lock().unwrap();
+        let order = |k: &str| {
+            log.iter()
+                .filter(|(key, _)| key == k)
+                .map(|(_, n)| *n)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order("slow"), vec![0, 1, 2]);
+        assert_eq!(order("fast"), vec![0, 1, 2]);
+        let first_slow = log.iter().position(|(k, _)| k == "slow").unwrap();
+        let last_fast = log.iter().rposition(|(k, _)| k == "fast").unwrap();
+        assert!(
+            last_fast < first_slow,
+            "fast keys are not held up by a slow one: {log:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn concurrency_bounds_the_keys_in_flight() {
+        let current = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let (c, p) = (current.clone(), peak.clone());
+        let deliver: Deliver<(), ()> = Arc::new(move |job| {
+            let (c, p) = (c.clone(), p.clone());
+            Box::pin(async move {
+                let now = c.fetch_add(1, Ordering::SeqCst) + 1;
+                p.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                c.fetch_sub(1, Ordering::SeqCst);
+                (job, ())
+            })
+        });
+        let (q, mut done) = start(2, 3, deliver);
+        for n in 0..20 {
+            q.push(Job {
+                key: format!("k{n}"),
+                event: event(n),
+                ack: (),
+                seen: Instant::now(),
+            })
+            .await
+            .ok()
+            .unwrap();
+        }
+        assert!(q.depth() <= 20);
+        drop(q);
+        while done.recv().await.is_some() {}
+        assert!(peak.load(Ordering::SeqCst) <= 3);
+    }
+}
