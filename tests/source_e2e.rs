@@ -439,9 +439,111 @@ async fn a_malformed_imagestream_is_skipped_and_the_others_still_flow() {
         "status": {"tags": [{"tag": "t", "items": null}, {"tag": "u", "items": [{"image": "", "dockerImageReference": ""}]}]}
     }))
     .await;
+    // Not an ImageStream a Go server would ever serve: the wrong JSON types.
+    emu.seed(json!({
+        "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+        "metadata": {"name": "garbage", "namespace": "ds"},
+        "spec": {"tags": "not-a-list"},
+        "status": {"tags": {"x": 1}}
+    }))
+    .await;
     let src = Source::new(&emu, &dir, &sink.url, &[]);
     src.ready().await;
     emu.import("ds", "nb", "candidate", B).await;
     let events = sink.wait_accepted(1).await;
     assert_eq!(events[0].subject(), Some("nb:candidate"));
+    assert!(
+        src.metrics()
+            .await
+            .contains("imagegate_source_malformed_objects_total 1")
+    );
+}
+
+async fn lease_holder(client: &kube::Client) -> Option<String> {
+    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+        kube::Api::namespaced(client.clone(), "default");
+    leases
+        .get_opt("imagegate-source")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.holder_identity)
+        .filter(|h| !h.is_empty())
+}
+
+#[tokio::test]
+async fn two_replicas_send_each_change_once_and_hand_over_on_shutdown() {
+    let (emu, dir, sink) = setup().await;
+    let elect = [
+        "--leader-elect",
+        "--lease-namespace",
+        "default",
+        "--identity",
+    ];
+    let mut a = Source::new(
+        &emu,
+        &dir,
+        &sink.url,
+        &[&elect[..], &["replica-a"]].concat(),
+    );
+    let mut b = Source::new(
+        &emu,
+        &dir,
+        &sink.url,
+        &[&elect[..], &["replica-b"]].concat(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let leader = loop {
+        if let Some(h) = lease_holder(&emu.client()).await {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "nobody took the lease");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // The leader records the first list; give it the time to be watching.
+    let (lead, standby) = if leader == "replica-a" {
+        (&mut a, &mut b)
+    } else {
+        (&mut b, &mut a)
+    };
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !http
+        .get(format!("http://127.0.0.1:{}/metrics", lead.admin))
+        .send()
+        .await
+        .map(|r| r.status() == 200)
+        .unwrap_or(false)
+    {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    emu.import("ds", "nb", "candidate", B).await;
+    sink.wait_accepted(1).await;
+    lead.stop().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match lease_holder(&emu.client()).await {
+            Some(h) if h != leader => break,
+            _ => {}
+        }
+        assert!(Instant::now() < deadline, "the standby never took over");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    standby.ready().await;
+    emu.import("ds", "nb", "candidate", C).await;
+    let events = sink.wait_accepted(2).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let digests: Vec<Value> = sink
+        .accepted()
+        .iter()
+        .map(|e| data(e)["digest"].clone())
+        .collect();
+    assert_eq!(
+        digests,
+        vec![json!(B), json!(C)],
+        "each change once: the standby resumed from the checkpoint"
+    );
+    assert_eq!(events.len(), 2);
 }

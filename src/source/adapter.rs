@@ -94,6 +94,27 @@ fn apply_ack(delivered: &mut HashMap<StreamKey, StreamState>, ack: &Ack) -> Opti
     Some(entry.clone())
 }
 
+fn dyn_key(obj: &kube::api::DynamicObject) -> StreamKey {
+    (
+        obj.metadata.namespace.clone().unwrap_or_default(),
+        obj.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// The typed ImageStream, or None (logged and counted) when the object does not parse.
+fn typed(obj: &kube::api::DynamicObject, metrics: &Metrics) -> Option<ImageStream> {
+    let value = serde_json::to_value(obj).ok()?;
+    match serde_json::from_value::<ImageStream>(value) {
+        Ok(is) => Some(is),
+        Err(e) => {
+            let (namespace, name) = dyn_key(obj);
+            metrics.malformed.inc();
+            warn!(namespace = %namespace, imagestream = %name, error = %e, "malformed ImageStream skipped");
+            None
+        }
+    }
+}
+
 fn key_of(is: &ImageStream) -> StreamKey {
     (
         is.metadata.namespace.clone().unwrap_or_default(),
@@ -371,15 +392,24 @@ pub async fn watch_and_deliver(
     if let Some(sel) = &settings.selector {
         config = config.labels(sel);
     }
-    let apis: Vec<(Option<String>, Api<ImageStream>)> = if settings.namespaces.is_empty() {
-        vec![(None, Api::all(client.clone()))]
-    } else {
-        settings
-            .namespaces
-            .iter()
-            .map(|ns| (Some(ns.clone()), Api::namespaced(client.clone(), ns)))
-            .collect()
-    };
+    // Watched as untyped objects and converted one by one: a malformed ImageStream is logged
+    // and skipped instead of failing the whole list (and with it the watch).
+    let resource = kube::api::ApiResource::erase::<ImageStream>(&());
+    let apis: Vec<(Option<String>, Api<kube::api::DynamicObject>)> =
+        if settings.namespaces.is_empty() {
+            vec![(None, Api::all_with(client.clone(), &resource))]
+        } else {
+            settings
+                .namespaces
+                .iter()
+                .map(|ns| {
+                    (
+                        Some(ns.clone()),
+                        Api::namespaced_with(client.clone(), ns, &resource),
+                    )
+                })
+                .collect()
+        };
     let scopes: Vec<Option<String>> = apis.iter().map(|(ns, _)| ns.clone()).collect();
     let streams = apis.into_iter().enumerate().map(|(i, (_, api))| {
         watcher(api, config.clone())
@@ -401,7 +431,12 @@ pub async fn watch_and_deliver(
             Ok(watcher::Event::Init) => {
                 listing.insert(i, HashSet::new());
             }
-            Ok(watcher::Event::InitApply(is)) => {
+            Ok(watcher::Event::InitApply(obj)) => {
+                let Some(is) = typed(&obj, &metrics) else {
+                    // Known but unreadable: keep it out of the "gone" set.
+                    listing.entry(i).or_default().insert(dyn_key(&obj));
+                    continue;
+                };
                 listing.entry(i).or_default().insert(key_of(&is));
                 let initial = !listed.contains(&i);
                 w.apply(&is, initial).await;
@@ -433,10 +468,15 @@ pub async fn watch_and_deliver(
                     );
                 }
             }
-            Ok(watcher::Event::Apply(is)) => w.apply(&is, false).await,
-            Ok(watcher::Event::Delete(is)) => {
-                let key = key_of(&is);
-                w.delete(key, Some(&is)).await;
+            Ok(watcher::Event::Apply(obj)) => {
+                if let Some(is) = typed(&obj, &metrics) {
+                    w.apply(&is, false).await;
+                }
+            }
+            Ok(watcher::Event::Delete(obj)) => {
+                let key = dyn_key(&obj);
+                let is = typed(&obj, &metrics);
+                w.delete(key, is.as_ref()).await;
             }
             Err(e) => {
                 metrics.watch_restarts.inc();

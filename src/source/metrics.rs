@@ -32,6 +32,8 @@ pub struct Metrics {
     pub queue_depth: Gauge,
     /// `imagegate_source_watch_restarts_total`: watch errors (each followed by a resume or re-list).
     pub watch_restarts: Counter,
+    /// `imagegate_source_malformed_objects_total`: ImageStreams that did not parse (skipped).
+    pub malformed: Counter,
 }
 
 impl Metrics {
@@ -45,6 +47,7 @@ impl Metrics {
             latency: Histogram::new(exponential_buckets(0.0005, 2.0, 20)),
             queue_depth: Gauge::default(),
             watch_restarts: Counter::default(),
+            malformed: Counter::default(),
         };
         let sub = registry.sub_registry_with_prefix("imagegate_source");
         sub.register(
@@ -81,6 +84,11 @@ impl Metrics {
             "watch_restarts",
             "Watch errors, each followed by a resume or a re-list",
             m.watch_restarts.clone(),
+        );
+        sub.register(
+            "malformed_objects",
+            "ImageStreams that could not be read and were skipped",
+            m.malformed.clone(),
         );
         m
     }

@@ -1,0 +1,159 @@
+//! Interop with the official Python CloudEvents SDK (PyPI `cloudevents`, installed by
+//! scripts/test into .venv): what `imagegate source` sends parses in both content modes.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::EmulatorProcess;
+use serde_json::{Value, json};
+
+const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn python() -> PathBuf {
+    if let Ok(p) = std::env::var("IMAGEGATE_PYTHON") {
+        return p.into();
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    if venv.exists() {
+        venv
+    } else {
+        "python3".into()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn receive_one(mode: &str) -> Value {
+    let emu = EmulatorProcess::start().await;
+    emu.seed_str(&json!({
+        "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+        "metadata": {"name": "nb", "namespace": "ds"},
+        "spec": {"tags": [{"name": "candidate", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"}}]}
+    }).to_string())
+    .await;
+    emu.import("ds", "nb", "candidate", A).await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("events.jsonl");
+    let port = free_port();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/cloudevents_sink.py");
+    let _sink = Killed(
+        Command::new(python())
+            .arg(&script)
+            .arg(port.to_string())
+            .arg(&out)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("python runs (scripts/test installs the SDK into .venv)"),
+    );
+    let kubeconfig = dir.path().join("kubeconfig");
+    emu.write_kubeconfig(&kubeconfig, "source");
+    let admin = free_port();
+    let _source = Killed(
+        Command::new(env!("CARGO_BIN_EXE_imagegate"))
+            .args([
+                "source",
+                "--sink",
+                &format!("http://127.0.0.1:{port}/"),
+                "--content-mode",
+                mode,
+            ])
+            .args([
+                "--checkpoint-namespace",
+                "default",
+                "--backoff-delay",
+                "PT0.05S",
+            ])
+            .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("K_CE_OVERRIDES", r#"{"extensions": {"team": "notebooks"}}"#)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while reqwest::get(format!("http://127.0.0.1:{admin}/readyz"))
+        .await
+        .map(|r| r.status() != 200)
+        .unwrap_or(true)
+    {
+        assert!(Instant::now() < deadline, "the source never became ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    emu.import("ds", "nb", "candidate", B).await;
+    loop {
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| !l.trim().is_empty()) {
+            return serde_json::from_str(line).unwrap();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the Python sink received nothing (is the `cloudevents` package installed?)"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn check(record: &Value) {
+    assert!(
+        record.get("error").is_none(),
+        "the Python SDK refused the event: {record}"
+    );
+    let a = &record["attributes"];
+    assert_eq!(a["specversion"], "1.0");
+    assert_eq!(a["type"], "dev.imagegate.imagestreamtag.updated");
+    assert_eq!(
+        a["source"],
+        "/apis/image.openshift.io/v1/namespaces/ds/imagestreams/nb"
+    );
+    assert_eq!(a["subject"], "nb:candidate");
+    assert_eq!(a["imagedigest"], B);
+    assert_eq!(a["imagetag"], "candidate");
+    assert_eq!(a["team"], "notebooks", "K_CE_OVERRIDES extensions arrive");
+    assert!(a["id"].as_str().is_some_and(|id| id.len() <= 40));
+    assert_eq!(record["data"]["digest"], B);
+    assert_eq!(record["data"]["previousDigest"], A);
+}
+
+#[tokio::test]
+async fn the_python_sdk_parses_binary_mode() {
+    let record = receive_one("binary").await;
+    assert!(
+        record["content_type"]
+            .as_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    check(&record);
+}
+
+#[tokio::test]
+async fn the_python_sdk_parses_structured_mode() {
+    let record = receive_one("structured").await;
+    assert!(
+        record["content_type"]
+            .as_str()
+            .unwrap()
+            .starts_with("application/cloudevents+json")
+    );
+    check(&record);
+}
