@@ -94,7 +94,53 @@ fn apply_ack(delivered: &mut HashMap<StreamKey, StreamState>, ack: &Ack) -> Opti
     Some(entry.clone())
 }
 
-fn dyn_key(obj: &kube::api::DynamicObject) -> StreamKey {
+/// An ImageStream as the watch delivers it: parsed, or why it could not be. Deserializing
+/// never fails, so one malformed object cannot fail a whole list (and with it the watch).
+#[derive(Clone, Debug)]
+pub struct Watched {
+    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    stream: Result<Box<ImageStream>, String>,
+}
+
+impl<'de> serde::Deserialize<'de> for Watched {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        let metadata = v
+            .get("metadata")
+            .and_then(|m| serde::Deserialize::deserialize(m).ok())
+            .unwrap_or_default();
+        let stream = <ImageStream as serde::Deserialize>::deserialize(&v)
+            .map(Box::new)
+            .map_err(|e| e.to_string());
+        Ok(Watched { metadata, stream })
+    }
+}
+
+impl kube::Resource for Watched {
+    type DynamicType = ();
+    type Scope = kube::core::NamespaceResourceScope;
+
+    fn kind(_: &()) -> std::borrow::Cow<'_, str> {
+        <ImageStream as kube::Resource>::kind(&())
+    }
+    fn group(_: &()) -> std::borrow::Cow<'_, str> {
+        <ImageStream as kube::Resource>::group(&())
+    }
+    fn version(_: &()) -> std::borrow::Cow<'_, str> {
+        <ImageStream as kube::Resource>::version(&())
+    }
+    fn plural(_: &()) -> std::borrow::Cow<'_, str> {
+        <ImageStream as kube::Resource>::plural(&())
+    }
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+fn dyn_key(obj: &Watched) -> StreamKey {
     (
         obj.metadata.namespace.clone().unwrap_or_default(),
         obj.metadata.name.clone().unwrap_or_default(),
@@ -102,12 +148,14 @@ fn dyn_key(obj: &kube::api::DynamicObject) -> StreamKey {
 }
 
 /// The typed ImageStream, or None (logged and counted) when the object does not parse.
-fn typed(obj: &kube::api::DynamicObject, metrics: &Metrics) -> Option<ImageStream> {
-    let value = serde_json::to_value(obj).ok()?;
-    match serde_json::from_value::<ImageStream>(value) {
-        Ok(is) => Some(is),
+fn typed(obj: Watched, metrics: &Metrics) -> Option<ImageStream> {
+    match obj.stream {
+        Ok(is) => Some(*is),
         Err(e) => {
-            let (namespace, name) = dyn_key(obj);
+            let (namespace, name) = (
+                obj.metadata.namespace.unwrap_or_default(),
+                obj.metadata.name.unwrap_or_default(),
+            );
             metrics.malformed.inc();
             warn!(namespace = %namespace, imagestream = %name, error = %e, "malformed ImageStream skipped");
             None
@@ -394,22 +442,15 @@ pub async fn watch_and_deliver(
     }
     // Watched as untyped objects and converted one by one: a malformed ImageStream is logged
     // and skipped instead of failing the whole list (and with it the watch).
-    let resource = kube::api::ApiResource::erase::<ImageStream>(&());
-    let apis: Vec<(Option<String>, Api<kube::api::DynamicObject>)> =
-        if settings.namespaces.is_empty() {
-            vec![(None, Api::all_with(client.clone(), &resource))]
-        } else {
-            settings
-                .namespaces
-                .iter()
-                .map(|ns| {
-                    (
-                        Some(ns.clone()),
-                        Api::namespaced_with(client.clone(), ns, &resource),
-                    )
-                })
-                .collect()
-        };
+    let apis: Vec<(Option<String>, Api<Watched>)> = if settings.namespaces.is_empty() {
+        vec![(None, Api::all(client.clone()))]
+    } else {
+        settings
+            .namespaces
+            .iter()
+            .map(|ns| (Some(ns.clone()), Api::namespaced(client.clone(), ns)))
+            .collect()
+    };
     let scopes: Vec<Option<String>> = apis.iter().map(|(ns, _)| ns.clone()).collect();
     let streams = apis.into_iter().enumerate().map(|(i, (_, api))| {
         watcher(api, config.clone())
@@ -432,12 +473,11 @@ pub async fn watch_and_deliver(
                 listing.insert(i, HashSet::new());
             }
             Ok(watcher::Event::InitApply(obj)) => {
-                let Some(is) = typed(&obj, &metrics) else {
-                    // Known but unreadable: keep it out of the "gone" set.
-                    listing.entry(i).or_default().insert(dyn_key(&obj));
+                // Known even when unreadable: keep it out of the "gone" set.
+                listing.entry(i).or_default().insert(dyn_key(&obj));
+                let Some(is) = typed(obj, &metrics) else {
                     continue;
                 };
-                listing.entry(i).or_default().insert(key_of(&is));
                 let initial = !listed.contains(&i);
                 w.apply(&is, initial).await;
             }
@@ -469,13 +509,13 @@ pub async fn watch_and_deliver(
                 }
             }
             Ok(watcher::Event::Apply(obj)) => {
-                if let Some(is) = typed(&obj, &metrics) {
+                if let Some(is) = typed(obj, &metrics) {
                     w.apply(&is, false).await;
                 }
             }
             Ok(watcher::Event::Delete(obj)) => {
                 let key = dyn_key(&obj);
-                let is = typed(&obj, &metrics);
+                let is = typed(obj, &metrics);
                 w.delete(key, is.as_ref()).await;
             }
             Err(e) => {
