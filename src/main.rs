@@ -5,18 +5,36 @@ use std::process::ExitCode;
 use clap::Parser;
 use imagegate::cli::{Cli, Command};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     imagegate::telemetry::init(cli.log_format);
     imagegate::tls::install_crypto_provider();
-    let result = match cli.command {
-        Command::Emulator(args) => imagegate::run::emulator(args).await,
-        Command::Source(args) => imagegate::run::source(*args).await,
-        Command::Controller(args) => imagegate::run::controller(args).await,
-        Command::Crds(_) => imagegate::run::crds(),
-        Command::Demo(_) => imagegate::run::not_implemented("demo", 5),
+    // The source waits on the network almost all the time: one thread keeps its memory small
+    // (one allocator arena, one stack). The controller and the emulator use all cores.
+    let runtime = match cli.command {
+        Command::Source(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        _ => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
     };
+    let runtime = match runtime {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("imagegate: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Emulator(args) => imagegate::run::emulator(args).await,
+            Command::Source(args) => imagegate::run::source(*args).await,
+            Command::Controller(args) => imagegate::run::controller(args).await,
+            Command::Crds(_) => imagegate::run::crds(),
+            Command::Demo(_) => imagegate::run::not_implemented("demo", 5),
+        }
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -5,7 +5,7 @@
 //! the changes that happened are sent.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use cloudevents::AttributesReader;
@@ -40,9 +40,6 @@ pub struct Ack {
     pub after: Option<TagState>,
 }
 
-/// The delivered state, shared by the acknowledgement task and the checkpoint.
-type Delivered_ = Arc<Mutex<HashMap<StreamKey, StreamState>>>;
-
 /// The tag states after each change of a batch, folded from the state before it.
 fn afters(before: Option<&StreamState>, changes: &[TagChange]) -> Vec<Option<TagState>> {
     let mut state: HashMap<&str, Option<TagState>> = HashMap::new();
@@ -75,11 +72,11 @@ fn afters(before: Option<&StreamState>, changes: &[TagChange]) -> Vec<Option<Tag
         .collect()
 }
 
-/// Applies an acknowledgement to the delivered state; returns the stream's new state (None
-/// when it has no tags left, i.e. its deletion was delivered).
-fn apply_ack(delivered: &mut HashMap<StreamKey, StreamState>, ack: &Ack) -> Option<StreamState> {
+/// Applies an acknowledgement to a stream's delivered state; returns its new state (with no
+/// tags left when its deletion was delivered), None for acknowledgements that keep no state.
+fn apply_ack(current: Option<StreamState>, ack: &Ack) -> Option<StreamState> {
     let tag = ack.tag.as_ref()?;
-    let entry = delivered.entry(ack.stream.clone()).or_default();
+    let mut entry = current.unwrap_or_default();
     if entry.uid != ack.uid {
         entry.uid = ack.uid.clone();
     }
@@ -91,7 +88,7 @@ fn apply_ack(delivered: &mut HashMap<StreamKey, StreamState>, ack: &Ack) -> Opti
             entry.tags.remove(tag);
         }
     }
-    Some(entry.clone())
+    Some(entry)
 }
 
 /// An ImageStream as the watch delivers it: parsed, or why it could not be. Deserializing
@@ -175,7 +172,6 @@ struct Watching {
     settings: Arc<Settings>,
     queue: Queue<Ack>,
     checkpoint: Arc<Checkpoint>,
-    delivered: Delivered_,
     enqueued: HashMap<StreamKey, StreamState>,
     /// Resource/reference modes: the last resourceVersion announced per stream.
     announced: HashMap<StreamKey, String>,
@@ -216,10 +212,6 @@ impl Watching {
                 let state = diff::state_of(is, &self.filter);
                 if self.first_start && initial && !self.settings.emit_existing {
                     // Nothing was delivered before: record what exists now, send nothing.
-                    self.delivered
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(key.clone(), state.clone());
                     self.checkpoint.record(key.clone(), Some(state.clone()));
                     self.enqueued.insert(key, state);
                     return;
@@ -340,7 +332,6 @@ pub async fn watch_and_deliver(
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let first_start = initial.is_none();
-    let delivered: Delivered_ = Arc::new(Mutex::new(initial.clone().unwrap_or_default()));
     let sink_client = Arc::new(deliver::SinkClient::new(
         settings.sink_timeout,
         settings.ca_pem.as_deref(),
@@ -395,7 +386,6 @@ pub async fn watch_and_deliver(
     // Acknowledgements advance the delivered state; a stopped delivery advances nothing, so
     // the next start sends it again.
     let ack_task = {
-        let delivered = delivered.clone();
         let checkpoint = checkpoint.clone();
         let metrics = metrics.clone();
         let depth = queue.depth_counter();
@@ -411,14 +401,7 @@ pub async fn watch_and_deliver(
                 if ack.tag.is_none() {
                     continue;
                 }
-                let next = {
-                    let mut d = delivered.lock().unwrap_or_else(|p| p.into_inner());
-                    let next = apply_ack(&mut d, &ack);
-                    if next.as_ref().is_some_and(|s| s.tags.is_empty()) {
-                        d.remove(&ack.stream);
-                    }
-                    next
-                };
+                let next = apply_ack(checkpoint.get(&ack.stream), &ack);
                 checkpoint.record(ack.stream, next.filter(|s| !s.tags.is_empty()));
             }
         })
@@ -428,7 +411,6 @@ pub async fn watch_and_deliver(
         settings: settings.clone(),
         queue: queue.clone(),
         checkpoint: checkpoint.clone(),
-        delivered: delivered.clone(),
         enqueued: initial.unwrap_or_default(),
         announced: HashMap::new(),
         first_start,
@@ -601,8 +583,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stream_whose_last_tag_is_deleted_is_forgotten() {
-        let mut delivered = HashMap::new();
+    fn a_stream_whose_last_tag_is_deleted_is_left_with_no_tags() {
         let key = ("ds".to_string(), "nb".to_string());
         let ack = |tag: &str, after: Option<TagState>| Ack {
             stream: key.clone(),
@@ -610,18 +591,16 @@ mod tests {
             tag: Some(tag.into()),
             after,
         };
-        apply_ack(&mut delivered, &ack("latest", Some(TagState::default())));
-        let s = apply_ack(&mut delivered, &ack("latest", None)).unwrap();
+        let s = apply_ack(None, &ack("latest", Some(TagState::default())));
+        assert_eq!(s.as_ref().unwrap().uid, "u1");
+        let s = apply_ack(s, &ack("latest", None)).unwrap();
         assert!(s.tags.is_empty());
+        let stream_level = Ack {
+            tag: None,
+            ..ack("x", None)
+        };
         assert!(
-            apply_ack(
-                &mut delivered,
-                &Ack {
-                    tag: None,
-                    ..ack("x", None)
-                }
-            )
-            .is_none(),
+            apply_ack(Some(s), &stream_level).is_none(),
             "stream-level acks keep no state"
         );
     }

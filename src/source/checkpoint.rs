@@ -455,6 +455,21 @@ impl Checkpoint {
             .set(data_key(&key), value);
     }
 
+    /// The state recorded for a stream (delivered, written or not yet), if any. The checkpoint
+    /// is the one copy of the delivered state the source keeps.
+    pub fn get(&self, key: &StreamKey) -> Option<StreamState> {
+        let layout = self.layout();
+        let home = shard_of(key, layout.shards);
+        let value = layout
+            .by_index
+            .get(&home)?
+            .data
+            .get(&data_key(key))?
+            .clone();
+        drop(layout);
+        decode(&data_key(key), &value).ok().map(|(_, state)| state)
+    }
+
     /// How many entries are waiting to be written.
     pub fn pending(&self) -> usize {
         self.layout().by_index.values().map(|s| s.dirty.len()).sum()
