@@ -5,6 +5,9 @@
 //!
 //! `cargo bench --bench controller` (RUNS=1000 by default; `RUNS=200` for a quick look).
 
+mod common;
+
+use common::{ms, percentile, rss_kib};
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -55,30 +58,6 @@ fn run_body(name: &str, i: usize) -> CustomRun {
                             {"name": "validation-status", "value": "Succeeded"}]}
     }))
     .unwrap()
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx]
-}
-
-fn ms(d: f64) -> String {
-    format!("{:.2} ms", d * 1000.0)
-}
-
-fn rss_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 struct Killed(Child);

@@ -5,6 +5,9 @@
 //!
 //! `cargo bench --bench source` (STREAMS=10000 by default).
 
+mod common;
+
+use common::{ms, percentile, rss_kib};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -55,28 +58,6 @@ fn streams_yaml(n: usize) -> String {
         }
     }
     out
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(s: f64) -> String {
-    format!("{:.2} ms", s * 1000.0)
-}
-
-fn rss_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
 }
 
 struct Killed(Option<Child>);

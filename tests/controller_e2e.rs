@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::EmulatorProcess;
+use common::{EmulatorProcess, free_port};
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -42,14 +42,6 @@ impl Drop for Setup {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl Setup {

@@ -12,6 +12,15 @@ use std::time::{Duration, Instant};
 use imagegate::emulator::control::{Fault, RequestRecord};
 use serde_json::{Value, json};
 
+/// A free TCP port on 127.0.0.1 (for the admin servers of the programs under test).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A running `imagegate emulator`, killed on drop.
 pub struct EmulatorProcess {
     child: Child,

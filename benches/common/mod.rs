@@ -1,0 +1,29 @@
+//! What the benchmarks share: percentiles, formatting, and the resident set of a process.
+
+#![allow(dead_code)]
+
+/// The `p` quantile of sorted samples (nearest rank), NaN when there are none.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Seconds as milliseconds with two decimals.
+pub fn ms(seconds: f64) -> String {
+    format!("{:.2} ms", seconds * 1000.0)
+}
+
+/// A field of `/proc/<pid>/status` in KiB (`VmRSS:` now, `VmHWM:` the peak), 0 if unreadable.
+pub fn rss_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
