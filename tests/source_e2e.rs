@@ -271,6 +271,12 @@ async fn a_failing_sink_gets_the_same_id_on_every_attempt_until_it_recovers() {
         all.iter().map(|r| r.answered).collect::<Vec<_>>(),
         vec![503, 500, 429, 202]
     );
+    assert!(
+        src.metrics().await.contains(
+            r#"imagegate_source_delivery_attempts_failed_total{type="dev.imagegate.imagestreamtag.updated"} 3"#
+        ),
+        "each failed attempt is counted"
+    );
 }
 
 #[tokio::test]

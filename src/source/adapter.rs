@@ -367,12 +367,20 @@ pub async fn watch_and_deliver(
                                 .inc_by(u64::from(*attempts - 1));
                         }
                     }
-                    Ok(Delivered::DeadLettered { .. }) => {
+                    Ok(Delivered::DeadLettered { attempts, .. }) => {
                         metrics.dead_lettered.get_or_create(&Metrics::of(&ty)).inc();
+                        metrics
+                            .attempts_failed
+                            .get_or_create(&Metrics::of(&ty))
+                            .inc_by(u64::from(*attempts));
                         warn!(event_id = %job.event.id(), sink = %settings.sink, "event sent to the dead-letter sink");
                     }
-                    Ok(Delivered::Failed { error, .. }) => {
+                    Ok(Delivered::Failed { error, attempts }) => {
                         metrics.failed.get_or_create(&Metrics::of(&ty)).inc();
+                        metrics
+                            .attempts_failed
+                            .get_or_create(&Metrics::of(&ty))
+                            .inc_by(u64::from(*attempts));
                         error!(event_id = %job.event.id(), sink = %settings.sink, error = %error, "the sink refused an event for good and there is no dead-letter sink");
                     }
                     Err(_) => {}

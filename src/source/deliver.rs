@@ -492,14 +492,27 @@ async fn with_retries(
             return Ok((attempts, Err(err)));
         }
         let wait = spec.wait_before(attempts, &err);
-        tracing::debug!(
-            sink = %sink,
-            event_id = event.id(),
-            attempt = attempts,
-            error = %err,
-            wait_ms = wait.as_millis() as u64,
-            "delivery attempt failed; retrying"
-        );
+        // An operator should see a sink that refuses without a log line per attempt: the
+        // first failure and every tenth one are warnings, the rest debug.
+        if attempts == 1 || attempts % 10 == 0 {
+            tracing::warn!(
+                sink = %sink,
+                event_id = event.id(),
+                attempt = attempts,
+                error = %err,
+                wait_ms = wait.as_millis() as u64,
+                "delivery attempt failed; retrying"
+            );
+        } else {
+            tracing::debug!(
+                sink = %sink,
+                event_id = event.id(),
+                attempt = attempts,
+                error = %err,
+                wait_ms = wait.as_millis() as u64,
+                "delivery attempt failed; retrying"
+            );
+        }
         tokio::select! {
             biased;
             () = stopped(stop) => return Err(Stopped),

@@ -24,7 +24,8 @@ pub struct Metrics {
     pub failed: Family<TypeLabels, Counter>,
     /// `imagegate_source_events_dead_lettered_total{type}`.
     pub dead_lettered: Family<TypeLabels, Counter>,
-    /// `imagegate_source_delivery_attempts_failed_total{type}`: attempts that will be retried.
+    /// `imagegate_source_delivery_attempts_failed_total{type}`: failed attempts, counted when
+    /// the event's delivery ends (accepted after retries, dead-lettered, or failed).
     pub attempts_failed: Family<TypeLabels, Counter>,
     /// `imagegate_source_delivery_latency_seconds`: change seen to sink 2xx.
     pub latency: Histogram,
@@ -67,7 +68,7 @@ impl Metrics {
         );
         sub.register(
             "delivery_attempts_failed",
-            "Delivery attempts that failed and were retried, by type",
+            "Failed delivery attempts, counted when the event's delivery ends, by type",
             m.attempts_failed.clone(),
         );
         sub.register(
