@@ -494,7 +494,7 @@ async fn with_retries(
         let wait = spec.wait_before(attempts, &err);
         // An operator should see a sink that refuses without a log line per attempt: the
         // first failure and every tenth one are warnings, the rest debug.
-        if attempts == 1 || attempts % 10 == 0 {
+        if attempts == 1 || attempts.is_multiple_of(10) {
             tracing::warn!(
                 sink = %sink,
                 event_id = event.id(),
