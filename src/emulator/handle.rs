@@ -261,12 +261,26 @@ impl Emulator {
 
     /// Stops the server and waits for it.
     pub async fn shutdown(mut self) {
-        self.cluster.store.drop_watches();
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
+        let Some(mut task) = self.task.take() else {
+            return;
+        };
+        // A graceful shutdown waits for every open response, and a watch is one until it ends:
+        // keep ending watches (a client may reconnect just before the listener closes) until
+        // the server is done, and give up on stragglers after a few seconds.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            self.cluster.store.drop_watches();
+            tokio::select! {
+                _ = &mut task => return,
+                _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                task.abort();
+                return;
+            }
         }
     }
 }
