@@ -215,16 +215,7 @@ async fn main() {
             .unwrap(),
     );
     let pid = controller.0.id();
-    let http = reqwest::Client::new();
-    while http
-        .get(format!("http://127.0.0.1:{admin}/readyz"))
-        .send()
-        .await
-        .map(|r| r.status() != 200)
-        .unwrap_or(true)
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::wait_ready(admin).await;
     let rss_idle = rss_kib(pid, "VmRSS:");
     let done = watch_done(client.clone());
     let runs: Api<CustomRun> = Api::namespaced(client.clone(), "bench");

@@ -114,19 +114,6 @@ fn spawn_source(kubeconfig: &std::path::Path, sink: &str, admin: u16) -> Child {
         .unwrap()
 }
 
-async fn ready(admin: u16) {
-    let http = reqwest::Client::new();
-    while http
-        .get(format!("http://127.0.0.1:{admin}/readyz"))
-        .send()
-        .await
-        .map(|r| r.status() != 200)
-        .unwrap_or(true)
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     imagegate::tls::install_crypto_provider();
@@ -192,7 +179,7 @@ async fn main() {
     let t_start = Instant::now();
     let mut source = Killed(Some(spawn_source(&kubeconfig, &sink, admin)));
     let pid = source.0.as_ref().unwrap().id();
-    ready(admin).await;
+    common::wait_ready(admin).await;
     let t_ready = t_start.elapsed();
     let rss_idle = rss_kib(pid, "VmRSS:");
 

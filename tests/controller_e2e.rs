@@ -146,6 +146,15 @@ impl Setup {
             .unwrap()
     }
 
+    /// Waits until the run has started (its `startTime` is written).
+    async fn started(&self, name: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.runs().get(name).await.unwrap().has_started() {
+            assert!(Instant::now() < deadline, "{name} never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Waits until the run is done and returns it.
     async fn done(&self, name: &str) -> CustomRun {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -418,11 +427,7 @@ async fn cancellation_ends_the_run_with_tektons_reason_and_message() {
         json!({}),
     )
     .await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !s.runs().get("promote-b").await.unwrap().has_started() {
-        assert!(Instant::now() < deadline, "the run never started");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    s.started("promote-b").await;
     let msg = "CustomRun cancelled as the PipelineRun it belongs to has been cancelled.";
     s.runs()
         .patch(
@@ -580,11 +585,7 @@ async fn a_controller_killed_mid_run_finishes_it_once_after_restart() {
         json!({}),
     )
     .await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !s.runs().get("promote-b").await.unwrap().has_started() {
-        assert!(Instant::now() < deadline, "the run never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    s.started("promote-b").await;
     s.emu
         .inject_fault(Fault {
             verb: Some("update".into()),

@@ -82,15 +82,8 @@ async fn receive_one(mode: &str) -> Value {
             .spawn()
             .unwrap(),
     );
+    common::wait_ready(admin).await;
     let deadline = Instant::now() + Duration::from_secs(30);
-    while reqwest::get(format!("http://127.0.0.1:{admin}/readyz"))
-        .await
-        .map(|r| r.status() != 200)
-        .unwrap_or(true)
-    {
-        assert!(Instant::now() < deadline, "the source never became ready");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     emu.import("ds", "nb", "candidate", B).await;
     loop {
         let text = std::fs::read_to_string(&out).unwrap_or_default();

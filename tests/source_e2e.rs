@@ -82,20 +82,7 @@ impl Source {
 
     /// Waits until /readyz says the first list is done.
     async fn ready(&self) {
-        let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(r) = http
-                .get(format!("http://127.0.0.1:{}/readyz", self.admin))
-                .send()
-                .await
-                && r.status() == 200
-            {
-                return;
-            }
-            assert!(Instant::now() < deadline, "the source never became ready");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        common::wait_ready(self.admin).await;
     }
 
     /// A graceful stop (SIGTERM): deliveries in flight end, the checkpoint is flushed.
