@@ -195,9 +195,23 @@ pub struct LeaderArgs {
 #[derive(Debug, Args)]
 pub struct CrdsArgs {}
 
-/// `imagegate demo` (filled in by the demo issue).
+/// `imagegate demo`.
 #[derive(Debug, Args)]
-pub struct DemoArgs {}
+pub struct DemoArgs {
+    /// After the scenarios, leave the emulator, the source, the controller and the Tekton
+    /// stand-in running (until Ctrl-C) and write a kubeconfig for kubectl.
+    #[arg(long)]
+    pub keep_running: bool,
+
+    /// Where `--keep-running` writes the kubeconfig.
+    #[arg(long, default_value = "/tmp/imagegate-demo.kubeconfig")]
+    pub kubeconfig: PathBuf,
+
+    /// Run the Tekton files of this directory (an edited copy of `tekton/`) instead of the ones
+    /// compiled into the binary.
+    #[arg(long, value_name = "DIR")]
+    pub tekton_dir: Option<PathBuf>,
+}
 
 /// `imagegate emulator`.
 #[derive(Debug, Args)]

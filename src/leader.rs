@@ -432,3 +432,10 @@ async fn release(api: &Api<Lease>, cfg: &LeaderConfig, held: (Lease, Instant)) {
 
 #[cfg(test)]
 mod tests;
+
+/// Resolves once the flag behind `rx` is `want` (or its sender is gone). Unlike
+/// `Receiver::wait_for`, the future holds no borrow of the value, so a `select!` over it stays
+/// `Send` and the programs' futures can be spawned on a multi-threaded runtime.
+pub async fn until(rx: &mut tokio::sync::watch::Receiver<bool>, want: bool) {
+    let _ = rx.wait_for(|v| *v == want).await;
+}

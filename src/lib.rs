@@ -20,6 +20,7 @@ pub mod admin;
 pub mod api;
 pub mod cli;
 pub mod controller;
+pub mod demo;
 pub mod emulator;
 pub mod leader;
 pub mod run;

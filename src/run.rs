@@ -1,19 +1,24 @@
 //! The subcommands' entry points: the binary's edge, where errors become `anyhow`.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use std::sync::Arc;
 
 use crate::cli::{
-    BackoffPolicyArg, ContentModeArg, ControllerArgs, EmulatorArgs, LeaderArgs, SourceArgs,
-    SourceMode,
+    BackoffPolicyArg, ContentModeArg, ControllerArgs, DemoArgs, EmulatorArgs, LeaderArgs,
+    SourceArgs, SourceMode,
 };
 use crate::emulator::{Config, Emulator};
 use crate::leader::LeaderConfig;
 
-/// A subcommand a later issue fills in: says so and fails, never pretends to work.
-pub fn not_implemented(command: &str, issue: u32) -> anyhow::Result<()> {
-    bail!("`imagegate {command}` is not implemented yet (tracked in issue {issue})")
+/// `imagegate demo`: the whole loop on the embedded emulator.
+pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
+    crate::demo::run(crate::demo::Options {
+        keep_running: args.keep_running,
+        kubeconfig: args.kubeconfig,
+        tekton_dir: args.tekton_dir,
+    })
+    .await
 }
 
 /// `imagegate crds`: the CustomResourceDefinitions imagegate owns, as YAML on stdout.

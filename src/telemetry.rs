@@ -6,8 +6,9 @@ use crate::cli::LogFormat;
 
 /// Installs the global subscriber. Logs go to stderr so that stdout stays for output (the
 /// CRDs, the demo's timeline).
-pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+pub fn init(format: LogFormat, default_level: &str) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -1,5 +1,4 @@
-//! The command line of the real binary: version, the subcommands later issues fill in (which
-//! must fail clearly, never pretend to work), and the log formats.
+//! The command line of the real binary: version, clear errors for bad flags, and the log formats.
 
 use std::process::Command;
 
@@ -22,22 +21,19 @@ fn version_prints_the_package_version() {
 }
 
 #[test]
-fn the_unfinished_demo_says_so_and_fails() {
-    let out = imagegate(&["demo"]);
-    assert!(
-        !out.status.success(),
-        "`imagegate demo` must not pretend to work"
-    );
+fn a_bad_sink_is_refused_with_a_clear_error() {
+    let out = imagegate(&["source", "--sink", "not a url"]);
+    assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("`imagegate demo` is not implemented yet (tracked in issue 5)"),
+        err.contains(r#"--sink/K_SINK "not a url" is not a URL"#),
         "{err}"
     );
 }
 
 #[test]
 fn json_log_format_writes_one_json_object_per_line() {
-    let out = imagegate(&["--log-format", "json", "demo"]);
+    let out = imagegate(&["--log-format", "json", "source", "--sink", "not a url"]);
     let err = String::from_utf8_lossy(&out.stderr);
     let json_lines: Vec<serde_json::Value> = err
         .lines()
@@ -48,18 +44,13 @@ fn json_log_format_writes_one_json_object_per_line() {
         .find(|v| v["level"] == "ERROR")
         .unwrap_or_else(|| panic!("no JSON error line in {err}"));
     assert_eq!(line["message"], "imagegate failed");
-    assert!(
-        line["error"]
-            .as_str()
-            .unwrap()
-            .contains("not implemented yet")
-    );
+    assert!(line["error"].as_str().unwrap().contains("is not a URL"));
 }
 
 #[test]
 fn rust_log_sets_the_level() {
     let quiet = Command::new(env!("CARGO_BIN_EXE_imagegate"))
-        .args(["--log-format", "json", "demo"])
+        .args(["--log-format", "json", "source", "--sink", "not a url"])
         .env("RUST_LOG", "off")
         .output()
         .unwrap();

@@ -142,8 +142,8 @@ pub async fn run(
         health.set_ready(true);
         let mut stop = stop_rx.clone();
         tokio::select! {
-            _ = waiting.wait_for(|l| *l) => info!(lease = %cfg.lease_name, "leading"),
-            _ = stop.wait_for(|s| *s) => {
+            _ = crate::leader::until(&mut waiting, true) => info!(lease = %cfg.lease_name, "leading"),
+            _ = crate::leader::until(&mut stop, true) => {
                 if let Some(task) = election {
                     let _ = task.await;
                 }
@@ -213,7 +213,7 @@ pub async fn run(
     });
     let graceful = async move {
         tokio::select! {
-            _ = stop.wait_for(|s| *s) => {},
+            _ = crate::leader::until(&mut stop, true) => {},
             _ = &mut lost_rx => {},
         }
     };

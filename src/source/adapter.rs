@@ -453,7 +453,7 @@ pub async fn watch_and_deliver(
     let mut listed: HashSet<usize> = HashSet::new();
     loop {
         let next = tokio::select! {
-            _ = stop.wait_for(|s| *s) => break,
+            _ = crate::leader::until(&mut stop, true) => break,
             next = events.next() => next,
         };
         let Some((i, ev)) = next else { break };

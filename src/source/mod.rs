@@ -124,8 +124,8 @@ pub async fn run(
         let mut stop = stop_rx.clone();
         info!(lease = %cfg.lease_name, identity = %cfg.identity, "waiting to lead");
         tokio::select! {
-            _ = waiting.wait_for(|l| *l) => info!(lease = %cfg.lease_name, "leading"),
-            _ = stop.wait_for(|s| *s) => {
+            _ = crate::leader::until(&mut waiting, true) => info!(lease = %cfg.lease_name, "leading"),
+            _ = crate::leader::until(&mut stop, true) => {
                 if let Some(t) = election { let _ = t.await; }
                 let _ = admin_task.await;
                 return Ok(());
@@ -142,8 +142,8 @@ pub async fn run(
             match leading {
                 Some(mut l) => {
                     tokio::select! {
-                        _ = stop.wait_for(|s| *s) => {},
-                        _ = l.wait_for(|l| !*l) => {},
+                        _ = crate::leader::until(&mut stop, true) => {},
+                        _ = crate::leader::until(&mut l, false) => {},
                     }
                 }
                 None => {
@@ -170,7 +170,7 @@ pub async fn run(
         async move {
             while !health.is_ready() {
                 tokio::select! {
-                    _ = stop.wait_for(|s| *s) => break,
+                    _ = crate::leader::until(&mut stop, true) => break,
                     _ = tokio::time::sleep(Duration::from_millis(50)) => {},
                 }
             }

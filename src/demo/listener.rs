@@ -1,0 +1,257 @@
+//! The demo's stand-in for a Tekton Triggers EventListener: a real HTTP server that
+//! `imagegate source` delivers to. For each request it does what the committed EventListener
+//! (`tekton/430-eventlistener.yaml`) says: the CEL filter, the TriggerBinding, the
+//! TriggerTemplate, and the PipelineRun the template renders, named after the event id, so a
+//! redelivered event finds the name taken. It answers like the EventListener: 202 once the
+//! request is accepted, 400 for a body that is not a JSON object.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use anyhow::{anyhow, bail};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use cloudevents::AttributesReader;
+use serde_json::{Value, json};
+
+use super::pipeline::{Created, Runner};
+use super::tekton::{
+    Request, TektonFiles, cel_filter, defaults_of, list_at, str_at, substitute, substitute_value,
+};
+use super::timeline::{Timeline, short_digest, short_name};
+
+/// The EventListener stand-in.
+pub struct Listener {
+    files: TektonFiles,
+    runner: Runner,
+    timeline: Arc<Timeline>,
+    /// Answer the next N requests with 503, as an EventListener that is restarting would.
+    outage: AtomicU32,
+    /// Every event id received, to point out redeliveries.
+    seen: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The last trigger that failed, and why.
+    failed: tokio::sync::watch::Sender<Option<String>>,
+}
+
+impl Listener {
+    /// A listener running what `files` says through `runner`.
+    pub fn new(files: TektonFiles, runner: Runner, timeline: Arc<Timeline>) -> Arc<Listener> {
+        Arc::new(Listener {
+            files,
+            runner,
+            timeline,
+            outage: AtomicU32::new(0),
+            seen: Default::default(),
+            failed: tokio::sync::watch::channel(None).0,
+        })
+    }
+
+    /// Makes the next `n` deliveries fail with 503.
+    pub fn fail_next(&self, n: u32) {
+        self.outage.store(n, Ordering::SeqCst);
+    }
+
+    /// Resolves with the error of a trigger that failed (at once if one already has): in the
+    /// demo, every trigger must run.
+    pub async fn failure(&self) -> String {
+        let mut rx = self.failed.subscribe();
+        loop {
+            if let Some(e) = rx.borrow_and_update().clone() {
+                return e;
+            }
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// Serves on `listener` until `shutdown` resolves.
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        // Like the EventListener, every path and every method reaches the handler.
+        let app = Router::new().fallback(receive).with_state(self);
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+
+    /// Runs the triggers over one request; what a trigger created, for the timeline.
+    fn handle(&self, request: &Request) -> anyhow::Result<Vec<String>> {
+        let el = self.files.single("EventListener")?;
+        let mut created = Vec::new();
+        for trigger in list_at(el, "/spec/triggers") {
+            let tname = trigger.get("name").and_then(Value::as_str).unwrap_or("");
+            if !self.passes(trigger, request)? {
+                continue;
+            }
+            let mut tt_params = BTreeMap::new();
+            for b in list_at(trigger, "/bindings") {
+                let binding = self.files.get("TriggerBinding", str_at(b, "/ref")?)?;
+                for p in list_at(binding, "/spec/params") {
+                    let pname = str_at(p, "/name")?;
+                    // A path that resolves to nothing falls back to the template's default.
+                    if let Ok(v) = substitute(str_at(p, "/value")?, &|e| request.binding(e)) {
+                        tt_params.insert(pname.to_string(), v);
+                    }
+                }
+            }
+            let template = self
+                .files
+                .get("TriggerTemplate", str_at(trigger, "/template/ref")?)?;
+            for (k, v) in defaults_of(list_at(template, "/spec/params")) {
+                tt_params.entry(k).or_insert(v);
+            }
+            for p in list_at(template, "/spec/params") {
+                let pname = str_at(p, "/name")?;
+                if !tt_params.contains_key(pname) {
+                    bail!("trigger {tname}: TriggerTemplate param {pname:?} has no value");
+                }
+            }
+            let lookup = |e: &str| {
+                e.strip_prefix("tt.params.")
+                    .and_then(|p| tt_params.get(p).cloned())
+            };
+            for resource in list_at(template, "/spec/resourcetemplates") {
+                let rendered = substitute_value(resource, &lookup)?;
+                if rendered.get("kind").and_then(Value::as_str) != Some("PipelineRun") {
+                    bail!(
+                        "the demo creates PipelineRuns only, not {:?}",
+                        rendered.get("kind")
+                    );
+                }
+                match self.runner.start(rendered)? {
+                    Created::Started(name) => created.push(format!(
+                        "PipelineRun {} started for {}@{}",
+                        short_name(&name),
+                        tt_params.get("imagestream").map_or("?", String::as_str),
+                        short_digest(tt_params.get("digest").map_or("", String::as_str)),
+                    )),
+                    Created::AlreadyExists(name) => created.push(format!(
+                        "PipelineRun {} already exists: a redelivery, no second run",
+                        short_name(&name)
+                    )),
+                }
+            }
+        }
+        Ok(created)
+    }
+
+    /// The trigger's interceptors: every CEL filter must hold.
+    fn passes(&self, trigger: &Value, request: &Request) -> anyhow::Result<bool> {
+        for i in list_at(trigger, "/interceptors") {
+            let kind = i.pointer("/ref/name").and_then(Value::as_str);
+            if kind != Some("cel") {
+                bail!("the demo runs the cel interceptor only, not {kind:?}");
+            }
+            for p in list_at(i, "/params") {
+                match p.get("name").and_then(Value::as_str) {
+                    Some("filter") => {
+                        let filter = p
+                            .get("value")
+                            .and_then(Value::as_str)
+                            .ok_or_else(|| anyhow!("the cel filter is not a string"))?;
+                        if !cel_filter(filter, request)? {
+                            return Ok(false);
+                        }
+                    }
+                    other => bail!("the demo does not run cel param {other:?}"),
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+async fn receive(
+    State(listener): State<Arc<Listener>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, String) {
+    let event = cloudevents::binding::http::to_event(&headers, body.to_vec()).ok();
+    let mut what = match &event {
+        Some(e) => format!(
+            "{} {} id={}",
+            e.ty(),
+            e.subject().unwrap_or(""),
+            short_name(e.id())
+        ),
+        None => "a request that is not a CloudEvent".to_string(),
+    };
+    if let Some(e) = &event {
+        let mut seen = listener.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if !seen.insert(e.id().to_string()) {
+            what.push_str(" (the source retried: same id)");
+        }
+    }
+    if listener
+        .outage
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+    {
+        listener
+            .timeline
+            .line("listener", format!("503 (simulated restart) for {what}"));
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "EventListener Timeout!\n".into(),
+        );
+    }
+    let body_json: Value = match serde_json::from_slice(&body) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => {
+            listener.timeline.line(
+                "listener",
+                format!("400: the body is not a JSON object ({what})"),
+            );
+            return (
+                StatusCode::BAD_REQUEST,
+                json!({"eventListener": "imagegate", "errorMessage": "Invalid event body format"})
+                    .to_string(),
+            );
+        }
+    };
+    let mut request = Request {
+        headers: BTreeMap::new(),
+        body: body_json,
+    };
+    for (name, value) in &headers {
+        let v = String::from_utf8_lossy(value.as_bytes()).to_string();
+        request
+            .headers
+            .entry(name.as_str().to_ascii_lowercase())
+            .and_modify(|cur| {
+                cur.push(',');
+                cur.push_str(&v);
+            })
+            .or_insert(v);
+    }
+    listener.timeline.line("event", &what);
+    match listener.handle(&request) {
+        Ok(created) if created.is_empty() => listener
+            .timeline
+            .line("listener", "dropped by the trigger's CEL filter"),
+        Ok(created) => {
+            for c in created {
+                listener.timeline.line("listener", c);
+            }
+        }
+        // The real EventListener has already answered 202 when a trigger fails; it only logs.
+        Err(e) => {
+            listener
+                .timeline
+                .line("listener", format!("trigger failed: {e:#}"));
+            listener.failed.send_replace(Some(format!("{e:#}")));
+        }
+    }
+    (
+        StatusCode::ACCEPTED,
+        json!({"eventListener": "imagegate", "eventID": uuid::Uuid::new_v4().to_string()})
+            .to_string(),
+    )
+}
