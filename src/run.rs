@@ -181,7 +181,7 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
         checkpoint: crate::source::checkpoint::CheckpointConfig {
             namespace: args.checkpoint_namespace.clone(),
             prefix: args.checkpoint_prefix.clone(),
-            shards: 16,
+            shards: args.checkpoint_shards,
             flush_interval: std::time::Duration::from_millis(500),
         },
         leader: leader_config(&args.leader, "source"),

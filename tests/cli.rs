@@ -79,3 +79,19 @@ fn emulator_refuses_a_seed_file_that_does_not_exist() {
         "no kubeconfig for an emulator that did not start"
     );
 }
+
+#[test]
+fn checkpoint_shards_outside_1_to_999_are_refused() {
+    for bad in ["0", "1000", "many"] {
+        let out = imagegate(&[
+            "source",
+            "--sink",
+            "http://127.0.0.1:1/",
+            "--checkpoint-shards",
+            bad,
+        ]);
+        assert!(!out.status.success(), "--checkpoint-shards {bad} was taken");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--checkpoint-shards"), "{err}");
+    }
+}

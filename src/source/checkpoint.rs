@@ -133,7 +133,7 @@ pub enum CheckpointError {
     /// A shard would outgrow a ConfigMap; it is not written and its changes are kept.
     #[error(
         "checkpoint shard {name} would hold {bytes} bytes, over the limit of {limit}; \
-         raise the checkpoint shard count (its changes stay pending and are re-sent after a restart)"
+         raise --checkpoint-shards (its changes stay pending and are re-sent after a restart)"
     )]
     ShardTooLarge {
         name: String,
