@@ -140,3 +140,92 @@ fn the_demo_runs_the_tekton_files_it_is_given() {
         "{stdout}\n{stderr}"
     );
 }
+
+#[tokio::test]
+async fn keep_running_leaves_the_loop_up_for_kubectl_until_sigterm() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    use imagegate::api::{CustomRun, ImageStream};
+    use kube::Api;
+
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("demo.kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
+        .args(["demo", "--keep-running", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Read stdout on a thread; lines arrive on a channel.
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let wait_for = |seen: &mut Vec<String>, needle: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !seen.iter().any(|l| l.contains(needle)) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) => seen.push(l),
+                Err(_) => panic!("no {needle:?} in the output:\n{}", seen.join("\n")),
+            }
+        }
+    };
+    wait_for(&mut seen, "Still running");
+    wait_for(
+        &mut seen,
+        &format!("export KUBECONFIG={}", kubeconfig.display()),
+    );
+
+    // The kubeconfig it wrote reaches the emulator, which holds the demo's results.
+    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let server = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config).unwrap();
+    let streams: Api<ImageStream> = Api::namespaced(client.clone(), "notebooks");
+    assert_eq!(
+        streams.list(&Default::default()).await.unwrap().items.len(),
+        4
+    );
+    let runs: Api<CustomRun> = Api::namespaced(client, "notebooks");
+    let runs = runs.list(&Default::default()).await.unwrap().items;
+    assert!(runs.iter().all(CustomRun::is_done), "unfinished CustomRuns");
+    assert!(runs.len() >= 10, "{} CustomRuns", runs.len());
+
+    // The loop is still running: an import through the control API starts another PipelineRun.
+    let import = format!(
+        "{}/_emulator/v1/namespaces/notebooks/imagestreams/jupyter-minimal-notebook/import",
+        server.trim_end_matches('/')
+    );
+    let answer = reqwest::Client::new()
+        .post(import)
+        .header("content-type", "application/json")
+        .body(r#"{"tag":"candidate","digest":"sha256:abababababababababababababababababababababababababababababababab"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_success(), "{}", answer.status());
+    wait_for(
+        &mut seen,
+        "started for jupyter-minimal-notebook@sha256:abababababab",
+    );
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "the demo exited {exit} on SIGTERM");
+}
