@@ -20,7 +20,7 @@
 //! so the key splits at its first `_`; a name may). The few streams whose `namespace/name`
 //! is longer than 253 characters (the ConfigMap key limit; OpenShift allows 255) are keyed
 //! `_{hash:016x}` and carry `"k":"{namespace}/{name}"` in the value. The source needs
-//! `get`, `list`, `create`, `patch` and `delete` on ConfigMaps in its namespace.
+//! `list`, `create`, `patch` and `delete` on ConfigMaps in its namespace.
 //!
 //! **How it scales.** An entry is about 80 bytes (key and uid) plus about 100 bytes per tag (a
 //! sha256 digest is 71), so 10,000 streams of 3 tags are ~3.7 MB in all and ~230 KB per shard

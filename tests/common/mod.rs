@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod rbac;
 pub mod sink;
 
 use std::path::{Path, PathBuf};
