@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{EmulatorProcess, free_port};
+use common::{EmulatorProcess, free_port, rbac};
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -49,6 +49,9 @@ impl Setup {
     /// latest promoted to A.
     async fn new() -> Setup {
         let emu = EmulatorProcess::start().await;
+        // The Lease lives where config/ installs the controller.
+        emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: imagegate-system\n")
+            .await;
         let crd = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/config/300-imagepromotion-crd.yaml"
@@ -279,6 +282,7 @@ async fn a_validated_candidate_is_promoted_then_already_promoted() {
         1,
         "no second write for an already served digest"
     );
+    assert_rbac(&s.emu).await;
 }
 
 #[tokio::test]
@@ -295,6 +299,7 @@ async fn a_moved_candidate_is_not_promoted() {
     assert_eq!(reason(&run), ("False".into(), "CandidateMoved".into()));
     assert_eq!(s.stream().await.current_digest("latest"), Some(A));
     assert!(s.writes("imagestreams").await.is_empty());
+    assert_rbac(&s.emu).await;
 }
 
 #[tokio::test]
@@ -323,6 +328,7 @@ async fn a_failed_validation_status_keeps_the_served_image_and_marks_it() {
     assert_eq!(ann["imagegate.dev/phase"], "UpdateFailed");
     assert_eq!(ann["imagegate.dev/candidate-digest"], B);
     assert_eq!(result(&run, "phase"), "UpdateFailed");
+    assert_rbac(&s.emu).await;
 }
 
 #[tokio::test]
@@ -368,6 +374,7 @@ async fn a_failing_check_keeps_the_served_image_and_reports_every_check() {
     let is = s.stream().await;
     assert_eq!(is.current_digest("latest"), Some(A));
     assert_eq!(served(&is).1["imagegate.dev/phase"], "UpdateFailed");
+    assert_rbac(&s.emu).await;
 }
 
 #[tokio::test]
@@ -414,6 +421,7 @@ async fn bad_params_and_other_namespaces_are_refused_with_a_reason() {
         ("False".into(), "ImageStreamNotFound".into())
     );
     assert!(s.writes("imagestreams").await.is_empty());
+    assert_rbac(&s.emu).await;
 }
 
 #[tokio::test]
@@ -460,6 +468,7 @@ async fn cancellation_ends_the_run_with_tektons_reason_and_message() {
                 && r.subresource.is_empty()),
         "the controller never writes the spec"
     );
+    assert_rbac(&s.emu).await;
 }
 
 #[tokio::test]
@@ -481,6 +490,7 @@ async fn a_timeout_retries_then_fails_with_every_attempt_archived() {
         Some("CustomRunTimedOut")
     );
     assert_eq!(status.retries_status[0].conditions[0].status, "False");
+    assert_rbac(&s.emu).await;
 }
 
 #[tokio::test]
@@ -506,6 +516,7 @@ async fn rollback_returns_the_served_tag_to_the_previous_digest() {
     let is = s.stream().await;
     assert_eq!(is.current_digest("latest"), Some(A));
     assert_eq!(served(&is).1["imagegate.dev/phase"], "RolledBack");
+    assert_rbac(&s.emu).await;
 }
 
 #[tokio::test]
@@ -541,6 +552,7 @@ async fn begin_marks_the_served_tag_validating_without_hiding_it() {
         served(&s.stream().await).1["imagegate.dev/phase"],
         "UpdateFailed"
     );
+    assert_rbac(&s.emu).await;
 }
 
 #[tokio::test]
@@ -564,6 +576,7 @@ async fn customruns_of_other_kinds_are_left_untouched() {
             .iter()
             .any(|r| r.name == "wait")
     );
+    assert_rbac(&s.emu).await;
 }
 
 #[tokio::test]
@@ -615,6 +628,7 @@ async fn a_controller_killed_mid_run_finishes_it_once_after_restart() {
         1,
         "promoted exactly once"
     );
+    assert_rbac(&s.emu).await;
 }
 
 #[tokio::test]
@@ -684,11 +698,24 @@ async fn events_and_metrics_report_each_run() {
         metrics.contains("imagegate_controller_imagestream_writes_total 1"),
         "{metrics}"
     );
+    assert_rbac(&s.emu).await;
+}
+
+/// Every API call the controller made in the test is one `config/` grants its ServiceAccount.
+async fn assert_rbac(emu: &EmulatorProcess) {
+    let policy =
+        rbac::Policy::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config"));
+    rbac::assert_allowed(
+        &policy,
+        &emu.requests().await,
+        "controller",
+        "system:serviceaccount:imagegate-system:imagegate-controller",
+    );
 }
 
 async fn lease_holder(client: &kube::Client) -> Option<String> {
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
-        Api::namespaced(client.clone(), "default");
+        Api::namespaced(client.clone(), "imagegate-system");
     leases
         .get_opt("imagegate-controller")
         .await
@@ -711,7 +738,7 @@ async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
                 &[
                     "--leader-elect",
                     "--lease-namespace",
-                    "default",
+                    "imagegate-system",
                     "--identity",
                     id,
                 ],
@@ -768,6 +795,7 @@ async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
         2,
         "each run written once, by one replica"
     );
+    assert_rbac(&s.emu).await;
 }
 
 /// Controller processes killed when the test ends, also when it fails.

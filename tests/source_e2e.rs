@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use cloudevents::AttributesReader;
 use common::sink::Sink;
-use common::{EmulatorProcess, free_port};
+use common::{EmulatorProcess, free_port, rbac};
 use serde_json::{Value, json};
 
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -51,7 +51,7 @@ impl Source {
             "--sink".into(),
             sink.into(),
             "--checkpoint-namespace".into(),
-            "default".into(),
+            "imagegate-system".into(),
             "--backoff-delay".into(),
             "PT0.01S".into(),
         ];
@@ -134,6 +134,9 @@ fn data(e: &cloudevents::Event) -> Value {
 
 async fn setup() -> (EmulatorProcess, tempfile::TempDir, Sink) {
     let emu = EmulatorProcess::start().await;
+    // The checkpoint and the Lease live where config/ installs the source.
+    emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: imagegate-system\n")
+        .await;
     emu.seed_str(&stream("nb", "ds", json!({"team": "a"})))
         .await;
     emu.import("ds", "nb", "candidate", A).await;
@@ -191,6 +194,7 @@ async fn an_import_becomes_one_updated_event_with_every_attribute() {
     assert!(src.metrics().await.contains(
         r#"imagegate_source_events_sent_total{type="dev.imagegate.imagestreamtag.updated"} 1"#
     ));
+    assert_rbac(&emu).await;
 }
 
 #[tokio::test]
@@ -205,6 +209,7 @@ async fn structured_mode_sends_the_whole_event_as_json() {
             .content_type
             .starts_with("application/cloudevents+json")
     );
+    assert_rbac(&emu).await;
 }
 
 #[tokio::test]
@@ -241,6 +246,7 @@ async fn changes_made_while_down_are_sent_oldest_first_and_never_twice() {
     src.ready().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(sink.accepted().len(), 3);
+    assert_rbac(&emu).await;
 }
 
 #[tokio::test]
@@ -264,6 +270,7 @@ async fn a_failing_sink_gets_the_same_id_on_every_attempt_until_it_recovers() {
         ),
         "each failed attempt is counted"
     );
+    assert_rbac(&emu).await;
 }
 
 #[tokio::test]
@@ -298,6 +305,7 @@ async fn events_the_sink_refuses_go_to_the_dead_letter_sink() {
             .await
             .contains("imagegate_source_events_dead_lettered_total")
     );
+    assert_rbac(&emu).await;
 }
 
 #[tokio::test]
@@ -320,6 +328,7 @@ async fn a_dropped_watch_and_a_410_during_changes_lose_nothing_and_repeat_nothin
         .collect();
     assert_eq!(digests, vec![json!(B), json!(C), json!(D)]);
     assert_eq!(events.len(), 3);
+    assert_rbac(&emu).await;
 }
 
 #[tokio::test]
@@ -347,6 +356,7 @@ async fn deleted_tags_and_import_failures_have_their_own_events() {
     let e = sink.wait_accepted(2).await[1].clone();
     assert_eq!(e.ty(), "dev.imagegate.imagestreamtag.deleted");
     assert_eq!(e.subject(), Some("nb:candidate"));
+    assert_rbac(&emu).await;
 }
 
 #[tokio::test]
@@ -387,6 +397,7 @@ async fn filters_select_namespaces_labels_and_tags() {
     );
     assert_eq!(events[0].subject(), Some("nb:candidate"));
     assert_eq!(ext(&events[0], "namespace").as_deref(), Some("ds"));
+    assert_rbac(&emu).await;
 }
 
 #[tokio::test]
@@ -412,6 +423,7 @@ async fn resource_and_reference_modes_send_what_apiserversource_sends() {
         data(&ev[0]),
         json!({"kind": "ImageStream", "namespace": "ds", "name": "nb", "apiVersion": "image.openshift.io/v1"})
     );
+    assert_rbac(&emu).await;
 }
 
 #[tokio::test]
@@ -442,11 +454,24 @@ async fn a_malformed_imagestream_is_skipped_and_the_others_still_flow() {
             .await
             .contains("imagegate_source_malformed_objects_total 1")
     );
+    assert_rbac(&emu).await;
+}
+
+/// Every API call the source made in the test is one `config/` grants its ServiceAccount.
+async fn assert_rbac(emu: &EmulatorProcess) {
+    let policy =
+        rbac::Policy::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config"));
+    rbac::assert_allowed(
+        &policy,
+        &emu.requests().await,
+        "source",
+        "system:serviceaccount:imagegate-system:imagegate-source",
+    );
 }
 
 async fn lease_holder(client: &kube::Client) -> Option<String> {
     let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
-        kube::Api::namespaced(client.clone(), "default");
+        kube::Api::namespaced(client.clone(), "imagegate-system");
     leases
         .get_opt("imagegate-source")
         .await
@@ -462,7 +487,7 @@ async fn two_replicas_send_each_change_once_and_hand_over_on_shutdown() {
     let elect = [
         "--leader-elect",
         "--lease-namespace",
-        "default",
+        "imagegate-system",
         "--identity",
     ];
     let mut a = Source::new(
@@ -531,4 +556,5 @@ async fn two_replicas_send_each_change_once_and_hand_over_on_shutdown() {
         "each change once: the standby resumed from the checkpoint"
     );
     assert_eq!(events.len(), 2);
+    assert_rbac(&emu).await;
 }

@@ -153,8 +153,15 @@ impl Emulator {
     }
 
     /// Writes [`Emulator::kubeconfig_yaml`] to a file.
+    ///
+    /// The file appears whole: it is written beside `path` and renamed into place, so a program
+    /// waiting for it never reads half of it.
     pub fn write_kubeconfig(&self, path: &Path, user: &str) -> std::io::Result<()> {
-        std::fs::write(path, self.kubeconfig_yaml(user))
+        let mut partial = path.as_os_str().to_owned();
+        partial.push(format!(".{}.partial", std::process::id()));
+        let partial = std::path::PathBuf::from(partial);
+        std::fs::write(&partial, self.kubeconfig_yaml(user))?;
+        std::fs::rename(&partial, path)
     }
 
     /// Seeds objects from YAML or JSON text.
