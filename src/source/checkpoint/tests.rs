@@ -464,7 +464,7 @@ async fn a_shard_over_the_size_limit_is_refused_and_kept_pending() {
         matches!(err, CheckpointError::ShardTooLarge { bytes, .. } if bytes > MAX_SHARD_BYTES),
         "{err}"
     );
-    assert!(err.to_string().contains("raise the checkpoint shard count"));
+    assert!(err.to_string().contains("raise --checkpoint-shards"));
     assert_eq!(cp.pending(), 100);
     assert!(emu.mutating_requests().is_empty());
     emu.shutdown().await;
