@@ -311,3 +311,39 @@ async fn custom_resources_refuse_strategic_merge_and_keep_status_out_of_main_wri
     );
     emu.shutdown().await;
 }
+
+#[tokio::test]
+async fn bodies_in_a_format_the_emulator_cannot_decode_get_415_and_nothing_is_stored() {
+    let (emu, http) = start().await;
+    let url = format!("{}/api/v1/namespaces/ds/configmaps", emu.url());
+    // What kubectl's imperative `create configmap` sends: protobuf, which the emulator has no
+    // codec for. The real server's answer to an unknown format is 415, not a parse error.
+    let r = http
+        .post(&url)
+        .header("content-type", "application/vnd.kubernetes.protobuf")
+        .body(b"k8s\0\x0a\x0f".to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 415);
+    let status: Value = r.json().await.unwrap();
+    assert_eq!(status["reason"], "UnsupportedMediaType");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("application/json"),
+        "{status}"
+    );
+    let (_, list) = get(&http, &emu, "/api/v1/namespaces/ds/configmaps").await;
+    assert!(names(&list).is_empty(), "{list}");
+    // JSON (with a charset parameter) is taken.
+    let r = http
+        .post(&url)
+        .header("content-type", "application/json; charset=utf-8")
+        .body(configmap("ok", json!({})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+}

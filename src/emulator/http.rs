@@ -351,10 +351,12 @@ async fn serve_resource(
             };
             cluster.list(&target, &opts).map(|v| (StatusCode::OK, v))
         }
-        Method::POST if target.name.is_none() => parse_json(body)
+        Method::POST if target.name.is_none() => body_media_type(headers)
+            .and_then(|()| parse_json(body))
             .and_then(|b| cluster.create(&target, b, &wopts))
             .map(|v| (StatusCode::CREATED, v)),
-        Method::PUT if target.name.is_some() => parse_json(body)
+        Method::PUT if target.name.is_some() => body_media_type(headers)
+            .and_then(|()| parse_json(body))
             .and_then(|b| cluster.update(&target, b, &wopts))
             .map(|v| (StatusCode::OK, v)),
         Method::PATCH if target.name.is_some() => {
@@ -393,6 +395,31 @@ async fn serve_resource(
     match result {
         Ok((code, v)) => json_response(code, &v),
         Err(e) => error_response(&e),
+    }
+}
+
+/// The body of a create or update must be JSON or YAML: the emulator has no protobuf (or CBOR)
+/// codec, and says so with the real server's 415 rather than failing to parse the bytes.
+fn body_media_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match essence.as_str() {
+        "" | "application/json" | "application/yaml" | "*/*" => Ok(()),
+        _ => Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct:?})"
+            ),
+        )),
     }
 }
 
