@@ -703,14 +703,12 @@ async fn events_and_metrics_report_each_run() {
 
 /// Every API call the controller made in the test is one `config/` grants its ServiceAccount.
 async fn assert_rbac(emu: &EmulatorProcess) {
-    let policy =
-        rbac::Policy::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config"));
-    rbac::assert_allowed(
-        &policy,
-        &emu.requests().await,
+    rbac::assert_config_allows(
+        emu,
         "controller",
         "system:serviceaccount:imagegate-system:imagegate-controller",
-    );
+    )
+    .await;
 }
 
 async fn lease_holder(client: &kube::Client) -> Option<String> {

@@ -459,14 +459,12 @@ async fn a_malformed_imagestream_is_skipped_and_the_others_still_flow() {
 
 /// Every API call the source made in the test is one `config/` grants its ServiceAccount.
 async fn assert_rbac(emu: &EmulatorProcess) {
-    let policy =
-        rbac::Policy::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config"));
-    rbac::assert_allowed(
-        &policy,
-        &emu.requests().await,
+    rbac::assert_config_allows(
+        emu,
         "source",
         "system:serviceaccount:imagegate-system:imagegate-source",
-    );
+    )
+    .await;
 }
 
 async fn lease_holder(client: &kube::Client) -> Option<String> {

@@ -415,6 +415,19 @@ impl World {
         Ok(())
     }
 
+    /// A scheduled import of `digest`, then the PipelineRun it starts, to its end.
+    async fn promote_through_the_pipeline(
+        &self,
+        imagestream: &str,
+        digest: &str,
+        root: bool,
+    ) -> anyhow::Result<()> {
+        self.import(imagestream, digest, root)?;
+        let run = self.wait_run(imagestream, digest).await?;
+        outcome_line(self, &run);
+        Ok(())
+    }
+
     async fn wait_run(&self, imagestream: &str, digest: &str) -> anyhow::Result<RunRecord> {
         let what = format!("{imagestream}@{}", short_digest(digest));
         let want = format!("{NAMESPACE}/{imagestream}");
@@ -625,9 +638,8 @@ async fn scenarios(w: &World) -> anyhow::Result<Vec<Expect>> {
     );
     let minimal_new = digest('3');
     w.listener.fail_next(1);
-    w.import("jupyter-minimal-notebook", &minimal_new, false)?;
-    let run = w.wait_run("jupyter-minimal-notebook", &minimal_new).await?;
-    outcome_line(w, &run);
+    w.promote_through_the_pipeline("jupyter-minimal-notebook", &minimal_new, false)
+        .await?;
     expect.push(Expect {
         imagestream: "jupyter-minimal-notebook",
         served: minimal_new.clone(),
@@ -639,9 +651,8 @@ async fn scenarios(w: &World) -> anyhow::Result<Vec<Expect>> {
          users keep the old image",
     );
     let ds_new = digest('4');
-    w.import("jupyter-datascience-notebook", &ds_new, true)?;
-    let run = w.wait_run("jupyter-datascience-notebook", &ds_new).await?;
-    outcome_line(w, &run);
+    w.promote_through_the_pipeline("jupyter-datascience-notebook", &ds_new, true)
+        .await?;
     expect.push(Expect {
         imagestream: "jupyter-datascience-notebook",
         served: digest('2'),
@@ -656,9 +667,8 @@ async fn scenarios(w: &World) -> anyhow::Result<Vec<Expect>> {
         &trusty_new,
         Plan::Fail("exit 127: /bin/sh: line 1: jupyter: command not found"),
     );
-    w.import("jupyter-trustyai-notebook", &trusty_new, false)?;
-    let run = w.wait_run("jupyter-trustyai-notebook", &trusty_new).await?;
-    outcome_line(w, &run);
+    w.promote_through_the_pipeline("jupyter-trustyai-notebook", &trusty_new, false)
+        .await?;
     expect.push(Expect {
         imagestream: "jupyter-trustyai-notebook",
         served: digest('8'),

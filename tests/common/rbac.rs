@@ -803,3 +803,10 @@ pub fn assert_allowed(policy: &Policy, records: &[RequestRecord], logged_as: &st
         a.denied.join("\n")
     );
 }
+
+/// For an end-to-end test: panics unless `config/` grants the ServiceAccount user `sa` every
+/// request the program running as `logged_as` made to `emu`.
+pub async fn assert_config_allows(emu: &super::EmulatorProcess, logged_as: &str, sa: &str) {
+    let policy = Policy::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("config"));
+    assert_allowed(&policy, &emu.requests().await, logged_as, sa);
+}
