@@ -82,7 +82,7 @@ fn apply_ack(current: Option<StreamState>, ack: &Ack) -> Option<StreamState> {
     }
     match &ack.after {
         Some(s) => {
-            entry.tags.insert(tag.clone(), s.clone());
+            entry.tags.insert(tag, s.clone());
         }
         None => {
             entry.tags.remove(tag);

@@ -4,7 +4,7 @@
 use super::*;
 use crate::emulator::control::Fault;
 use crate::emulator::{Config, Emulator};
-use crate::source::change::TagState;
+use crate::source::change::{TagState, TagStates};
 
 const NS: &str = "imagegate";
 
@@ -113,8 +113,8 @@ fn only_the_prefix_followed_by_a_shard_number_is_a_shard() {
 fn entries_are_compact_json_keyed_by_namespace_and_name() {
     let s = StreamState {
         uid: "u1".into(),
-        tags: BTreeMap::from([(
-            "latest".into(),
+        tags: TagStates::from([(
+            "latest",
             TagState {
                 digest: Some("sha256:ab".into()),
                 generation: 2,
@@ -526,10 +526,10 @@ async fn unusual_but_valid_names_round_trip() {
     ];
     let s = StreamState {
         uid: "0f7c-αβ".into(),
-        tags: BTreeMap::from([
-            ("v1.2.3_rc-1".into(), TagState::default()),
+        tags: TagStates::from([
+            ("v1.2.3_rc-1", TagState::default()),
             (
-                "Latest".into(),
+                "Latest",
                 TagState {
                     digest: None,
                     generation: 0,
