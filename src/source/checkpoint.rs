@@ -73,7 +73,7 @@ const MAX_KEY_LEN: usize = 253;
 /// Tries per shard and flush; a flush that still fails keeps its changes for the next one.
 const WRITE_ATTEMPTS: u32 = 4;
 /// How many shards are written at once.
-const CONCURRENT_WRITES: usize = 8;
+const CONCURRENT_WRITES: usize = 4;
 const LABELS: [(&str, &str); 2] = [
     ("app.kubernetes.io/name", "imagegate"),
     ("app.kubernetes.io/component", "source-checkpoint"),
@@ -133,6 +133,13 @@ pub enum CheckpointError {
         #[source]
         source: kube::Error,
     },
+    /// A shard's patch cannot be encoded (not expected: its entries are strings).
+    #[error("encoding checkpoint shard {name} failed: {source}")]
+    Encode {
+        name: String,
+        #[source]
+        source: serde_json::Error,
+    },
     /// A shard would outgrow a ConfigMap; it is not written and its changes are kept.
     #[error(
         "checkpoint shard {name} would hold {bytes} bytes, over the limit of {limit}; \
@@ -154,6 +161,7 @@ impl CheckpointError {
             CheckpointError::Write { .. } => "write",
             CheckpointError::Delete { .. } => "delete",
             CheckpointError::ShardTooLarge { .. } => "shard_too_large",
+            CheckpointError::Encode { .. } => "encode",
         }
     }
 }
@@ -453,19 +461,17 @@ fn create_body(
     })
 }
 
-/// One shard to write: its changes as they were when the flush began.
+/// One shard to write (its patch is made when its write starts, so that only the writes in
+/// flight hold one).
 struct Job {
     index: u32,
     name: String,
-    /// The merge patch.
-    body: Box<RawValue>,
-    /// The shard's change count at that moment: later changes stay pending.
-    upto: u64,
 }
 
 /// How a shard write ended.
 enum Written {
-    Patched,
+    /// Everything up to change number `upto` is written.
+    Patched { upto: u64 },
     /// A shard beyond the shard count no longer exists: nothing is left to remove.
     Gone,
 }
@@ -652,20 +658,7 @@ impl Checkpoint {
                     first_error.get_or_insert(e);
                     continue;
                 }
-                let body = match patch_body(self.cfg.shards, shard.pending()) {
-                    Ok(body) => body,
-                    Err(e) => {
-                        // Unreachable for string entries; logged rather than panicking.
-                        tracing::error!(shard = %name, error = %e, "cannot encode a checkpoint patch");
-                        continue;
-                    }
-                };
-                jobs.push(Job {
-                    index,
-                    name,
-                    body,
-                    upto: shard.changes,
-                });
+                jobs.push(Job { index, name });
             }
             jobs
         };
@@ -683,10 +676,10 @@ impl Checkpoint {
                 continue;
             };
             match result {
-                Ok(Written::Patched) => {
+                Ok(Written::Patched { upto }) => {
                     shard.meta_dirty = false;
                     // A record made during the write stays pending.
-                    shard.written(job.upto);
+                    shard.written(upto);
                     written.insert(job.index);
                 }
                 Ok(Written::Gone) => *shard = Shard::default(),
@@ -700,9 +693,22 @@ impl Checkpoint {
 
     /// One shard's merge patch (or create, if it is missing), with retries.
     async fn write_shard(&self, job: &Job) -> Result<Written, CheckpointError> {
+        let (body, upto) = {
+            let layout = self.layout();
+            let Some(shard) = layout.by_index.get(&job.index) else {
+                return Ok(Written::Gone);
+            };
+            let body = patch_body(self.cfg.shards, shard.pending()).map_err(|source| {
+                CheckpointError::Encode {
+                    name: job.name.clone(),
+                    source,
+                }
+            })?;
+            (body, shard.changes)
+        };
         let mut attempt = 1;
         loop {
-            let result = match self.patch_shard(job).await {
+            let result = match self.patch_shard(&job.name, &body).await {
                 Err(e) if code(&e) == Some(404) && job.index >= self.cfg.shards => {
                     return Ok(Written::Gone);
                 }
@@ -710,7 +716,7 @@ impl Checkpoint {
                 other => other.map(drop),
             };
             match result {
-                Ok(()) => return Ok(Written::Patched),
+                Ok(()) => return Ok(Written::Patched { upto }),
                 Err(e) if retriable(&e) && attempt < WRITE_ATTEMPTS => {
                     tracing::debug!(shard = %job.name, attempt, error = %e, "checkpoint write failed; retrying");
                     tokio::time::sleep(backoff(attempt)).await;
@@ -727,18 +733,24 @@ impl Checkpoint {
         }
     }
 
-    /// One merge patch; the answer (the whole shard) is read as text and dropped.
-    async fn patch_shard(&self, job: &Job) -> Result<(), kube::Error> {
+    /// One merge patch.
+    async fn patch_shard(&self, name: &str, body: &RawValue) -> Result<(), kube::Error> {
         let request = kube::core::Request::new(self.api.resource_url());
         let mut req = request
-            .patch(
-                &job.name,
-                &PatchParams::default(),
-                &Patch::Merge(&*job.body),
-            )
+            .patch(name, &PatchParams::default(), &Patch::Merge(body))
             .map_err(kube::Error::BuildRequest)?;
         req.extensions_mut().insert("patch");
-        self.client.request_text(req).await.map(drop)
+        self.send(req).await
+    }
+
+    /// Sends a write; its answer (the whole shard) is read and dropped as it arrives, never
+    /// held or parsed: nothing in it is needed.
+    async fn send(&self, req: http::Request<Vec<u8>>) -> Result<(), kube::Error> {
+        let answer = self.client.request_stream(req).await?;
+        futures::io::copy(answer, &mut futures::io::sink())
+            .await
+            .map(drop)
+            .map_err(kube::Error::ReadEvents)
     }
 
     /// Creates a missing shard with everything it should hold (so a shard deleted by hand is
@@ -755,7 +767,7 @@ impl Checkpoint {
             .create(&PostParams::default(), body)
             .map_err(kube::Error::BuildRequest)?;
         req.extensions_mut().insert("create");
-        self.client.request_text(req).await.map(drop)
+        self.send(req).await
     }
 
     /// Deletes the emptied shards beyond the shard count.
