@@ -426,7 +426,9 @@ pub async fn watch_and_deliver(
         events: settings.events.clone(),
         overrides: settings.overrides.clone(),
     };
-    let mut config = watcher::Config::default();
+    // Pages of 100 streams (kube's default is 500): a page is held as text and as objects
+    // until its last stream is diffed, and that is the peak of the first list.
+    let mut config = watcher::Config::default().page_size(100);
     if let Some(sel) = &settings.selector {
         config = config.labels(sel);
     }
