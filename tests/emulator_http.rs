@@ -144,7 +144,9 @@ async fn pages_come_from_the_first_pages_snapshot_and_field_selectors_filter() {
     emu.shutdown().await;
 }
 
-/// Reads a watch response line by line until `stop` says enough, or the stream ends.
+/// Reads a watch response line by line until `stop` says enough, or the stream ends. Every
+/// line must open with `type`, as the API server writes them (clients decode the object
+/// straight into its type only when they know the type first).
 async fn read_watch(
     mut resp: reqwest::Response,
     within: Duration,
@@ -163,6 +165,11 @@ async fn read_watch(
                 buf.extend_from_slice(&chunk);
                 while let Some(i) = buf.iter().position(|b| *b == b'\n') {
                     let line: Vec<u8> = buf.drain(..=i).collect();
+                    assert!(
+                        line.starts_with(br#"{"type":""#),
+                        "the type comes first: {}",
+                        String::from_utf8_lossy(&line)
+                    );
                     events.push(serde_json::from_slice(&line).unwrap());
                 }
                 if stop(&events) {

@@ -259,8 +259,22 @@ fn bookmark(ty: &ResourceType, rv: u64) -> Value {
     })
 }
 
+/// One line of the stream, `{"type":…,"object":…}` with `type` first, as the API server writes
+/// it (the field order of Go's `metav1.WatchEvent`). A client that reads the type first decodes
+/// the object straight into its type; with `object` first (the order of a JSON map's sorted
+/// keys), a serde client such as kube-rs must buffer the whole object before it can.
 fn to_bytes(v: &Value) -> Bytes {
-    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        #[serde(rename = "type")]
+        kind: &'a Value,
+        object: &'a Value,
+    }
+    let line = Line {
+        kind: &v["type"],
+        object: &v["object"],
+    };
+    let mut b = serde_json::to_vec(&line).unwrap_or_default();
     b.push(b'\n');
     Bytes::from(b)
 }

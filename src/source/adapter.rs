@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use cloudevents::AttributesReader;
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -82,7 +83,7 @@ fn apply_ack(current: Option<StreamState>, ack: &Ack) -> Option<StreamState> {
     }
     match &ack.after {
         Some(s) => {
-            entry.tags.insert(tag.clone(), s.clone());
+            entry.tags.insert(tag, s.clone());
         }
         None => {
             entry.tags.remove(tag);
@@ -95,21 +96,34 @@ fn apply_ack(current: Option<StreamState>, ack: &Ack) -> Option<StreamState> {
 /// never fails, so one malformed object cannot fail a whole list (and with it the watch).
 #[derive(Clone, Debug)]
 pub struct Watched {
-    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    /// The stream's metadata (what could be read of it when the object is malformed).
+    metadata: ObjectMeta,
+    /// The rest of the stream (its metadata is in `metadata`), or why it does not parse.
     stream: Result<Box<ImageStream>, String>,
 }
 
 impl<'de> serde::Deserialize<'de> for Watched {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = Value::deserialize(d)?;
+        // Read as a JSON value first: a typed parse that fails half-way leaves nothing to go
+        // on. Then each part is parsed out of the value by move (its strings are taken over,
+        // not copied), the metadata on its own so that a malformed stream is still named.
+        let mut v = Value::deserialize(d)?;
         let metadata = v
-            .get("metadata")
-            .and_then(|m| serde::Deserialize::deserialize(m).ok())
-            .unwrap_or_default();
-        let stream = <ImageStream as serde::Deserialize>::deserialize(&v)
-            .map(Box::new)
-            .map_err(|e| e.to_string());
-        Ok(Watched { metadata, stream })
+            .as_object_mut()
+            .and_then(|o| o.insert("metadata".into(), Value::Object(Default::default())));
+        let metadata = match metadata.map(ObjectMeta::deserialize) {
+            Some(Ok(metadata)) => Ok(metadata),
+            Some(Err(e)) => Err(format!("metadata: {e}")),
+            None => Err("missing field `metadata`".to_string()),
+        };
+        let stream = match &metadata {
+            Ok(_) => ImageStream::deserialize(v).map_err(|e| e.to_string()),
+            Err(e) => Err(e.clone()),
+        };
+        Ok(Watched {
+            metadata: metadata.unwrap_or_default(),
+            stream: stream.map(Box::new),
+        })
     }
 }
 
@@ -129,10 +143,10 @@ impl kube::Resource for Watched {
     fn plural(_: &()) -> std::borrow::Cow<'_, str> {
         <ImageStream as kube::Resource>::plural(&())
     }
-    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+    fn meta(&self) -> &ObjectMeta {
         &self.metadata
     }
-    fn meta_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
         &mut self.metadata
     }
 }
@@ -147,7 +161,10 @@ fn dyn_key(obj: &Watched) -> StreamKey {
 /// The typed ImageStream, or None (logged and counted) when the object does not parse.
 fn typed(obj: Watched, metrics: &Metrics) -> Option<ImageStream> {
     match obj.stream {
-        Ok(is) => Some(*is),
+        Ok(mut is) => {
+            is.metadata = obj.metadata;
+            Some(*is)
+        }
         Err(e) => {
             let (namespace, name) = (
                 obj.metadata.namespace.unwrap_or_default(),
@@ -426,7 +443,9 @@ pub async fn watch_and_deliver(
         events: settings.events.clone(),
         overrides: settings.overrides.clone(),
     };
-    let mut config = watcher::Config::default();
+    // Pages of 100 streams (kube's default is 500): a page is held as text and as objects
+    // until its last stream is diffed, and that is the peak of the first list.
+    let mut config = watcher::Config::default().page_size(100);
     if let Some(sel) = &settings.selector {
         config = config.labels(sel);
     }
@@ -588,6 +607,34 @@ mod tests {
             })
         );
         assert_eq!(a[3], None);
+    }
+
+    #[test]
+    fn a_watched_stream_is_typed_whole_and_a_malformed_one_keeps_its_name() {
+        let good = serde_json::json!({
+            "metadata": {"name": "nb", "namespace": "ds", "uid": "u1"},
+            "spec": {},
+            "status": {"tags": [{"tag": "latest", "items": [{"image": "sha256:a", "generation": 2}]}]},
+        });
+        let w: Watched = serde_json::from_value(good).unwrap();
+        assert_eq!(dyn_key(&w), ("ds".into(), "nb".into()));
+        let is = typed(w, &Metrics::register(&mut Default::default())).unwrap();
+        assert_eq!(key_of(&is), ("ds".into(), "nb".into()));
+        assert_eq!(is.metadata.uid.as_deref(), Some("u1"));
+        assert_eq!(is.status.unwrap().tags[0].history()[0].generation, 2);
+
+        let bad = serde_json::json!({
+            "metadata": {"name": "nb", "namespace": "ds"},
+            "status": {"tags": "not a list"},
+        });
+        let w: Watched = serde_json::from_value(bad).unwrap();
+        assert_eq!(dyn_key(&w), ("ds".into(), "nb".into()));
+        assert!(w.stream.is_err());
+
+        for unnamed in [serde_json::json!({"metadata": 7}), serde_json::json!([1])] {
+            let w: Watched = serde_json::from_value(unnamed).unwrap();
+            assert!(w.stream.is_err());
+        }
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub fn state_of(is: &ImageStream, filter: &TagFilter) -> StreamState {
         uid: uid(is).to_string(),
         tags: present_tags(is, filter)
             .into_iter()
-            .map(|(tag, (state, _))| (tag.to_string(), state))
+            .map(|(tag, (state, _))| (tag, state))
             .collect(),
     }
 }
@@ -70,7 +70,6 @@ pub fn diff(
                 .tags
                 .iter()
                 .filter(|(tag, _)| filter.allows(tag))
-                .map(|(tag, state)| (tag.as_str(), state))
                 .collect()
         })
         .unwrap_or_default();

@@ -128,7 +128,12 @@ async fn dispatch<A, O>(
             job = rx.recv(), if open => match job {
                 Some(job) => {
                     let key = job.key.clone();
-                    queues.entry(key.clone()).or_default().push_back(job);
+                    // Most keys hold one job at a time: a queue sized for one keeps a
+                    // backlog of thousands of keys (a catch-up) from holding room for four.
+                    queues
+                        .entry(key.clone())
+                        .or_insert_with(|| VecDeque::with_capacity(1))
+                        .push_back(job);
                     if !in_flight.contains(&key) {
                         waiting.push_back(key);
                     }

@@ -4,7 +4,8 @@
 use super::*;
 use crate::emulator::control::Fault;
 use crate::emulator::{Config, Emulator};
-use crate::source::change::TagState;
+use crate::source::change::{TagState, TagStates};
+use serde_json::json;
 
 const NS: &str = "imagegate";
 
@@ -113,8 +114,8 @@ fn only_the_prefix_followed_by_a_shard_number_is_a_shard() {
 fn entries_are_compact_json_keyed_by_namespace_and_name() {
     let s = StreamState {
         uid: "u1".into(),
-        tags: BTreeMap::from([(
-            "latest".into(),
+        tags: TagStates::from([(
+            "latest",
             TagState {
                 digest: Some("sha256:ab".into()),
                 generation: 2,
@@ -173,12 +174,12 @@ fn unreadable_entries_are_refused() {
 
 #[test]
 fn a_merge_patch_carries_only_the_changes_and_the_shard_count() {
-    let changes = BTreeMap::from([
-        ("ns_a".to_string(), Some("{}".to_string())),
-        ("ns_b".to_string(), None),
-    ]);
+    let body = |changes: &[(&'static str, Option<&'static str>)]| {
+        let text = patch_body(16, changes.iter().copied()).unwrap();
+        serde_json::from_str::<Value>(text.get()).unwrap()
+    };
     assert_eq!(
-        patch_body(16, &changes),
+        body(&[("ns_a", Some("{}")), ("ns_b", None)]),
         json!({
             "metadata": {
                 "labels": {
@@ -190,7 +191,24 @@ fn a_merge_patch_carries_only_the_changes_and_the_shard_count() {
             "data": { "ns_a": "{}", "ns_b": null },
         })
     );
-    assert!(patch_body(16, &BTreeMap::new()).get("data").is_none());
+    assert!(body(&[]).get("data").is_none());
+}
+
+#[test]
+fn a_change_recorded_while_its_shard_is_written_stays_pending() {
+    let mut shard = Shard::default();
+    assert!(shard.set("ns_a".into(), Some("1".into())));
+    assert!(shard.set("ns_b".into(), Some("2".into())));
+    assert!(!shard.set("ns_b".into(), Some("2".into())), "no change");
+    let upto = shard.changes;
+    assert!(shard.set("ns_a".into(), Some("3".into())));
+    shard.written(upto);
+    let pending: Vec<_> = shard.pending().collect();
+    assert_eq!(pending, [("ns_a", Some("3"))]);
+    assert!(shard.set("ns_a".into(), None));
+    let pending: Vec<_> = shard.pending().collect();
+    assert_eq!(pending, [("ns_a", None)]);
+    assert_eq!(shard.bytes, "ns_b".len() + 1);
 }
 
 #[test]
@@ -210,7 +228,8 @@ fn a_copy_left_by_an_interrupted_move_loses_to_the_one_in_its_home_shard() {
     assert!(layout.by_index[&home].dirty.is_empty());
     // The home copy is in place, so the stale one is removed by the first flush.
     assert!(layout.release_moves());
-    assert_eq!(layout.by_index[&away].dirty, BTreeMap::from([(dk, None)]));
+    let pending: Vec<_> = layout.by_index[&away].pending().collect();
+    assert_eq!(pending, [(dk.as_str(), None)]);
     assert!(layout.moves.is_empty());
 }
 
@@ -224,12 +243,14 @@ fn a_moved_entry_leaves_its_old_shard_only_after_its_new_one_is_written() {
         3,
         vec![(old, Some(8), BTreeMap::from([(dk.clone(), v.clone())]))],
     );
-    assert_eq!(layout.by_index[&home].dirty[&dk], Some(v));
+    let pending: Vec<_> = layout.by_index[&home].pending().collect();
+    assert_eq!(pending, [(dk.as_str(), Some(v.as_str()))]);
     assert!(!layout.release_moves(), "the new home is not written yet");
     assert!(layout.by_index[&old].dirty.is_empty());
     layout.by_index.get_mut(&home).unwrap().dirty.clear();
     assert!(layout.release_moves());
-    assert_eq!(layout.by_index[&old].dirty[&dk], None);
+    let pending: Vec<_> = layout.by_index[&old].pending().collect();
+    assert_eq!(pending, [(dk.as_str(), None)]);
 }
 
 #[tokio::test]
@@ -526,10 +547,10 @@ async fn unusual_but_valid_names_round_trip() {
     ];
     let s = StreamState {
         uid: "0f7c-αβ".into(),
-        tags: BTreeMap::from([
-            ("v1.2.3_rc-1".into(), TagState::default()),
+        tags: TagStates::from([
+            ("v1.2.3_rc-1", TagState::default()),
             (
-                "Latest".into(),
+                "Latest",
                 TagState {
                     digest: None,
                     generation: 0,

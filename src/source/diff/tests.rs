@@ -3,6 +3,7 @@
 //! each rule (history order, re-list, pruning, collapse, failures, deletions, uid, filter).
 
 use super::*;
+use crate::source::change::TagStates;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -79,7 +80,7 @@ fn nb_with(items: serde_json::Value, conditions: serde_json::Value) -> ImageStre
 fn recorded(digest: &str, generation: i64) -> StreamState {
     StreamState {
         uid: "u1".into(),
-        tags: BTreeMap::from([(
+        tags: TagStates::from([(
             "candidate".to_string(),
             TagState {
                 digest: Some(digest.into()),
