@@ -8,7 +8,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use cloudevents::AttributesReader;
+use chrono::{DateTime, Utc};
+use cloudevents::{AttributesReader, Event};
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
@@ -28,17 +29,44 @@ use super::metrics::Metrics;
 use super::queue::{self, Job, Queue};
 use super::{Mode, Settings};
 
-/// What a delivered event advances.
-#[derive(Clone, Debug)]
-pub struct Ack {
-    /// The stream.
-    pub stream: StreamKey,
-    /// Its uid.
-    pub uid: String,
-    /// The tag (None in the resource/reference modes, which keep no checkpoint).
-    pub tag: Option<String>,
-    /// The tag's delivered state after this event (None: the tag is gone).
-    pub after: Option<TagState>,
+/// A queued event, as what it is built from. The CloudEvent is built when its delivery
+/// starts, once (every attempt sends it as built): a built event (attributes, an extension
+/// map, the data as a JSON value) is several times the size of its change, and in a burst or a
+/// catch-up tens of thousands wait in the queue.
+// Nearly every job is a `Tag`: boxing the change would add an allocation to each.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Pending {
+    /// Mode imagestreamtag.
+    Tag {
+        /// The change.
+        change: TagChange,
+        /// When it was found: the event's time when the change has none (a deletion).
+        found: DateTime<Utc>,
+        /// The tag's delivered state once it is delivered (None: the tag is gone), what the
+        /// checkpoint records for it.
+        after: Option<TagState>,
+    },
+    /// Modes resource and reference: the event, built from the object (which is not kept);
+    /// these modes keep no checkpoint.
+    Object(Box<Event>),
+}
+
+impl Pending {
+    /// The CloudEvent to deliver, `K_CE_OVERRIDES` applied. The same for every call: the id
+    /// and the time come from the change and when it was found, never from the clock now.
+    pub fn event(&self, settings: &EventSettings, overrides: Option<&Value>) -> Event {
+        let mut ev = match self {
+            Pending::Tag { change, found, .. } => event::tag_event(change, settings, *found),
+            Pending::Object(ev) => (**ev).clone(),
+        };
+        if let Some(o) = overrides
+            && let Err(e) = event::apply_overrides(&mut ev, o)
+        {
+            warn!(error = %e, "K_CE_OVERRIDES not applied");
+        }
+        ev
+    }
 }
 
 /// The tag states after each change of a batch, folded from the state before it.
@@ -73,23 +101,28 @@ fn afters(before: Option<&StreamState>, changes: &[TagChange]) -> Vec<Option<Tag
         .collect()
 }
 
-/// Applies an acknowledgement to a stream's delivered state; returns its new state (with no
-/// tags left when its deletion was delivered), None for acknowledgements that keep no state.
-fn apply_ack(current: Option<StreamState>, ack: &Ack) -> Option<StreamState> {
-    let tag = ack.tag.as_ref()?;
+/// Applies a delivered change of `tag` (of the stream with `uid`) to the stream's delivered
+/// state: the tag's state becomes `after` (None: the tag is gone). Returns the new state, with
+/// no tags left when the stream's deletion was delivered.
+fn apply_ack(
+    current: Option<StreamState>,
+    uid: &str,
+    tag: &str,
+    after: Option<TagState>,
+) -> StreamState {
     let mut entry = current.unwrap_or_default();
-    if entry.uid != ack.uid {
-        entry.uid = ack.uid.clone();
+    if entry.uid != uid {
+        entry.uid = uid.to_owned();
     }
-    match &ack.after {
+    match after {
         Some(s) => {
-            entry.tags.insert(tag, s.clone());
+            entry.tags.insert(tag, s);
         }
         None => {
             entry.tags.remove(tag);
         }
     }
-    Some(entry)
+    entry
 }
 
 /// An ImageStream as the watch delivers it: parsed, or why it could not be. Deserializing
@@ -187,7 +220,7 @@ fn key_of(is: &ImageStream) -> StreamKey {
 /// The watch side: what has been enqueued so far, per stream.
 struct Watching {
     settings: Arc<Settings>,
-    queue: Queue<Ack>,
+    queue: Queue<Pending>,
     checkpoint: Arc<Checkpoint>,
     enqueued: HashMap<StreamKey, StreamState>,
     /// Resource/reference modes: the last resourceVersion announced per stream.
@@ -195,23 +228,11 @@ struct Watching {
     /// A first start without a checkpoint: record the first list silently (or emit it).
     first_start: bool,
     filter: TagFilter,
-    events: EventSettings,
-    overrides: Option<Value>,
 }
 
 impl Watching {
-    async fn push(&self, key: String, mut ev: cloudevents::Event, ack: Ack, seen: Instant) {
-        if let Some(o) = &self.overrides
-            && let Err(e) = event::apply_overrides(&mut ev, o)
-        {
-            warn!(error = %e, "K_CE_OVERRIDES not applied");
-        }
-        let job = Job {
-            key,
-            event: ev,
-            ack,
-            seen,
-        };
+    async fn push(&self, key: String, item: Pending, seen: Instant) {
+        let job = Job { key, item, seen };
         if self.queue.push(job).await.is_err() {
             error!("the delivery queue is gone; stopping");
         }
@@ -285,23 +306,22 @@ impl Watching {
     ) {
         let afters = afters(before, &changes);
         for (change, after) in changes.into_iter().zip(afters) {
-            let ev = event::tag_event(&change, &self.events, chrono::Utc::now());
             debug!(
                 namespace = %change.namespace,
                 imagestream = %change.image_stream,
                 tag = %change.tag,
                 digest = change.digest.as_deref().unwrap_or(""),
-                event_id = %ev.id(),
+                event_id = %event::event_id(&change),
                 "change"
             );
-            let ack = Ack {
-                stream: key.clone(),
-                uid: change.image_stream_uid.clone(),
-                tag: Some(change.tag.clone()),
+            let order = format!("{}/{}/{}", key.0, key.1, change.tag);
+            let found = chrono::Utc::now();
+            let item = Pending::Tag {
+                change,
+                found,
                 after,
             };
-            let order = format!("{}/{}/{}", key.0, key.1, change.tag);
-            self.push(order, ev, ack, seen).await;
+            self.push(order, item, seen).await;
         }
     }
 
@@ -327,14 +347,8 @@ impl Watching {
                 chrono::Utc::now(),
             ),
         };
-        let ack = Ack {
-            stream: key.clone(),
-            uid: is.metadata.uid.clone().unwrap_or_default(),
-            tag: None,
-            after: None,
-        };
-        self.push(format!("{}/{}", key.0, key.1), ev, ack, seen)
-            .await;
+        let order = format!("{}/{}", key.0, key.1);
+        self.push(order, Pending::Object(Box::new(ev)), seen).await;
     }
 }
 
@@ -353,26 +367,29 @@ pub async fn watch_and_deliver(
         settings.sink_timeout,
         settings.ca_pem.as_deref(),
     )?);
-    let deliver_fn: queue::Deliver<Ack, Result<Delivered, deliver::Stopped>> = {
+    let deliver_fn: queue::Deliver<Pending, Result<Delivered, deliver::Stopped>> = {
         let settings = settings.clone();
         let stop = stop.clone();
         let metrics = metrics.clone();
-        Arc::new(move |job: Job<Ack>| {
+        Arc::new(move |job: Job<Pending>| {
             let settings = settings.clone();
             let client = sink_client.clone();
             let stop = stop.clone();
             let metrics = metrics.clone();
             Box::pin(async move {
+                let ev = job
+                    .item
+                    .event(&settings.events, settings.overrides.as_ref());
                 let out = deliver::deliver(
                     &client,
                     &settings.sink,
-                    &job.event,
+                    &ev,
                     settings.content_mode,
                     &settings.delivery,
                     &stop,
                 )
                 .await;
-                let ty = job.event.ty().to_string();
+                let ty = ev.ty().to_string();
                 match &out {
                     Ok(Delivered::Sink { attempts }) => {
                         metrics.sent.get_or_create(&Metrics::of(&ty)).inc();
@@ -390,7 +407,7 @@ pub async fn watch_and_deliver(
                             .attempts_failed
                             .get_or_create(&Metrics::of(&ty))
                             .inc_by(u64::from(*attempts));
-                        warn!(event_id = %job.event.id(), sink = %settings.sink, "event sent to the dead-letter sink");
+                        warn!(event_id = %ev.id(), sink = %settings.sink, "event sent to the dead-letter sink");
                     }
                     Ok(Delivered::Failed { error, attempts }) => {
                         metrics.failed.get_or_create(&Metrics::of(&ty)).inc();
@@ -398,7 +415,7 @@ pub async fn watch_and_deliver(
                             .attempts_failed
                             .get_or_create(&Metrics::of(&ty))
                             .inc_by(u64::from(*attempts));
-                        error!(event_id = %job.event.id(), sink = %settings.sink, error = %error, "the sink refused an event for good and there is no dead-letter sink");
+                        error!(event_id = %ev.id(), sink = %settings.sink, error = %error, "the sink refused an event for good and there is no dead-letter sink");
                     }
                     Err(_) => {}
                 }
@@ -422,12 +439,17 @@ pub async fn watch_and_deliver(
                 if outcome.is_err() {
                     continue;
                 }
-                let ack = job.ack;
-                if ack.tag.is_none() {
+                let Pending::Tag { change, after, .. } = job.item else {
                     continue;
-                }
-                let next = apply_ack(checkpoint.get(&ack.stream), &ack);
-                checkpoint.record(ack.stream, next.filter(|s| !s.tags.is_empty()));
+                };
+                let stream = (change.namespace, change.image_stream);
+                let next = apply_ack(
+                    checkpoint.get(&stream),
+                    &change.image_stream_uid,
+                    &change.tag,
+                    after,
+                );
+                checkpoint.record(stream, Some(next).filter(|s| !s.tags.is_empty()));
             }
         })
     };
@@ -440,8 +462,6 @@ pub async fn watch_and_deliver(
         announced: HashMap::new(),
         first_start,
         filter: settings.tags.clone(),
-        events: settings.events.clone(),
-        overrides: settings.overrides.clone(),
     };
     // Pages of 100 streams (kube's default is 500): a page is held as text and as objects
     // until its last stream is diffed, and that is the peak of the first list.
@@ -639,24 +659,37 @@ mod tests {
 
     #[test]
     fn a_stream_whose_last_tag_is_deleted_is_left_with_no_tags() {
-        let key = ("ds".to_string(), "nb".to_string());
-        let ack = |tag: &str, after: Option<TagState>| Ack {
-            stream: key.clone(),
-            uid: "u1".into(),
-            tag: Some(tag.into()),
-            after,
-        };
-        let s = apply_ack(None, &ack("latest", Some(TagState::default())));
-        assert_eq!(s.as_ref().unwrap().uid, "u1");
-        let s = apply_ack(s, &ack("latest", None)).unwrap();
+        let s = apply_ack(None, "u1", "latest", Some(TagState::default()));
+        assert_eq!(s.uid, "u1");
+        let s = apply_ack(Some(s), "u1", "latest", None);
         assert!(s.tags.is_empty());
-        let stream_level = Ack {
-            tag: None,
-            ..ack("x", None)
+    }
+
+    #[test]
+    fn a_queued_change_builds_the_same_event_each_time_with_the_overrides() {
+        let found = chrono::DateTime::parse_from_rfc3339("2026-12-01T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let pending = Pending::Tag {
+            change: change(ChangeKind::Deleted, "latest", Some("sha256:a"), 2),
+            found,
+            after: None,
         };
-        assert!(
-            apply_ack(Some(s), &stream_level).is_none(),
-            "stream-level acks keep no state"
+        let overrides = serde_json::json!({"extensions": {"team": "ml"}});
+        let settings = EventSettings::default();
+        let first = pending.event(&settings, Some(&overrides));
+        let again = pending.event(&settings, Some(&overrides));
+        assert_eq!(first, again);
+        let change = change(ChangeKind::Deleted, "latest", Some("sha256:a"), 2);
+        assert_eq!(first.id(), event::event_id(&change));
+        assert_eq!(
+            first.time(),
+            Some(&found),
+            "a deletion's time is when it was found"
+        );
+        assert_eq!(
+            first.extension("team").map(ToString::to_string).as_deref(),
+            Some("ml")
         );
     }
 }

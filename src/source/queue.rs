@@ -16,10 +16,9 @@ use tokio::task::JoinSet;
 pub struct Job<A> {
     /// The ordering key (`namespace/imagestream/tag`, or `namespace/imagestream`).
     pub key: String,
-    /// The event.
-    pub event: cloudevents::Event,
-    /// What to record once it is delivered (or dead-lettered).
-    pub ack: A,
+    /// What the owner delivers: the event or what it is built from, and what to record once
+    /// it is delivered (or dead-lettered). The queue never looks inside.
+    pub item: A,
     /// When the change was seen, for the delivery latency.
     pub seen: Instant,
 }
@@ -164,16 +163,6 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn event(n: u32) -> cloudevents::Event {
-        use cloudevents::EventBuilder;
-        cloudevents::event::EventBuilderV10::new()
-            .id(n.to_string())
-            .ty("t")
-            .source("/s")
-            .build()
-            .unwrap()
-    }
-
     #[tokio::test]
     async fn each_key_is_delivered_in_order_while_keys_run_in_parallel() {
         let log = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -185,7 +174,7 @@ mod tests {
                 if job.key == "slow" {
                     tokio::time::sleep(Duration::from_millis(30)).await;
                 }
-                l.lock().unwrap().push((job.key.clone(), job.ack));
+                l.lock().unwrap().push((job.key.clone(), job.item));
                 (job, ())
             })
         });
@@ -193,8 +182,7 @@ mod tests {
         for n in 0..3 {
             q.push(Job {
                 key: "slow".into(),
-                event: event(n),
-                ack: n,
+                item: n,
                 seen: Instant::now(),
             })
             .await
@@ -202,8 +190,7 @@ mod tests {
             .unwrap();
             q.push(Job {
                 key: "fast".into(),
-                event: event(n),
-                ack: n,
+                item: n,
                 seen: Instant::now(),
             })
             .await
@@ -252,8 +239,7 @@ mod tests {
         for n in 0..20 {
             q.push(Job {
                 key: format!("k{n}"),
-                event: event(n),
-                ack: (),
+                item: (),
                 seen: Instant::now(),
             })
             .await

@@ -125,7 +125,7 @@ fn entries_are_compact_json_keyed_by_namespace_and_name() {
     };
     let k = key("ns", "my_app.v2");
     assert_eq!(data_key(&k), "ns_my_app.v2");
-    let v = encode(&k, &s).unwrap();
+    let v = encode(&k, &data_key(&k), &s).unwrap();
     assert_eq!(
         v,
         r#"{"u":"u1","t":{"latest":{"d":"sha256:ab","g":2,"f":3}}}"#
@@ -141,7 +141,7 @@ fn a_name_too_long_for_a_key_is_hashed_and_carried_in_the_value() {
     let dk = data_key(&k);
     assert!(dk.starts_with('_') && dk.len() == 17, "{dk}");
     let s = state("u", &[("latest", "a", 1)]);
-    let v = encode(&k, &s).unwrap();
+    let v = encode(&k, &data_key(&k), &s).unwrap();
     assert_eq!(decode(&dk, &v).unwrap(), (k, s));
     // 253 characters still fit.
     let k = key(&ns, &"b".repeat(189));
@@ -155,7 +155,7 @@ fn ten_thousand_streams_of_three_tags_fit_sixteen_shards_with_room_to_spare() {
         "3f2b8c1e-5d4a-4e7b-9c2d-1a2b3c4d5e6f",
         &[("latest", "a", 12), ("v1.2.3", "b", 3), ("stable", "c", 7)],
     );
-    let entry = data_key(&k).len() + encode(&k, &s).unwrap().len();
+    let entry = data_key(&k).len() + encode(&k, &data_key(&k), &s).unwrap().len();
     assert!((300..400).contains(&entry), "{entry} bytes");
     let per_shard = entry * 10_000 / 16;
     assert!(
@@ -217,8 +217,8 @@ fn a_copy_left_by_an_interrupted_move_loses_to_the_one_in_its_home_shard() {
     let dk = data_key(&k);
     let home = shard_of(&k, 4);
     let away = (home + 1) % 4;
-    let old = encode(&k, &state("u", &[("latest", "a", 1)])).unwrap();
-    let new = encode(&k, &state("u", &[("latest", "b", 2)])).unwrap();
+    let old = encode(&k, &data_key(&k), &state("u", &[("latest", "a", 1)])).unwrap();
+    let new = encode(&k, &data_key(&k), &state("u", &[("latest", "b", 2)])).unwrap();
     let found = vec![
         (away, Some(8), BTreeMap::from([(dk.clone(), old)])),
         (home, Some(4), BTreeMap::from([(dk.clone(), new.clone())])),
@@ -238,7 +238,7 @@ fn a_moved_entry_leaves_its_old_shard_only_after_its_new_one_is_written() {
     let k = key("ns", "app");
     let dk = data_key(&k);
     let (home, old) = (shard_of(&k, 3), 7);
-    let v = encode(&k, &state("u", &[("latest", "a", 1)])).unwrap();
+    let v = encode(&k, &data_key(&k), &state("u", &[("latest", "a", 1)])).unwrap();
     let (mut layout, _) = Layout::restore(
         3,
         vec![(old, Some(8), BTreeMap::from([(dk.clone(), v.clone())]))],
@@ -562,6 +562,9 @@ async fn unusual_but_valid_names_round_trip() {
     let (cp, _) = load(&emu, 3).await;
     for k in &keys {
         cp.record(k.clone(), Some(s.clone()));
+    }
+    for k in &keys {
+        assert_eq!(cp.get(k).as_ref(), Some(&s), "{k:?}");
     }
     cp.flush().await.unwrap();
     let (_, states) = load(&emu, 3).await;

@@ -776,3 +776,12 @@ fn the_image_stream_defaults_match_the_api_type() {
         ("ImageStream", "image.openshift.io/v1")
     );
 }
+
+#[test]
+fn lengths_are_written_in_plain_decimal() {
+    for n in [0, 7, 10, 71, 100, 1234, usize::MAX] {
+        let mut out = Vec::new();
+        push_decimal(&mut out, n);
+        assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
+    }
+}
