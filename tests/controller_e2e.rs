@@ -129,21 +129,10 @@ impl Setup {
     }
 
     async fn create_run(&self, name: &str, params: &[(&str, &str)], extra: Value) -> CustomRun {
-        let params: Vec<Value> = params
-            .iter()
-            .map(|(n, v)| json!({"name": n, "value": v}))
-            .collect();
-        let mut body = json!({
-            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
-            "metadata": {"name": name, "namespace": "ds"},
-            "spec": {"customRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion"},
-                     "params": params, "serviceAccountName": "default"}
-        });
-        json_merge(&mut body, &extra);
         self.runs()
             .create(
                 &PostParams::default(),
-                &serde_json::from_value(body).unwrap(),
+                &common::promotion_run(name, params, &extra),
             )
             .await
             .unwrap()
@@ -190,19 +179,6 @@ impl Setup {
             .into_iter()
             .filter(|r| r.user == "controller" && r.resource == resource)
             .collect()
-    }
-}
-
-fn json_merge(into: &mut Value, from: &Value) {
-    if let (Some(a), Some(b)) = (into.as_object_mut(), from.as_object()) {
-        for (k, v) in b {
-            match a.get_mut(k) {
-                Some(existing) if existing.is_object() && v.is_object() => json_merge(existing, v),
-                _ => {
-                    a.insert(k.clone(), v.clone());
-                }
-            }
-        }
     }
 }
 

@@ -310,27 +310,7 @@ async fn the_source_makes_only_the_calls_config_grants_and_uses_every_grant() {
 }
 
 fn run_body(name: &str, params: &[(&str, &str)], spec: Value) -> CustomRun {
-    let params: Vec<Value> = params
-        .iter()
-        .map(|(n, v)| json!({"name": n, "value": v}))
-        .collect();
-    let mut body = json!({
-        "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
-        "metadata": {"name": name, "namespace": "ds"},
-        "spec": {"customRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion"},
-                 "params": params, "serviceAccountName": "default"}
-    });
-    if let (Some(into), Some(from)) = (body["spec"].as_object_mut(), spec.as_object()) {
-        for (k, v) in from {
-            match (into.get_mut(k), v) {
-                (Some(Value::Object(a)), Value::Object(b)) => a.extend(b.clone()),
-                _ => {
-                    into.insert(k.clone(), v.clone());
-                }
-            }
-        }
-    }
-    serde_json::from_value(body).unwrap()
+    common::promotion_run(name, params, &json!({ "spec": spec }))
 }
 
 /// Creates a run and waits until it is done; returns its final (status, reason).

@@ -214,3 +214,38 @@ impl EmulatorProcess {
         serde_json::from_value(v["items"].clone()).unwrap()
     }
 }
+
+/// A CustomRun of the ImagePromotion custom task in namespace `ds` with string `params`, and
+/// `extra` deep-merged over it (e.g. `{"spec": {"retries": 2}}`).
+pub fn promotion_run(
+    name: &str,
+    params: &[(&str, &str)],
+    extra: &Value,
+) -> imagegate::api::CustomRun {
+    let params: Vec<Value> = params
+        .iter()
+        .map(|(n, v)| json!({"name": n, "value": v}))
+        .collect();
+    let mut body = json!({
+        "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+        "metadata": {"name": name, "namespace": "ds"},
+        "spec": {"customRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion"},
+                 "params": params, "serviceAccountName": "default"}
+    });
+    json_merge(&mut body, extra);
+    serde_json::from_value(body).expect("a valid CustomRun")
+}
+
+/// RFC 7386-style merge of `from` into `into`, objects recursively (no null deletion).
+pub fn json_merge(into: &mut Value, from: &Value) {
+    if let (Some(a), Some(b)) = (into.as_object_mut(), from.as_object()) {
+        for (k, v) in b {
+            match a.get_mut(k) {
+                Some(existing) if existing.is_object() && v.is_object() => json_merge(existing, v),
+                _ => {
+                    a.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+}
