@@ -24,7 +24,7 @@ use std::time::Duration;
 use anyhow::{Context, anyhow, bail};
 use futures::{FutureExt, StreamExt};
 use kube::Api;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -199,17 +199,9 @@ fn free_addr() -> anyhow::Result<SocketAddr> {
 }
 
 async fn wait_ready(name: &str, addr: SocketAddr) -> anyhow::Result<()> {
-    let url = format!("http://{addr}/readyz");
-    let http = reqwest::Client::new();
-    for _ in 0..400 {
-        if let Ok(r) = http.get(&url).send().await
-            && r.status().is_success()
-        {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    bail!("{name} did not become ready at {url} within 10 s")
+    crate::admin::wait_ready(addr, Duration::from_secs(10))
+        .await
+        .map_err(|e| anyhow!("{name} did not become ready: {e}"))
 }
 
 impl World {
@@ -536,7 +528,10 @@ async fn create_namespaced(client: &kube::Client, mut obj: Value) -> anyhow::Res
     let kind = str_at(&obj, "/kind")?.to_string();
     let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
     let gvk = GroupVersionKind::gvk(group, version, &kind);
-    let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
+    // The plural comes from discovery, as kubectl finds it.
+    let (resource, _) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .with_context(|| format!("the API does not serve {api_version} {kind}"))?;
     obj["metadata"]["namespace"] = Value::String(NAMESPACE.to_string());
     let object: DynamicObject = serde_json::from_value(obj)?;
     Api::<DynamicObject>::namespaced_with(client.clone(), NAMESPACE, &resource)

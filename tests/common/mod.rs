@@ -24,22 +24,9 @@ pub fn free_port() -> u16 {
 
 /// Waits until `GET 127.0.0.1:{admin}/readyz` answers 200 (a program's first list is done).
 pub async fn wait_ready(admin: u16) {
-    let http = reqwest::Client::new();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        if let Ok(r) = http
-            .get(format!("http://127.0.0.1:{admin}/readyz"))
-            .send()
-            .await
-            && r.status() == 200
-        {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the program on admin port {admin} never became ready"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], admin));
+    if let Err(e) = imagegate::admin::wait_ready(addr, std::time::Duration::from_secs(60)).await {
+        panic!("the program on admin port {admin} never became ready: {e}");
     }
 }
 
