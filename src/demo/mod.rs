@@ -542,21 +542,12 @@ async fn create_namespaced(client: &kube::Client, mut obj: Value) -> anyhow::Res
 }
 
 fn served_digest(stream: &ImageStream, tag: &str) -> String {
-    stream
-        .status
-        .as_ref()
-        .and_then(|s| s.tags.iter().find(|t| t.tag == tag))
-        .and_then(|t| t.items.as_ref().and_then(|i| i.first()))
-        .map(|i| i.image.clone())
-        .unwrap_or_default()
+    stream.current_digest(tag).unwrap_or_default().to_string()
 }
 
 fn phase(stream: &ImageStream, tag: &str) -> String {
     stream
-        .spec
-        .tags
-        .iter()
-        .find(|t| t.name == tag)
+        .spec_tag(tag)
         .and_then(|t| t.annotations.as_ref())
         .and_then(|a| a.get(crate::controller::decide::annotation::PHASE))
         .cloned()
