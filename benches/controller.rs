@@ -7,9 +7,9 @@
 
 mod common;
 
-use common::{ms, percentile, rss_kib};
+use common::{Killed, ms, percentile, rss_kib};
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -58,15 +58,6 @@ fn run_body(name: &str, i: usize) -> CustomRun {
                             {"name": "validation-status", "value": "Succeeded"}]}
     }))
     .unwrap()
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// The floor: the API calls one promotion needs, made back to back by a plain client on
@@ -204,7 +195,7 @@ async fn main() {
         .local_addr()
         .unwrap()
         .port();
-    let controller = Killed(
+    let controller = Killed::new(
         Command::new(env!("CARGO_BIN_EXE_imagegate"))
             .args(["controller", "--admin-addr", &format!("127.0.0.1:{admin}")])
             .env("KUBECONFIG", &kubeconfig)
@@ -214,7 +205,7 @@ async fn main() {
             .spawn()
             .unwrap(),
     );
-    let pid = controller.0.id();
+    let pid = controller.pid();
     common::wait_ready(admin).await;
     let rss_idle = rss_kib(pid, "VmRSS:");
     let done = watch_done(client.clone());
@@ -291,17 +282,10 @@ async fn main() {
             .count()
     };
 
-    println!("## imagegate controller benchmark");
-    println!();
-    println!(
-        "machine: {} cores; emulator in the bench process, controller a separate release binary",
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(0)
+    common::report_header(
+        "imagegate controller benchmark",
+        "emulator in the bench process, controller a separate release binary",
     );
-    println!();
-    println!("| measure | value |");
-    println!("|---|---|");
     println!("| runs promoted | {promoted} of {} |", paced_n + runs_n);
     println!(
         "| floor: bare API round trips of one promotion (start status, get stream, patch stream, final status), p50 / p99 | {} / {} |",

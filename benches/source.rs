@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{ms, percentile, rss_kib};
+use common::{Killed, ms, percentile, rss_kib};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -101,28 +101,6 @@ fn streams_yaml(n: usize) -> String {
         }
     }
     out
-}
-
-struct Killed(Option<Child>);
-
-impl Killed {
-    fn term(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &c.id().to_string()])
-                .status();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 async fn wait_for(seen: &Seen, keys: &[String]) -> Instant {
@@ -224,8 +202,8 @@ async fn main() {
         .unwrap()
         .port();
     let t_start = Instant::now();
-    let mut source = Killed(Some(spawn_source(&kubeconfig, &sink, admin)));
-    let pid = source.0.as_ref().unwrap().id();
+    let mut source = Killed::new(spawn_source(&kubeconfig, &sink, admin));
+    let pid = source.pid();
     common::wait_ready(admin).await;
     let t_ready = t_start.elapsed();
     let rss_idle = rss_kib(pid, "VmRSS:");
@@ -311,25 +289,20 @@ async fn main() {
         missed.push(d);
     }
     let t_restart = Instant::now();
-    let mut source = Killed(Some(spawn_source(&kubeconfig, &sink, admin)));
-    let pid2 = source.0.as_ref().unwrap().id();
+    let mut source = Killed::new(spawn_source(&kubeconfig, &sink, admin));
+    let pid2 = source.pid();
     let last = wait_for(&seen, &missed).await;
     let catch_up = last.duration_since(t_restart).as_secs_f64();
     let rss_peak2 = rss_kib(pid2, "VmHWM:");
     source.term();
 
     let total_events = 300 + n * 3;
-    println!("## imagegate source benchmark");
-    println!();
-    println!(
-        "{n} ImageStreams x 3 tags; emulator and sink in the bench process, the source a separate release binary; {} cores",
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(0)
+    common::report_header(
+        "imagegate source benchmark",
+        &format!(
+            "{n} ImageStreams x 3 tags; emulator and sink in the bench process, the source a separate release binary"
+        ),
     );
-    println!();
-    println!("| measure | value |");
-    println!("|---|---|");
     println!(
         "| bare POST round trip to the sink, p50 / p99 | {} / {} |",
         ms(percentile(&bare, 0.5)),

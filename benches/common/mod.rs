@@ -35,3 +35,52 @@ pub async fn wait_ready(admin: u16) {
         panic!("the program on admin port {admin} never became ready: {e}");
     }
 }
+
+/// A program under measurement, killed when dropped; `term` stops it as the kubelet would.
+pub struct Killed(Option<std::process::Child>);
+
+impl Killed {
+    /// Takes ownership of a started program.
+    pub fn new(child: std::process::Child) -> Killed {
+        Killed(Some(child))
+    }
+
+    /// Its process id (for /proc).
+    pub fn pid(&self) -> u32 {
+        self.0.as_ref().map_or(0, std::process::Child::id)
+    }
+
+    /// SIGTERM, then wait for it to exit.
+    pub fn term(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The heading of a benchmark's report and its table header.
+pub fn report_header(title: &str, setup: &str) {
+    println!("## {title}");
+    println!();
+    println!(
+        "{setup}; {} cores",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0)
+    );
+    println!();
+    println!("| measure | value |");
+    println!("|---|---|");
+}
