@@ -137,26 +137,43 @@ pub struct Watched {
 
 impl<'de> serde::Deserialize<'de> for Watched {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // Read as a JSON value first: a typed parse that fails half-way leaves nothing to go
-        // on. Then each part is parsed out of the value by move (its strings are taken over,
-        // not copied), the metadata on its own so that a malformed stream is still named.
-        let mut v = Value::deserialize(d)?;
-        let metadata = v
-            .as_object_mut()
-            .and_then(|o| o.insert("metadata".into(), Value::Object(Default::default())));
-        let metadata = match metadata.map(ObjectMeta::deserialize) {
-            Some(Ok(metadata)) => Ok(metadata),
-            Some(Err(e)) => Err(format!("metadata: {e}")),
-            None => Err("missing field `metadata`".to_string()),
-        };
-        let stream = match &metadata {
-            Ok(_) => ImageStream::deserialize(v).map_err(|e| e.to_string()),
-            Err(e) => Err(e.clone()),
-        };
-        Ok(Watched {
-            metadata: metadata.unwrap_or_default(),
-            stream: stream.map(Box::new),
-        })
+        // The object is taken as its JSON text and parsed straight into the typed stream:
+        // nearly every object parses, and the typed parse reads the text once. Only an object
+        // that does not parse is read again, as a JSON value, for the name to log it by (a
+        // typed parse that fails half-way leaves nothing to go on).
+        let raw = <Box<serde_json::value::RawValue> as serde::Deserialize>::deserialize(d)?;
+        match serde_json::from_str::<ImageStream>(raw.get()) {
+            Ok(mut is) => Ok(Watched {
+                metadata: std::mem::take(&mut is.metadata),
+                stream: Ok(Box::new(is)),
+            }),
+            Err(e) => Ok(Watched::malformed(raw.get(), e.to_string())),
+        }
+    }
+}
+
+impl Watched {
+    /// An object that does not parse as an ImageStream: its metadata, as far as it can be
+    /// read, and why the object does not parse.
+    fn malformed(text: &str, error: String) -> Watched {
+        let metadata = serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|mut v| v.get_mut("metadata").map(Value::take))
+            .map(<ObjectMeta as serde::Deserialize>::deserialize);
+        match metadata {
+            Some(Ok(metadata)) => Watched {
+                metadata,
+                stream: Err(error),
+            },
+            Some(Err(e)) => Watched {
+                metadata: ObjectMeta::default(),
+                stream: Err(format!("metadata: {e}")),
+            },
+            None => Watched {
+                metadata: ObjectMeta::default(),
+                stream: Err(error),
+            },
+        }
     }
 }
 
@@ -655,6 +672,48 @@ mod tests {
             let w: Watched = serde_json::from_value(unnamed).unwrap();
             assert!(w.stream.is_err());
         }
+    }
+
+    #[test]
+    fn a_watch_line_is_typed_straight_from_its_text_and_a_malformed_object_keeps_its_name() {
+        // The path the watch takes: kube-rs reads each line as a WatchEvent from its text.
+        let line = r#"{"type":"MODIFIED","object":{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{"name":"nb","namespace":"ds","uid":"u1","resourceVersion":"7"},"spec":{"tags":[{"name":"latest"}]},"status":{"tags":[{"tag":"latest","items":[{"image":"sha256:a","generation":2,"created":"2026-12-01T10:00:00Z"}]}]},"unknownField":{"x":[1,2]}}}"#;
+        let kube::core::WatchEvent::Modified(w) =
+            serde_json::from_str::<kube::core::WatchEvent<Watched>>(line).unwrap()
+        else {
+            panic!("not a MODIFIED event");
+        };
+        assert_eq!(dyn_key(&w), ("ds".into(), "nb".into()));
+        assert_eq!(w.metadata.resource_version.as_deref(), Some("7"));
+        let is = typed(w, &Metrics::register(&mut Default::default())).unwrap();
+        assert_eq!(is.metadata.uid.as_deref(), Some("u1"));
+        assert_eq!(
+            is.status.unwrap().tags[0].history()[0].image,
+            "sha256:a".to_string()
+        );
+
+        let bad = r#"{"type":"ADDED","object":{"metadata":{"name":"nb","namespace":"ds"},"status":{"tags":[{"tag":"latest","items":"not a list"}]}}}"#;
+        let kube::core::WatchEvent::Added(w) =
+            serde_json::from_str::<kube::core::WatchEvent<Watched>>(bad).unwrap()
+        else {
+            panic!("not an ADDED event");
+        };
+        assert_eq!(dyn_key(&w), ("ds".into(), "nb".into()));
+        let why = w.stream.as_ref().unwrap_err();
+        assert!(why.contains("invalid type"), "{why}");
+        let metrics = Metrics::register(&mut Default::default());
+        assert!(typed(w, &metrics).is_none());
+        assert_eq!(metrics.malformed.get(), 1);
+
+        // A metadata that is no object: the stream is unnamed and the reason says so.
+        let unnamed = r#"{"type":"ADDED","object":{"metadata":7}}"#;
+        let kube::core::WatchEvent::Added(w) =
+            serde_json::from_str::<kube::core::WatchEvent<Watched>>(unnamed).unwrap()
+        else {
+            panic!("not an ADDED event");
+        };
+        assert_eq!(dyn_key(&w), (String::new(), String::new()));
+        assert!(w.stream.unwrap_err().starts_with("metadata: "));
     }
 
     #[test]
