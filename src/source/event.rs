@@ -94,24 +94,22 @@ pub enum EventConfigError {
 pub struct EventSettings {
     /// URL prefix of the published schemas; `dataschema` = base + `imagestreamtag-<kind>.json`
     /// (a `/` is put between them if the base does not end in one).
-    pub dataschema_base: String,
+    dataschema_base: String,
+    /// The `dataschema` of each kind (in [`KINDS`] order), parsed once: None when the base
+    /// does not make a URL (only [`EventSettings::unchecked`] lets one through).
+    schemas: [Option<url::Url>; 3],
 }
 
 impl Default for EventSettings {
     fn default() -> Self {
-        Self {
-            dataschema_base: DEFAULT_DATASCHEMA_BASE.to_owned(),
-        }
+        Self::unchecked(DEFAULT_DATASCHEMA_BASE)
     }
 }
 
 impl EventSettings {
     /// Settings with a checked base: every dataschema URL it gives parses as an absolute URL.
-    /// (A hand-built [`EventSettings`] with a bad base gives events without `dataschema`.)
     pub fn new(dataschema_base: impl Into<String>) -> Result<Self, EventConfigError> {
-        let settings = Self {
-            dataschema_base: dataschema_base.into(),
-        };
+        let settings = Self::unchecked(dataschema_base);
         for kind in KINDS {
             if let Err(e) = settings.dataschema(kind).into_url() {
                 return Err(EventConfigError::DataschemaBase {
@@ -123,6 +121,16 @@ impl EventSettings {
         Ok(settings)
     }
 
+    /// Settings with any base; events of a kind whose dataschema is not a URL have none.
+    pub fn unchecked(dataschema_base: impl Into<String>) -> Self {
+        let mut settings = Self {
+            dataschema_base: dataschema_base.into(),
+            schemas: [None, None, None],
+        };
+        settings.schemas = KINDS.map(|kind| settings.dataschema(kind).into_url().ok());
+        settings
+    }
+
     /// The `dataschema` of events of `kind`.
     pub fn dataschema(&self, kind: ChangeKind) -> String {
         let sep = if self.dataschema_base.ends_with('/') {
@@ -131,6 +139,12 @@ impl EventSettings {
             "/"
         };
         format!("{}{sep}{}", self.dataschema_base, schema_file(kind))
+    }
+
+    /// The parsed `dataschema` of events of `kind`, None if it is not a URL.
+    fn schema_url(&self, kind: ChangeKind) -> Option<&url::Url> {
+        let i = KINDS.iter().position(|k| *k == kind)?;
+        self.schemas[i].as_ref()
     }
 }
 
@@ -259,9 +273,9 @@ pub fn tag_event(change: &TagChange, settings: &EventSettings, now: DateTime<Utc
         None => builder,
     };
     let data = tag_data(change);
-    let builder = match settings.dataschema(change.kind).into_url() {
-        Ok(schema) => builder.data_with_schema(APPLICATION_JSON, schema, data),
-        Err(_) => builder.data(APPLICATION_JSON, data),
+    let builder = match settings.schema_url(change.kind) {
+        Some(schema) => builder.data_with_schema(APPLICATION_JSON, schema.clone(), data),
+        None => builder.data(APPLICATION_JSON, data),
     };
     finish(builder)
 }

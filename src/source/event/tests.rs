@@ -482,9 +482,7 @@ fn an_invalid_dataschema_base_is_rejected_and_never_breaks_an_event() {
         EventSettings::new("schemas/"),
         Err(EventConfigError::DataschemaBase { .. })
     ));
-    let settings = EventSettings {
-        dataschema_base: "not a url".into(),
-    };
+    let settings = EventSettings::unchecked("not a url");
     let event = tag_event(&updated(), &settings, now());
     assert_eq!(event.dataschema(), None);
     assert_eq!(event.id(), event_id(&updated()));
