@@ -125,59 +125,117 @@ fn apply_ack(
     entry
 }
 
-/// An ImageStream as the watch delivers it: parsed, or why it could not be. Deserializing
-/// never fails, so one malformed object cannot fail a whole list (and with it the watch).
+/// How much of each watched ImageStream the source reads.
+pub trait Reading: Clone + std::fmt::Debug + Send + Sync + 'static {
+    /// The stream parsed from its JSON text, or why it does not parse.
+    fn parse(text: &str) -> Result<ImageStream, serde_json::Error>;
+}
+
+/// Everything: modes `resource` and `reference` send the object itself.
 #[derive(Clone, Debug)]
-pub struct Watched {
+pub struct Whole;
+
+impl Reading for Whole {
+    fn parse(text: &str) -> Result<ImageStream, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
+/// What mode `imagestreamtag` uses: the status (every tag's history and conditions) and the
+/// metadata that names the stream and resumes the watch (name, namespace, uid,
+/// resourceVersion). The spec and the rest of the metadata (annotations, labels, the
+/// `managedFields` a real API server sends with every object) are skipped unparsed, and a
+/// malformed spec does not make the stream malformed: no event is made from it.
+#[derive(Clone, Debug)]
+pub struct TagsOnly;
+
+impl Reading for TagsOnly {
+    fn parse(text: &str) -> Result<ImageStream, serde_json::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Meta {
+            #[serde(default)]
+            name: Option<String>,
+            #[serde(default)]
+            namespace: Option<String>,
+            #[serde(default)]
+            uid: Option<String>,
+            #[serde(default)]
+            resource_version: Option<String>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Stream {
+            metadata: Meta,
+            #[serde(default)]
+            status: Option<crate::api::imagestream::ImageStreamStatus>,
+        }
+        let Stream { metadata, status } = serde_json::from_str(text)?;
+        Ok(ImageStream {
+            metadata: ObjectMeta {
+                name: metadata.name,
+                namespace: metadata.namespace,
+                uid: metadata.uid,
+                resource_version: metadata.resource_version,
+                ..ObjectMeta::default()
+            },
+            spec: Default::default(),
+            status,
+        })
+    }
+}
+
+/// An ImageStream as the watch delivers it: parsed (as far as `R` reads), or why it could not
+/// be. Deserializing never fails, so one malformed object cannot fail a whole list (and with
+/// it the watch).
+#[derive(Clone, Debug)]
+pub struct Watched<R = Whole> {
     /// The stream's metadata (what could be read of it when the object is malformed).
     metadata: ObjectMeta,
     /// The rest of the stream (its metadata is in `metadata`), or why it does not parse.
     stream: Result<Box<ImageStream>, String>,
+    reading: std::marker::PhantomData<R>,
 }
 
-impl<'de> serde::Deserialize<'de> for Watched {
+impl<'de, R: Reading> serde::Deserialize<'de> for Watched<R> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         // The object is taken as its JSON text and parsed straight into the typed stream:
         // nearly every object parses, and the typed parse reads the text once. Only an object
         // that does not parse is read again, as a JSON value, for the name to log it by (a
         // typed parse that fails half-way leaves nothing to go on).
         let raw = <Box<serde_json::value::RawValue> as serde::Deserialize>::deserialize(d)?;
-        match serde_json::from_str::<ImageStream>(raw.get()) {
+        match R::parse(raw.get()) {
             Ok(mut is) => Ok(Watched {
                 metadata: std::mem::take(&mut is.metadata),
                 stream: Ok(Box::new(is)),
+                reading: std::marker::PhantomData,
             }),
             Err(e) => Ok(Watched::malformed(raw.get(), e.to_string())),
         }
     }
 }
 
-impl Watched {
+impl<R> Watched<R> {
     /// An object that does not parse as an ImageStream: its metadata, as far as it can be
     /// read, and why the object does not parse.
-    fn malformed(text: &str, error: String) -> Watched {
+    fn malformed(text: &str, error: String) -> Self {
         let metadata = serde_json::from_str::<Value>(text)
             .ok()
             .and_then(|mut v| v.get_mut("metadata").map(Value::take))
             .map(<ObjectMeta as serde::Deserialize>::deserialize);
-        match metadata {
-            Some(Ok(metadata)) => Watched {
-                metadata,
-                stream: Err(error),
-            },
-            Some(Err(e)) => Watched {
-                metadata: ObjectMeta::default(),
-                stream: Err(format!("metadata: {e}")),
-            },
-            None => Watched {
-                metadata: ObjectMeta::default(),
-                stream: Err(error),
-            },
+        let (metadata, error) = match metadata {
+            Some(Ok(metadata)) => (metadata, error),
+            Some(Err(e)) => (ObjectMeta::default(), format!("metadata: {e}")),
+            None => (ObjectMeta::default(), error),
+        };
+        Watched {
+            metadata,
+            stream: Err(error),
+            reading: std::marker::PhantomData,
         }
     }
 }
 
-impl kube::Resource for Watched {
+impl<R: Reading> kube::Resource for Watched<R> {
     type DynamicType = ();
     type Scope = kube::core::NamespaceResourceScope;
 
@@ -201,7 +259,7 @@ impl kube::Resource for Watched {
     }
 }
 
-fn dyn_key(obj: &Watched) -> StreamKey {
+fn dyn_key<R>(obj: &Watched<R>) -> StreamKey {
     (
         obj.metadata.namespace.clone().unwrap_or_default(),
         obj.metadata.name.clone().unwrap_or_default(),
@@ -209,7 +267,7 @@ fn dyn_key(obj: &Watched) -> StreamKey {
 }
 
 /// The typed ImageStream, or None (logged and counted) when the object does not parse.
-fn typed(obj: Watched, metrics: &Metrics) -> Option<ImageStream> {
+fn typed<R>(obj: Watched<R>, metrics: &Metrics) -> Option<ImageStream> {
     match obj.stream {
         Ok(mut is) => {
             is.metadata = obj.metadata;
@@ -377,7 +435,7 @@ pub async fn watch_and_deliver(
     initial: Option<HashMap<StreamKey, StreamState>>,
     metrics: Metrics,
     ready: Arc<crate::admin::Health>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let first_start = initial.is_none();
     let sink_client = Arc::new(deliver::SinkClient::new(
@@ -480,6 +538,33 @@ pub async fn watch_and_deliver(
         first_start,
         filter: settings.tags.clone(),
     };
+    // Mode imagestreamtag reads the status and a little metadata of each stream; the other
+    // modes send the whole object.
+    match settings.mode {
+        Mode::ImageStreamTag => {
+            watch::<TagsOnly>(&client, &settings, &mut w, &queue, &metrics, &ready, stop).await
+        }
+        Mode::Resource | Mode::Reference => {
+            watch::<Whole>(&client, &settings, &mut w, &queue, &metrics, &ready, stop).await
+        }
+    }
+    drop(w);
+    drop(queue);
+    let _ = ack_task.await;
+    Ok(())
+}
+
+/// The watch loop: lists and watches ImageStreams (reading `R` of each) and hands each to `w`,
+/// until `stop` turns true or the watch streams end.
+async fn watch<R: Reading>(
+    client: &kube::Client,
+    settings: &Settings,
+    w: &mut Watching,
+    queue: &Queue<Pending>,
+    metrics: &Metrics,
+    ready: &crate::admin::Health,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     // Pages of 100 streams (kube's default is 500): a page is held as text and as objects
     // until its last stream is diffed, and that is the peak of the first list.
     let mut config = watcher::Config::default().page_size(100);
@@ -488,7 +573,7 @@ pub async fn watch_and_deliver(
     }
     // Watched as untyped objects and converted one by one: a malformed ImageStream is logged
     // and skipped instead of failing the whole list (and with it the watch).
-    let apis: Vec<(Option<String>, Api<Watched>)> = if settings.namespaces.is_empty() {
+    let apis: Vec<(Option<String>, Api<Watched<R>>)> = if settings.namespaces.is_empty() {
         vec![(None, Api::all(client.clone()))]
     } else {
         settings
@@ -521,7 +606,7 @@ pub async fn watch_and_deliver(
             Ok(watcher::Event::InitApply(obj)) => {
                 // Known even when unreadable: keep it out of the "gone" set.
                 listing.entry(i).or_default().insert(dyn_key(&obj));
-                let Some(is) = typed(obj, &metrics) else {
+                let Some(is) = typed(obj, metrics) else {
                     continue;
                 };
                 let initial = !listed.contains(&i);
@@ -555,13 +640,13 @@ pub async fn watch_and_deliver(
                 }
             }
             Ok(watcher::Event::Apply(obj)) => {
-                if let Some(is) = typed(obj, &metrics) {
+                if let Some(is) = typed(obj, metrics) {
                     w.apply(&is, false).await;
                 }
             }
             Ok(watcher::Event::Delete(obj)) => {
                 let key = dyn_key(&obj);
-                let is = typed(obj, &metrics);
+                let is = typed(obj, metrics);
                 w.delete(key, is.as_ref()).await;
             }
             Err(e) => {
@@ -570,10 +655,6 @@ pub async fn watch_and_deliver(
             }
         }
     }
-    drop(w);
-    drop(queue);
-    let _ = ack_task.await;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -714,6 +795,54 @@ mod tests {
         };
         assert_eq!(dyn_key(&w), (String::new(), String::new()));
         assert!(w.stream.unwrap_err().starts_with("metadata: "));
+    }
+
+    #[test]
+    fn mode_imagestreamtag_reads_the_status_and_the_naming_metadata_and_skips_the_rest() {
+        let line = r#"{"type":"MODIFIED","object":{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{"name":"nb","namespace":"ds","uid":"u1","resourceVersion":"7","generation":3,"annotations":{"opendatahub.io/notebook-image":"true"},"managedFields":[{"manager":"oc","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:tags":{}}}}]},"spec":{"tags":[{"name":"latest","from":{"kind":"DockerImage","name":"quay.io/x/nb:latest"}}]},"status":{"dockerImageRepository":"r/ds/nb","tags":[{"tag":"latest","items":[{"image":"sha256:a","generation":2,"created":"2026-12-01T10:00:00Z"}],"conditions":[{"type":"ImportSuccess","status":"False","reason":"NotFound","generation":3}]}]}}}"#;
+        let event = |line: &str| -> Watched<TagsOnly> {
+            match serde_json::from_str::<kube::core::WatchEvent<Watched<TagsOnly>>>(line) {
+                Ok(kube::core::WatchEvent::Modified(w)) => w,
+                other => panic!("not a MODIFIED event: {other:?}"),
+            }
+        };
+        let w = event(line);
+        assert_eq!(dyn_key(&w), ("ds".into(), "nb".into()));
+        assert_eq!(w.metadata.resource_version.as_deref(), Some("7"));
+        let is = typed(w, &Metrics::register(&mut Default::default())).unwrap();
+        assert_eq!(is.metadata.uid.as_deref(), Some("u1"));
+        assert_eq!(is.metadata.annotations, None, "not read");
+        assert_eq!(is.metadata.managed_fields, None, "not read");
+        assert!(is.spec.tags.is_empty(), "the spec is not read");
+        // The status is read whole: the same as the whole object's.
+        let whole: kube::core::WatchEvent<Watched<Whole>> = serde_json::from_str(line).unwrap();
+        let kube::core::WatchEvent::Modified(whole) = whole else {
+            panic!("not a MODIFIED event")
+        };
+        let whole = typed(whole, &Metrics::register(&mut Default::default())).unwrap();
+        assert_eq!(is.status, whole.status);
+        assert_eq!(whole.spec.tags.len(), 1);
+
+        // A malformed spec makes no event of mode imagestreamtag wrong: it is not malformed
+        // there, and it is for the modes that send the object.
+        let bad_spec = line.replace(r#""spec":{"tags":[{"#, r#""spec":{"tags":"no list","x":[{"#);
+        assert!(
+            serde_json::from_str::<Value>(&bad_spec).is_ok(),
+            "{bad_spec}"
+        );
+        assert!(event(&bad_spec).stream.is_ok());
+        let whole: kube::core::WatchEvent<Watched<Whole>> =
+            serde_json::from_str(&bad_spec).unwrap();
+        let kube::core::WatchEvent::Modified(whole) = whole else {
+            panic!("not a MODIFIED event")
+        };
+        assert!(whole.stream.is_err());
+
+        // A malformed status is malformed in every mode, and the stream keeps its name.
+        let bad_status = line.replace(r#""items":[{"#, r#""items":"no list","x":[{"#);
+        let w = event(&bad_status);
+        assert_eq!(dyn_key(&w), ("ds".into(), "nb".into()));
+        assert!(w.stream.is_err());
     }
 
     #[test]
