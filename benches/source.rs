@@ -162,10 +162,11 @@ async fn watch_proxy(upstream: SocketAddr, marks: Arc<Mutex<Marks>>) -> SocketAd
                         Ok(0) | Err(_) => break,
                         Ok(got) => got,
                     };
+                    // Noted before the write: the source cannot have the bytes any earlier.
+                    let now = Instant::now();
                     if client_w.write_all(&buf[..got]).await.is_err() {
                         break;
                     }
-                    let now = Instant::now();
                     let mut m = marks.lock().unwrap();
                     let Some(want) = m.want.clone() else {
                         window.clear();
