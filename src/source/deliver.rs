@@ -16,11 +16,14 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use cloudevents::binding::reqwest::{RequestBuilderExt as _, RequestSerializer};
-use cloudevents::event::ExtensionValue;
-use cloudevents::message::StructuredDeserializer;
+use cloudevents::event::{ExtensionValue, SpecVersion};
+use cloudevents::message::{
+    BinaryDeserializer, BinarySerializer, MessageAttributeValue, StructuredDeserializer,
+    StructuredSerializer,
+};
 use cloudevents::{AttributesReader, Event};
 use reqwest::Url;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::watch;
 
 /// Extension naming the sink that failed (Knative's `KnativeErrorDestExtensionKey`).
@@ -321,27 +324,31 @@ impl SinkClient {
         Ok(Self { http })
     }
 
-    /// One attempt: POSTs `event` to `sink` in `mode`. Ok with the status on a 2xx (whose body
-    /// is ignored); otherwise the status, `Retry-After` and the start of the body, or why there
-    /// was no response.
+    /// One attempt: POSTs `event` to `sink` in `mode` (encodes it, then [`SinkClient::post`]).
     pub async fn send(
         &self,
         sink: &Url,
         event: &Event,
         mode: ContentMode,
     ) -> Result<u16, SendError> {
-        let request = self.http.post(sink.clone());
-        let request = match mode {
-            ContentMode::Binary => request.event(event.clone()),
-            ContentMode::Structured => event
-                .clone()
-                .deserialize_structured(RequestSerializer::new(request)),
-        }
-        .map_err(|e| SendError::Encode(e.to_string()))?;
-        let mut response = request.send().await.map_err(|e| match e.is_builder() {
-            true => SendError::Encode(error_chain(&e)),
-            false => SendError::Transport(error_chain(&e)),
-        })?;
+        self.post(sink, &Encoded::new(event, mode)?).await
+    }
+
+    /// One attempt: POSTs the encoded event to `sink`. Ok with the status on a 2xx (whose body
+    /// is ignored); otherwise the status, `Retry-After` and the start of the body, or why there
+    /// was no response.
+    pub async fn post(&self, sink: &Url, event: &Encoded) -> Result<u16, SendError> {
+        let mut request = reqwest::Request::new(reqwest::Method::POST, sink.clone());
+        *request.headers_mut() = event.headers.clone();
+        *request.body_mut() = Some(event.body.clone().into());
+        let mut response = self
+            .http
+            .execute(request)
+            .await
+            .map_err(|e| match e.is_builder() {
+                true => SendError::Encode(error_chain(&e)),
+                false => SendError::Transport(error_chain(&e)),
+            })?;
         let status = response.status().as_u16();
         if response.status().is_success() {
             let _ = read_at_most(&mut response, DRAIN_LIMIT).await;
@@ -357,6 +364,121 @@ impl SinkClient {
             status,
             retry_after,
             body,
+        })
+    }
+}
+
+/// An event as it goes on the wire: its headers and body, written once by the CloudEvents SDK's
+/// binary or structured serialization (the SDK walks the event; this only collects what it
+/// writes), so that every attempt sends the same bytes without encoding the event again.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    headers: HeaderMap,
+    body: bytes::Bytes,
+}
+
+impl Encoded {
+    /// `event` in `mode`: binary, each attribute and extension a header named as the SDK's
+    /// HTTP binding names it (`ce-<name>`; `datacontenttype` is `Content-Type`) and the data
+    /// the body; structured, the event as `application/cloudevents+json`.
+    pub fn new(event: &Event, mode: ContentMode) -> Result<Encoded, SendError> {
+        let wire = Wire::default();
+        match mode {
+            ContentMode::Binary => event.clone().deserialize_binary(wire),
+            ContentMode::Structured => event.clone().deserialize_structured(wire),
+        }
+        .map_err(|e| SendError::Encode(e.to_string()))
+    }
+
+    /// The headers.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// The body.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+}
+
+/// What the SDK's serialization writes into an [`Encoded`].
+#[derive(Default)]
+struct Wire {
+    headers: HeaderMap,
+}
+
+impl Wire {
+    fn put(mut self, attribute: &str, value: String) -> cloudevents::message::Result<Self> {
+        // The names every event has are known; any other one is named by the SDK's rule.
+        let name = match attribute {
+            "specversion" => HeaderName::from_static("ce-specversion"),
+            "id" => HeaderName::from_static("ce-id"),
+            "type" => HeaderName::from_static("ce-type"),
+            "source" => HeaderName::from_static("ce-source"),
+            "subject" => HeaderName::from_static("ce-subject"),
+            "time" => HeaderName::from_static("ce-time"),
+            "dataschema" => HeaderName::from_static("ce-dataschema"),
+            "datacontenttype" => CONTENT_TYPE,
+            other => HeaderName::try_from(cloudevents::binding::http::header_prefix(other))
+                .map_err(other_error)?,
+        };
+        let value = HeaderValue::try_from(value).map_err(other_error)?;
+        self.headers.insert(name, value);
+        Ok(self)
+    }
+}
+
+fn other_error(e: impl std::error::Error + Send + Sync + 'static) -> cloudevents::message::Error {
+    cloudevents::message::Error::Other {
+        source: Box::new(e),
+    }
+}
+
+impl BinarySerializer<Encoded> for Wire {
+    fn set_spec_version(self, version: SpecVersion) -> cloudevents::message::Result<Self> {
+        self.put("specversion", version.to_string())
+    }
+
+    fn set_attribute(
+        self,
+        name: &str,
+        value: MessageAttributeValue,
+    ) -> cloudevents::message::Result<Self> {
+        self.put(name, value.to_string())
+    }
+
+    fn set_extension(
+        self,
+        name: &str,
+        value: MessageAttributeValue,
+    ) -> cloudevents::message::Result<Self> {
+        self.put(name, value.to_string())
+    }
+
+    fn end_with_data(self, bytes: Vec<u8>) -> cloudevents::message::Result<Encoded> {
+        Ok(Encoded {
+            headers: self.headers,
+            body: bytes.into(),
+        })
+    }
+
+    fn end(self) -> cloudevents::message::Result<Encoded> {
+        Ok(Encoded {
+            headers: self.headers,
+            body: bytes::Bytes::new(),
+        })
+    }
+}
+
+impl StructuredSerializer<Encoded> for Wire {
+    fn set_structured_event(mut self, bytes: Vec<u8>) -> cloudevents::message::Result<Encoded> {
+        self.headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/cloudevents+json"),
+        );
+        Ok(Encoded {
+            headers: self.headers,
+            body: bytes.into(),
         })
     }
 }
@@ -472,6 +594,12 @@ async fn with_retries(
     spec: &DeliverySpec,
     stop: &mut watch::Receiver<bool>,
 ) -> Result<(u32, Result<u16, SendError>), Stopped> {
+    // Encoded once: every attempt sends the same bytes. An event the SDK cannot encode is
+    // refused for good after one attempt, as a send that fails to encode is.
+    let encoded = match Encoded::new(event, mode) {
+        Ok(encoded) => encoded,
+        Err(err) => return Ok((1, Err(err))),
+    };
     let mut attempts: u32 = 0;
     loop {
         if *stop.borrow() {
@@ -481,7 +609,7 @@ async fn with_retries(
         let result = tokio::select! {
             biased;
             () = stopped(stop) => return Err(Stopped),
-            result = client.send(sink, event, mode) => result,
+            result = client.post(sink, &encoded) => result,
         };
         let err = match result {
             Ok(status) => return Ok((attempts, Ok(status))),

@@ -950,3 +950,68 @@ fn a_ca_bundle_must_hold_a_certificate() {
     let bundle = format!("{CA_PEM}{SERVER_PEM}");
     assert!(SinkClient::new(None, Some(&bundle)).is_ok());
 }
+
+/// The headers and body of a request as sorted pairs and bytes.
+fn wire(headers: &reqwest::header::HeaderMap, body: &[u8]) -> (Vec<(String, String)>, Vec<u8>) {
+    let mut pairs: Vec<(String, String)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+        .collect();
+    pairs.sort();
+    (pairs, body.to_vec())
+}
+
+#[test]
+fn an_encoded_event_is_byte_for_byte_what_the_sdks_reqwest_binding_sends() {
+    use cloudevents::binding::reqwest::{RequestBuilderExt as _, RequestSerializer};
+    // Every kind of attribute value: the data and dataschema of an `updated` event, a
+    // deletion's missing data fields, an integer and a string extension as a dead letter
+    // carries them, and an override.
+    let mut dead = event();
+    let err = SendError::Status {
+        status: 503,
+        retry_after: None,
+        body: b"busy".to_vec(),
+    };
+    let sink: Url = "http://sink.example/".parse().unwrap();
+    for (name, value) in knative_error_extensions(&sink, &err) {
+        dead.set_extension(name, value);
+    }
+    dead.set_extension("team", "ml");
+    let http = reqwest::Client::new();
+    for ev in [event(), dead] {
+        let sdk = http
+            .post(sink.clone())
+            .event(ev.clone())
+            .unwrap()
+            .build()
+            .unwrap();
+        let ours = Encoded::new(&ev, ContentMode::Binary).unwrap();
+        assert_eq!(
+            wire(ours.headers(), ours.body()),
+            wire(sdk.headers(), sdk.body().unwrap().as_bytes().unwrap()),
+            "binary mode"
+        );
+        let sdk = ev
+            .clone()
+            .deserialize_structured(RequestSerializer::new(http.post(sink.clone())))
+            .unwrap()
+            .build()
+            .unwrap();
+        let ours = Encoded::new(&ev, ContentMode::Structured).unwrap();
+        assert_eq!(
+            wire(ours.headers(), ours.body()),
+            wire(sdk.headers(), sdk.body().unwrap().as_bytes().unwrap()),
+            "structured mode"
+        );
+    }
+    let header = |name: &str| {
+        Encoded::new(&event(), ContentMode::Binary)
+            .unwrap()
+            .headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    assert_eq!(header("content-type").as_deref(), Some("application/json"));
+    assert_eq!(header("ce-imagetag").as_deref(), Some("latest"));
+}
