@@ -324,16 +324,6 @@ impl SinkClient {
         Ok(Self { http })
     }
 
-    /// One attempt: POSTs `event` to `sink` in `mode` (encodes it, then [`SinkClient::post`]).
-    pub async fn send(
-        &self,
-        sink: &Url,
-        event: &Event,
-        mode: ContentMode,
-    ) -> Result<u16, SendError> {
-        self.post(sink, &Encoded::new(event, mode)?).await
-    }
-
     /// One attempt: POSTs the encoded event to `sink`. Ok with the status on a 2xx (whose body
     /// is ignored); otherwise the status, `Retry-After` and the start of the body, or why there
     /// was no response.
@@ -369,8 +359,9 @@ impl SinkClient {
 }
 
 /// An event as it goes on the wire: its headers and body, written once by the CloudEvents SDK's
-/// binary or structured serialization (the SDK walks the event; this only collects what it
-/// writes), so that every attempt sends the same bytes without encoding the event again.
+/// binary or structured serialization (the SDK walks the event and names the headers; this only
+/// collects what it writes), so that every attempt sends the same bytes without encoding the
+/// event again.
 #[derive(Clone, Debug)]
 pub struct Encoded {
     headers: HeaderMap,
@@ -408,20 +399,11 @@ struct Wire {
 }
 
 impl Wire {
+    /// The header of `attribute`, named by the SDK's HTTP binding rule (`ce-<name>`;
+    /// `datacontenttype` is `Content-Type`).
     fn put(mut self, attribute: &str, value: String) -> cloudevents::message::Result<Self> {
-        // The names every event has are known; any other one is named by the SDK's rule.
-        let name = match attribute {
-            "specversion" => HeaderName::from_static("ce-specversion"),
-            "id" => HeaderName::from_static("ce-id"),
-            "type" => HeaderName::from_static("ce-type"),
-            "source" => HeaderName::from_static("ce-source"),
-            "subject" => HeaderName::from_static("ce-subject"),
-            "time" => HeaderName::from_static("ce-time"),
-            "dataschema" => HeaderName::from_static("ce-dataschema"),
-            "datacontenttype" => CONTENT_TYPE,
-            other => HeaderName::try_from(cloudevents::binding::http::header_prefix(other))
-                .map_err(other_error)?,
-        };
+        let name = HeaderName::try_from(cloudevents::binding::http::header_prefix(attribute))
+            .map_err(other_error)?;
         let value = HeaderValue::try_from(value).map_err(other_error)?;
         self.headers.insert(name, value);
         Ok(self)

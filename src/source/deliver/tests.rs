@@ -298,6 +298,39 @@ async fn without_a_retry_limit_delivery_keeps_trying_until_the_sink_recovers() {
     assert_eq!(outcome, Delivered::Sink { attempts: 7 });
 }
 
+#[tokio::test]
+async fn an_event_that_cannot_be_encoded_is_refused_after_one_attempt_and_nothing_is_sent() {
+    // A header value cannot hold a line break: the SDK's binary encoding fails.
+    let mut bad = event();
+    bad.set_extension("team", "ml\nops");
+    let err = Encoded::new(&bad, ContentMode::Binary).unwrap_err();
+    assert!(matches!(err, SendError::Encode(_)), "{err:?}");
+    assert!(!err.is_retryable());
+
+    let sink = sink(vec![reply(202)]).await;
+    let dls = self::sink(vec![reply(202)]).await;
+    let spec = DeliverySpec {
+        dead_letter_sink: Some(dls.url.clone()),
+        ..spec(Some(5))
+    };
+    let outcome = deliver(
+        &client(),
+        &sink.url,
+        &bad,
+        ContentMode::Binary,
+        &spec,
+        &no_stop(),
+    )
+    .await
+    .unwrap();
+    let Delivered::Failed { attempts, error } = outcome else {
+        panic!("not failed: {outcome:?}");
+    };
+    assert_eq!(attempts, 1);
+    assert!(error.contains("dead-letter sink"), "{error}");
+    assert_eq!((sink.count(), dls.count()), (0, 0), "nothing is sent");
+}
+
 // ---- dead-lettering --------------------------------------------------------------------------
 
 #[tokio::test]
@@ -917,18 +950,13 @@ fn read_event(stream: &mut impl Read) -> Option<Event> {
 async fn an_https_sink_is_trusted_through_the_ca_bundle_and_only_through_it() {
     let (url, received) = https_sink();
     let untrusting = client();
-    let err = untrusting
-        .send(&url, &event(), ContentMode::Binary)
-        .await
-        .unwrap_err();
+    let encoded = Encoded::new(&event(), ContentMode::Binary).unwrap();
+    let err = untrusting.post(&url, &encoded).await.unwrap_err();
     assert!(matches!(err, SendError::Transport(_)), "{err:?}");
     assert!(err.is_retryable());
 
     let trusting = SinkClient::new(Some(Duration::from_secs(10)), Some(CA_PEM)).unwrap();
-    let status = trusting
-        .send(&url, &event(), ContentMode::Binary)
-        .await
-        .unwrap();
+    let status = trusting.post(&url, &encoded).await.unwrap();
     assert_eq!(status, 202);
     let arrived = received.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(with_json_data(arrived), event());
