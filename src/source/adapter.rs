@@ -154,13 +154,9 @@ impl Reading for TagsOnly {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Meta {
-            #[serde(default)]
             name: Option<String>,
-            #[serde(default)]
             namespace: Option<String>,
-            #[serde(default)]
             uid: Option<String>,
-            #[serde(default)]
             resource_version: Option<String>,
         }
         #[derive(serde::Deserialize)]
