@@ -18,17 +18,6 @@ const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 const C: &str = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
 
-const STREAM: &str = r#"
-apiVersion: image.openshift.io/v1
-kind: ImageStream
-metadata: {name: nb, namespace: ds}
-spec:
-  tags:
-  - name: candidate
-    from: {kind: DockerImage, name: "quay.io/org/nb:latest"}
-    importPolicy: {scheduled: true}
-"#;
-
 struct Setup {
     emu: EmulatorProcess,
     client: kube::Client,
@@ -58,19 +47,8 @@ impl Setup {
         ))
         .unwrap();
         emu.seed_str(&crd).await;
-        emu.seed_str(STREAM).await;
-        emu.import("ds", "nb", "candidate", A).await;
+        emu.seed_promotion_stream("ds", A, B).await;
         let client = emu.client();
-        let streams: Api<ImageStream> = Api::namespaced(client.clone(), "ds");
-        streams
-            .patch(
-                "nb",
-                &PatchParams::default(),
-                &Patch::Strategic(json!({"spec": {"tags": [{"name": "latest", "from": {"kind": "ImageStreamImage", "name": format!("nb@{A}")}}]}})),
-            )
-            .await
-            .unwrap();
-        emu.import("ds", "nb", "candidate", B).await;
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         emu.write_kubeconfig(&kubeconfig, "controller");
@@ -258,7 +236,7 @@ async fn a_validated_candidate_is_promoted_then_already_promoted() {
         1,
         "no second write for an already served digest"
     );
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -275,7 +253,7 @@ async fn a_moved_candidate_is_not_promoted() {
     assert_eq!(reason(&run), ("False".into(), "CandidateMoved".into()));
     assert_eq!(s.stream().await.current_digest("latest"), Some(A));
     assert!(s.writes("imagestreams").await.is_empty());
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -304,7 +282,7 @@ async fn a_failed_validation_status_keeps_the_served_image_and_marks_it() {
     assert_eq!(ann["imagegate.dev/phase"], "UpdateFailed");
     assert_eq!(ann["imagegate.dev/candidate-digest"], B);
     assert_eq!(result(&run, "phase"), "UpdateFailed");
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -350,7 +328,7 @@ async fn a_failing_check_keeps_the_served_image_and_reports_every_check() {
     let is = s.stream().await;
     assert_eq!(is.current_digest("latest"), Some(A));
     assert_eq!(served(&is).1["imagegate.dev/phase"], "UpdateFailed");
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -397,7 +375,7 @@ async fn bad_params_and_other_namespaces_are_refused_with_a_reason() {
         ("False".into(), "ImageStreamNotFound".into())
     );
     assert!(s.writes("imagestreams").await.is_empty());
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -444,7 +422,7 @@ async fn cancellation_ends_the_run_with_tektons_reason_and_message() {
                 && r.subresource.is_empty()),
         "the controller never writes the spec"
     );
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -466,7 +444,7 @@ async fn a_timeout_retries_then_fails_with_every_attempt_archived() {
         Some("CustomRunTimedOut")
     );
     assert_eq!(status.retries_status[0].conditions[0].status, "False");
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -492,7 +470,7 @@ async fn rollback_returns_the_served_tag_to_the_previous_digest() {
     let is = s.stream().await;
     assert_eq!(is.current_digest("latest"), Some(A));
     assert_eq!(served(&is).1["imagegate.dev/phase"], "RolledBack");
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -528,7 +506,7 @@ async fn begin_marks_the_served_tag_validating_without_hiding_it() {
         served(&s.stream().await).1["imagegate.dev/phase"],
         "UpdateFailed"
     );
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -552,7 +530,7 @@ async fn customruns_of_other_kinds_are_left_untouched() {
             .iter()
             .any(|r| r.name == "wait")
     );
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -604,7 +582,7 @@ async fn a_controller_killed_mid_run_finishes_it_once_after_restart() {
         1,
         "promoted exactly once"
     );
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -674,29 +652,7 @@ async fn events_and_metrics_report_each_run() {
         metrics.contains("imagegate_controller_imagestream_writes_total 1"),
         "{metrics}"
     );
-    assert_rbac(&s.emu).await;
-}
-
-/// Every API call the controller made in the test is one `config/` grants its ServiceAccount.
-async fn assert_rbac(emu: &EmulatorProcess) {
-    rbac::assert_config_allows(
-        emu,
-        "controller",
-        "system:serviceaccount:imagegate-system:imagegate-controller",
-    )
-    .await;
-}
-
-async fn lease_holder(client: &kube::Client) -> Option<String> {
-    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
-        Api::namespaced(client.clone(), "imagegate-system");
-    leases
-        .get_opt("imagegate-controller")
-        .await
-        .ok()
-        .flatten()
-        .and_then(|l| l.spec?.holder_identity)
-        .filter(|h| !h.is_empty())
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 #[tokio::test]
@@ -722,7 +678,7 @@ async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
         .collect();
     let deadline = Instant::now() + Duration::from_secs(30);
     let leader = loop {
-        if let Some(h) = lease_holder(&s.client).await {
+        if let Some(h) = common::lease_holder(&s.client, "imagegate-controller").await {
             break h;
         }
         assert!(Instant::now() < deadline, "nobody took the lease");
@@ -750,7 +706,7 @@ async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        match lease_holder(&s.client).await {
+        match common::lease_holder(&s.client, "imagegate-controller").await {
             Some(h) if h != leader => break,
             _ => {}
         }
@@ -769,7 +725,7 @@ async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
         2,
         "each run written once, by one replica"
     );
-    assert_rbac(&s.emu).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
 /// Controller processes killed when the test ends, also when it fails.

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use common::rbac::{self, Attributes, Policy};
 use common::sink::Sink;
 use common::{EmulatorProcess, free_port};
-use imagegate::api::{CustomRun, ImageStream};
+use imagegate::api::CustomRun;
 use imagegate::emulator::control::RequestRecord;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 const NAMESPACE: &str = "imagegate-system";
@@ -344,22 +344,7 @@ async fn the_controller_makes_only_the_calls_config_grants_and_uses_every_grant(
     let emu = emulator().await;
     let admin = emu.client();
     // ds/nb: the candidate imported A then B, the served tag on A.
-    emu.seed(json!({
-        "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
-        "metadata": {"name": "nb", "namespace": "ds"},
-        "spec": {"tags": [{"name": "candidate", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"}, "importPolicy": {"scheduled": true}}]}
-    }))
-    .await;
-    emu.import("ds", "nb", "candidate", A).await;
-    Api::<ImageStream>::namespaced(admin.clone(), "ds")
-        .patch(
-            "nb",
-            &PatchParams::default(),
-            &Patch::Strategic(json!({"spec": {"tags": [{"name": "latest", "from": {"kind": "ImageStreamImage", "name": format!("nb@{A}")}}]}})),
-        )
-        .await
-        .unwrap();
-    emu.import("ds", "nb", "candidate", B).await;
+    emu.seed_promotion_stream("ds", A, B).await;
     emu.set_image_metadata(
         B,
         json!({"Config": {"Labels": {"io.k8s.display-name": "nb"}}}),

@@ -194,7 +194,7 @@ async fn an_import_becomes_one_updated_event_with_every_attribute() {
     assert!(src.metrics().await.contains(
         r#"imagegate_source_events_sent_total{type="dev.imagegate.imagestreamtag.updated"} 1"#
     ));
-    assert_rbac(&emu).await;
+    rbac::assert_config_allows(&emu, "source").await;
 }
 
 #[tokio::test]
@@ -209,7 +209,7 @@ async fn structured_mode_sends_the_whole_event_as_json() {
             .content_type
             .starts_with("application/cloudevents+json")
     );
-    assert_rbac(&emu).await;
+    rbac::assert_config_allows(&emu, "source").await;
 }
 
 #[tokio::test]
@@ -246,7 +246,7 @@ async fn changes_made_while_down_are_sent_oldest_first_and_never_twice() {
     src.ready().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(sink.accepted().len(), 3);
-    assert_rbac(&emu).await;
+    rbac::assert_config_allows(&emu, "source").await;
 }
 
 #[tokio::test]
@@ -270,7 +270,7 @@ async fn a_failing_sink_gets_the_same_id_on_every_attempt_until_it_recovers() {
         ),
         "each failed attempt is counted"
     );
-    assert_rbac(&emu).await;
+    rbac::assert_config_allows(&emu, "source").await;
 }
 
 #[tokio::test]
@@ -305,7 +305,7 @@ async fn events_the_sink_refuses_go_to_the_dead_letter_sink() {
             .await
             .contains("imagegate_source_events_dead_lettered_total")
     );
-    assert_rbac(&emu).await;
+    rbac::assert_config_allows(&emu, "source").await;
 }
 
 #[tokio::test]
@@ -328,7 +328,7 @@ async fn a_dropped_watch_and_a_410_during_changes_lose_nothing_and_repeat_nothin
         .collect();
     assert_eq!(digests, vec![json!(B), json!(C), json!(D)]);
     assert_eq!(events.len(), 3);
-    assert_rbac(&emu).await;
+    rbac::assert_config_allows(&emu, "source").await;
 }
 
 #[tokio::test]
@@ -356,7 +356,7 @@ async fn deleted_tags_and_import_failures_have_their_own_events() {
     let e = sink.wait_accepted(2).await[1].clone();
     assert_eq!(e.ty(), "dev.imagegate.imagestreamtag.deleted");
     assert_eq!(e.subject(), Some("nb:candidate"));
-    assert_rbac(&emu).await;
+    rbac::assert_config_allows(&emu, "source").await;
 }
 
 #[tokio::test]
@@ -397,7 +397,7 @@ async fn filters_select_namespaces_labels_and_tags() {
     );
     assert_eq!(events[0].subject(), Some("nb:candidate"));
     assert_eq!(ext(&events[0], "namespace").as_deref(), Some("ds"));
-    assert_rbac(&emu).await;
+    rbac::assert_config_allows(&emu, "source").await;
 }
 
 #[tokio::test]
@@ -423,7 +423,7 @@ async fn resource_and_reference_modes_send_what_apiserversource_sends() {
         data(&ev[0]),
         json!({"kind": "ImageStream", "namespace": "ds", "name": "nb", "apiVersion": "image.openshift.io/v1"})
     );
-    assert_rbac(&emu).await;
+    rbac::assert_config_allows(&emu, "source").await;
 }
 
 #[tokio::test]
@@ -454,29 +454,7 @@ async fn a_malformed_imagestream_is_skipped_and_the_others_still_flow() {
             .await
             .contains("imagegate_source_malformed_objects_total 1")
     );
-    assert_rbac(&emu).await;
-}
-
-/// Every API call the source made in the test is one `config/` grants its ServiceAccount.
-async fn assert_rbac(emu: &EmulatorProcess) {
-    rbac::assert_config_allows(
-        emu,
-        "source",
-        "system:serviceaccount:imagegate-system:imagegate-source",
-    )
-    .await;
-}
-
-async fn lease_holder(client: &kube::Client) -> Option<String> {
-    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
-        kube::Api::namespaced(client.clone(), "imagegate-system");
-    leases
-        .get_opt("imagegate-source")
-        .await
-        .ok()
-        .flatten()
-        .and_then(|l| l.spec?.holder_identity)
-        .filter(|h| !h.is_empty())
+    rbac::assert_config_allows(&emu, "source").await;
 }
 
 #[tokio::test]
@@ -502,7 +480,7 @@ async fn two_replicas_send_each_change_once_and_hand_over_on_shutdown() {
     );
     let deadline = Instant::now() + Duration::from_secs(30);
     let leader = loop {
-        if let Some(h) = lease_holder(&emu.client()).await {
+        if let Some(h) = common::lease_holder(&emu.client(), "imagegate-source").await {
             break h;
         }
         assert!(Instant::now() < deadline, "nobody took the lease");
@@ -532,7 +510,7 @@ async fn two_replicas_send_each_change_once_and_hand_over_on_shutdown() {
     lead.stop().await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        match lease_holder(&emu.client()).await {
+        match common::lease_holder(&emu.client(), "imagegate-source").await {
             Some(h) if h != leader => break,
             _ => {}
         }
@@ -554,5 +532,5 @@ async fn two_replicas_send_each_change_once_and_hand_over_on_shutdown() {
         "each change once: the standby resumed from the checkpoint"
     );
     assert_eq!(events.len(), 2);
-    assert_rbac(&emu).await;
+    rbac::assert_config_allows(&emu, "source").await;
 }

@@ -129,6 +129,30 @@ impl EmulatorProcess {
         self.seed_str(&obj.to_string()).await;
     }
 
+    /// `ns/nb` as a promotion finds it: a scheduled `candidate` tag (from
+    /// `quay.io/org/nb:latest`) imported `served` then `candidate`, and the served tag `latest`
+    /// pointing at `served`, set by the admin as a user would (`oc tag`).
+    pub async fn seed_promotion_stream(&self, ns: &str, served: &str, candidate: &str) {
+        self.seed(json!({
+            "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+            "metadata": {"name": "nb", "namespace": ns},
+            "spec": {"tags": [{"name": "candidate", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"}, "importPolicy": {"scheduled": true}}]}
+        }))
+        .await;
+        self.import(ns, "nb", "candidate", served).await;
+        let streams: kube::Api<imagegate::api::ImageStream> =
+            kube::Api::namespaced(self.client(), ns);
+        streams
+            .patch(
+                "nb",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Strategic(json!({"spec": {"tags": [{"name": "latest", "from": {"kind": "ImageStreamImage", "name": format!("nb@{served}")}}]}})),
+            )
+            .await
+            .unwrap();
+        self.import(ns, "nb", "candidate", candidate).await;
+    }
+
     /// A scheduled import of `digest` into `ns/is:tag`.
     pub async fn import(&self, ns: &str, is: &str, tag: &str, digest: &str) {
         let body = json!({"tag": tag, "digest": digest}).to_string();
@@ -235,4 +259,17 @@ pub fn json_merge(into: &mut Value, from: &Value) {
             }
         }
     }
+}
+
+/// Who holds the Lease `name` in `imagegate-system` (None: nobody, or no Lease yet).
+pub async fn lease_holder(client: &kube::Client, name: &str) -> Option<String> {
+    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+        kube::Api::namespaced(client.clone(), "imagegate-system");
+    leases
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.holder_identity)
+        .filter(|h| !h.is_empty())
 }

@@ -804,9 +804,20 @@ pub fn assert_allowed(policy: &Policy, records: &[RequestRecord], logged_as: &st
     );
 }
 
-/// For an end-to-end test: panics unless `config/` grants the ServiceAccount user `sa` every
-/// request the program running as `logged_as` made to `emu`.
-pub async fn assert_config_allows(emu: &super::EmulatorProcess, logged_as: &str, sa: &str) {
+/// The ServiceAccount user `config/` runs `imagegate <program>` as.
+pub fn service_account(program: &str) -> String {
+    format!("system:serviceaccount:imagegate-system:imagegate-{program}")
+}
+
+/// For an end-to-end test: panics unless `config/` grants the program's ServiceAccount
+/// ([`service_account`]) every request `imagegate <program>`, logged in to `emu` as the user
+/// `<program>`, made.
+pub async fn assert_config_allows(emu: &super::EmulatorProcess, program: &str) {
     let policy = Policy::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("config"));
-    assert_allowed(&policy, &emu.requests().await, logged_as, sa);
+    assert_allowed(
+        &policy,
+        &emu.requests().await,
+        program,
+        &service_account(program),
+    );
 }
