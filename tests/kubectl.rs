@@ -63,7 +63,7 @@ impl Server {
             .env("HOME", self._dir.path())
             .args(args)
             .output()
-            .expect("kubectl is installed (it is part of this machine image)");
+            .expect("kubectl is on PATH (scripts/test builds the pinned one: scripts/realcluster build kubectl)");
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
