@@ -212,18 +212,79 @@ fn streams_yaml(n: usize) -> String {
     out
 }
 
-async fn wait_for(seen: &Seen, keys: &[String]) -> Instant {
-    let deadline = Instant::now() + Duration::from_secs(900);
+/// Waits until the sink has seen every key; the moment the last arrived. Fails, naming what it
+/// waited for, once a minute passes with no new key (a source that stalls, or never sends).
+async fn wait_for(seen: &Seen, keys: &[String], what: &str) -> Instant {
+    let mut arrived = 0;
+    let mut progress = Instant::now();
     loop {
         {
             let s = seen.lock().unwrap();
-            if keys.iter().all(|k| s.contains_key(k)) {
+            let now_arrived = keys.iter().filter(|k| s.contains_key(*k)).count();
+            if now_arrived == keys.len() {
                 return keys.iter().map(|k| s[k]).max().unwrap_or_else(Instant::now);
             }
+            if now_arrived > arrived {
+                (arrived, progress) = (now_arrived, Instant::now());
+            }
+            let missing = keys.iter().find(|k| !s.contains_key(*k));
+            assert!(
+                progress.elapsed() < Duration::from_secs(60),
+                "{what}: no new event for 60 s; {arrived} of {} arrived, the first missing is {missing:?}",
+                keys.len()
+            );
         }
-        assert!(Instant::now() < deadline, "events missing");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// The checkpoint's ConfigMaps in `namespace`, measured: shards, bytes, and bytes per stream
+/// split into its key, its uid and its tags.
+async fn checkpoint_size(client: kube::Client, namespace: &str) -> (usize, usize, String) {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let list = kube::Api::<ConfigMap>::namespaced(client, namespace)
+        .list(
+            &kube::api::ListParams::default()
+                .labels("app.kubernetes.io/component=source-checkpoint"),
+        )
+        .await
+        .unwrap();
+    let (mut shards, mut bytes, mut streams, mut keys, mut uids, mut tags, mut tag_bytes) =
+        (0, 0, 0, 0, 0, 0, 0);
+    for cm in &list.items {
+        let Some(data) = &cm.data else { continue };
+        if !cm
+            .metadata
+            .name
+            .as_deref()
+            .unwrap_or_default()
+            .contains("-h")
+        {
+            continue; // the marker
+        }
+        shards += 1;
+        for (k, v) in data {
+            streams += 1;
+            keys += k.len();
+            bytes += k.len() + v.len();
+            let mut parts = v.split(';');
+            uids += parts.next().unwrap_or_default().len();
+            for t in parts {
+                tags += 1;
+                tag_bytes += t.len() + 1;
+            }
+        }
+    }
+    let per = |x: usize, n: usize| x as f64 / n.max(1) as f64;
+    let detail = format!(
+        "{:.0} bytes per stream: key {:.0}, uid {:.0}, {:.1} tags of {:.0} bytes",
+        per(bytes, streams),
+        per(keys, streams),
+        per(uids, streams),
+        per(tags, streams),
+        per(tag_bytes, tags)
+    );
+    (shards, bytes, detail)
 }
 
 fn spawn_source(kubeconfig: &std::path::Path, sink: &str, admin: u16) -> Child {
@@ -340,7 +401,7 @@ async fn bench() {
         let t = Instant::now();
         emu.import("bench", &format!("nb-{}", i % n), "t0", Some(&d))
             .unwrap();
-        let got = wait_for(&seen, std::slice::from_ref(&d)).await;
+        let got = wait_for(&seen, std::slice::from_ref(&d), "a paced change").await;
         paced.push(got.duration_since(t).as_secs_f64());
         let reached = marks.lock().unwrap().at.get(&d).copied();
         match reached {
@@ -365,7 +426,7 @@ async fn bench() {
         }
     }
     let t_written = t_burst.elapsed();
-    let last = wait_for(&seen, &keys).await;
+    let last = wait_for(&seen, &keys, "the burst").await;
     let burst = last.duration_since(t_burst).as_secs_f64();
     let rss_peak = rss_kib(pid, "VmHWM:");
     let metrics = reqwest::get(format!("http://127.0.0.1:{admin}/metrics"))
@@ -387,7 +448,7 @@ async fn bench() {
     let t_restart = Instant::now();
     let mut source = Killed::new(spawn_source(&kubeconfig, &sink, admin));
     let pid2 = source.pid();
-    let last = wait_for(&seen, &missed).await;
+    let last = wait_for(&seen, &missed, "the catch-up after a restart").await;
     let catch_up = last.duration_since(t_restart).as_secs_f64();
     let rss_peak2 = rss_kib(pid2, "VmHWM:");
     source.term();
@@ -472,6 +533,11 @@ async fn bench() {
         "| source's delivery_latency_seconds count / sum | {} / {} |",
         line("imagegate_source_delivery_latency_seconds_count"),
         line("imagegate_source_delivery_latency_seconds_sum")
+    );
+    let (shards, bytes, detail) = checkpoint_size(emu.client().unwrap(), "default").await;
+    println!(
+        "| checkpoint after the catch-up: ConfigMaps / bytes | {shards} / {:.1} MB ({detail}) |",
+        bytes as f64 / 1e6
     );
     let bare_posts = bare.len() + bare_second.len() + bare_paced.len();
     println!(

@@ -33,6 +33,8 @@ pub struct Health {
 struct Readiness {
     ready: bool,
     reason: String,
+    /// Named conditions that fail, with why (each must pass for the program to be ready).
+    failing: std::collections::BTreeMap<&'static str, String>,
 }
 
 impl Health {
@@ -42,6 +44,7 @@ impl Health {
             state: Mutex::new(Readiness {
                 ready: false,
                 reason: STARTING.into(),
+                failing: Default::default(),
             }),
         })
     }
@@ -64,15 +67,31 @@ impl Health {
         state.reason = reason.into();
     }
 
+    /// Sets a named condition that must also hold (`None`: it holds; `Some(why)`: it fails, and
+    /// `/readyz` says why). The program is ready when it is marked ready and every one holds.
+    pub fn set_condition(&self, name: &'static str, failing: Option<String>) {
+        let mut state = self.lock();
+        match failing {
+            Some(why) => state.failing.insert(name, why),
+            None => state.failing.remove(name),
+        };
+    }
+
     /// Whether the program is ready.
     pub fn is_ready(&self) -> bool {
-        self.lock().ready
+        let state = self.lock();
+        state.ready && state.failing.is_empty()
     }
 
     /// Why the program is not ready (`None` when it is).
     pub fn reason(&self) -> Option<String> {
         let state = self.lock();
-        (!state.ready).then(|| state.reason.clone())
+        let mut why: Vec<&str> = Vec::new();
+        if !state.ready {
+            why.push(&state.reason);
+        }
+        why.extend(state.failing.values().map(String::as_str));
+        (!why.is_empty()).then(|| why.join("; "))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Readiness> {
@@ -241,11 +260,37 @@ mod tests {
         assert_eq!((status, body.as_str()), (StatusCode::OK, "ok"));
 
         health.set_not_ready("lease lost");
-        let (status, _, body) = call(app, Method::GET, "/readyz").await;
+        let (status, _, body) = call(app.clone(), Method::GET, "/readyz").await;
         assert_eq!(
             (status, body.as_str()),
             (StatusCode::SERVICE_UNAVAILABLE, "lease lost")
         );
+    }
+
+    #[tokio::test]
+    async fn a_failing_condition_makes_a_ready_program_unready_with_its_reason() {
+        let health = Health::new();
+        let app = router(health.clone(), registry_with_counter());
+        health.set_ready(true);
+        health.set_condition("checkpoint", Some("checkpoint writes are failing".into()));
+        assert!(!health.is_ready());
+        let (status, _, body) = call(app.clone(), Method::GET, "/readyz").await;
+        assert_eq!(
+            (status, body.as_str()),
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "checkpoint writes are failing"
+            )
+        );
+        health.set_not_ready("listing");
+        assert_eq!(
+            health.reason().as_deref(),
+            Some("listing; checkpoint writes are failing")
+        );
+        health.set_ready(true);
+        health.set_condition("checkpoint", None);
+        let (status, _, _) = call(app, Method::GET, "/readyz").await;
+        assert_eq!(status, StatusCode::OK);
     }
 
     #[tokio::test]

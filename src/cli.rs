@@ -118,10 +118,10 @@ pub struct SourceArgs {
     #[arg(long, default_value = "imagegate-source-checkpoint")]
     pub checkpoint_prefix: String,
 
-    /// How many ConfigMaps the checkpoint is spread over (each holds at most 900 KiB: about
-    /// 2,500 streams of 3 tags). A changed count is applied on the next start.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=999))]
-    pub checkpoint_shards: u32,
+    /// Deprecated and ignored: the checkpoint now splits and merges its ConfigMaps as the
+    /// state grows and shrinks. Still accepted (1 to 999), so that existing Deployments start.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=999))]
+    pub checkpoint_shards: Option<u32>,
 
     /// Where the events' `dataschema` points (the JSON Schemas in `schemas/`).
     #[arg(long, default_value = "https://imagegate.dev/schemas/")]

@@ -119,6 +119,12 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
     use crate::source::deliver::{
         BackoffPolicy, ContentMode, DeliverySpec, parse_iso8601_duration,
     };
+    if let Some(n) = args.checkpoint_shards {
+        tracing::warn!(
+            shards = n,
+            "--checkpoint-shards is deprecated and ignored: the checkpoint sizes itself (the shards of a fixed count are read and moved)"
+        );
+    }
     let sink: reqwest::Url = args
         .sink
         .parse()
@@ -181,7 +187,6 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
         checkpoint: crate::source::checkpoint::CheckpointConfig {
             namespace: args.checkpoint_namespace.clone(),
             prefix: args.checkpoint_prefix.clone(),
-            shards: args.checkpoint_shards,
             flush_interval: std::time::Duration::from_millis(500),
         },
         leader: leader_config(&args.leader, "source"),

@@ -17,6 +17,7 @@ use common::sink::Sink;
 use common::{EmulatorProcess, free_port};
 use imagegate::api::CustomRun;
 use imagegate::emulator::control::RequestRecord;
+use imagegate::source::checkpoint;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -233,10 +234,48 @@ async fn checkpoint_shards(admin: &kube::Client) -> Vec<ConfigMap> {
 
 async fn checkpoint_holds(admin: &kube::Client, digest: &str) -> bool {
     checkpoint_shards(admin).await.iter().any(|cm| {
-        cm.data
-            .as_ref()
-            .is_some_and(|d| d.values().any(|v| v.contains(digest)))
+        cm.data.as_ref().is_some_and(|d| {
+            d.values()
+                .filter_map(|v| checkpoint::decode_state(v))
+                .any(|s| {
+                    s.tags
+                        .iter()
+                        .any(|(_, t)| t.digest.as_deref() == Some(digest))
+                })
+        })
     })
+}
+
+/// The checkpoint an earlier version (16 ConfigMaps of a fixed layout) left, holding `digest`
+/// as delivered for the stream: what an upgrade finds.
+async fn seed_legacy_checkpoint(emu: &EmulatorProcess, digest: &str) {
+    let is = Api::<imagegate::api::ImageStream>::namespaced(emu.client(), "notebooks")
+        .get("nb")
+        .await
+        .unwrap();
+    let is = serde_json::to_value(is).unwrap();
+    let generation = is["status"]["tags"][0]["items"][0]["generation"]
+        .as_i64()
+        .unwrap();
+    let key = ("notebooks".to_string(), "nb".to_string());
+    let home = checkpoint::legacy_shard_of(&key, 16);
+    for i in 0..16 {
+        let mut data = serde_json::Map::new();
+        if i == home {
+            let entry = json!({"u": is["metadata"]["uid"], "t": {"candidate": {"d": digest, "g": generation}}});
+            data.insert("notebooks_nb".into(), entry.to_string().into());
+        }
+        emu.seed(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {
+                "name": format!("imagegate-source-checkpoint-{i:02}"), "namespace": NAMESPACE,
+                "labels": {"app.kubernetes.io/name": "imagegate", "app.kubernetes.io/component": "source-checkpoint"},
+                "annotations": {checkpoint::SHARDS_ANNOTATION: "16"},
+            },
+            "data": data,
+        }))
+        .await;
+    }
 }
 
 #[tokio::test]
@@ -255,8 +294,9 @@ async fn the_source_makes_only_the_calls_config_grants_and_uses_every_grant() {
     let kubeconfig = dir.path().join("kubeconfig");
     emu.write_kubeconfig(&kubeconfig, SOURCE_SA);
 
-    // A first start: no checkpoint yet, so the source lists the streams silently and the first
-    // flush creates the shards.
+    // An upgrade: the checkpoint of an earlier version (16 ConfigMaps of a fixed layout) is read,
+    // moved into the self-sizing layout, the marker written and the old shards deleted.
+    seed_legacy_checkpoint(&emu, A).await;
     let mut source = Program::from_deployment(
         "imagegate source",
         "400-source-deployment.yaml",
@@ -267,26 +307,33 @@ async fn the_source_makes_only_the_calls_config_grants_and_uses_every_grant() {
         &["--backoff-delay", "PT0.01S"],
     );
     eventually(
-        "the creation of the 16 checkpoint shards",
+        "the checkpoint moved into one new shard and the marker",
         &source,
-        move || async move { checkpoint_shards(admin).await.len() == 16 },
+        move || async move {
+            let names: Vec<String> = (checkpoint_shards(admin).await.iter())
+                .filter_map(|cm| cm.metadata.name.clone())
+                .collect();
+            names == ["imagegate-source-checkpoint-h"]
+        },
     )
     .await;
+    assert!(checkpoint_holds(admin, A).await);
     // An import becomes an event, and the delivered digest is checkpointed.
     emu.import("notebooks", "nb", "candidate", B).await;
-    sink.wait_accepted(1).await;
+    let events = sink.wait_accepted(1).await;
+    assert_eq!(
+        events[0].extension("imagedigest").map(|v| v.to_string()),
+        Some(B.to_string()),
+        "A was delivered by the earlier version: only B is new"
+    );
     eventually("a checkpoint write of B", &source, move || async move {
         checkpoint_holds(admin, B).await
     })
     .await;
     source.stop().await;
 
-    // While it is down: an import. It restarts with fewer shards, so it moves the entries to
-    // their new shards and deletes the emptied shards beyond the new count.
+    // While it is down: an import, which the restart sends.
     emu.import("notebooks", "nb", "candidate", C).await;
-    source
-        .args
-        .extend(["--checkpoint-shards".into(), "4".into()]);
     source.start();
     let events = sink.wait_accepted(2).await;
     assert_eq!(
@@ -294,12 +341,6 @@ async fn the_source_makes_only_the_calls_config_grants_and_uses_every_grant() {
         Some(C.to_string()),
         "the restart sends the change made while down"
     );
-    eventually(
-        "the deletion of the shards beyond the new count",
-        &source,
-        move || async move { checkpoint_shards(admin).await.len() == 4 },
-    )
-    .await;
     eventually("a checkpoint write of C", &source, move || async move {
         checkpoint_holds(admin, C).await
     })

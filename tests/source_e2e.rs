@@ -3,13 +3,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cloudevents::AttributesReader;
 use common::sink::Sink;
-use common::{EmulatorProcess, free_port, rbac};
+use common::source::Source;
+use common::{EmulatorProcess, rbac};
 use serde_json::{Value, json};
 
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -27,96 +26,6 @@ fn stream(name: &str, ns: &str, labels: Value) -> String {
         ]}
     })
     .to_string()
-}
-
-struct Source {
-    child: Option<Child>,
-    kubeconfig: PathBuf,
-    admin: u16,
-    args: Vec<String>,
-}
-
-impl Drop for Source {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-impl Source {
-    fn new(emu: &EmulatorProcess, dir: &tempfile::TempDir, sink: &str, extra: &[&str]) -> Source {
-        let kubeconfig = dir.path().join("source-kubeconfig");
-        emu.write_kubeconfig(&kubeconfig, "source");
-        let mut args: Vec<String> = vec![
-            "source".into(),
-            "--sink".into(),
-            sink.into(),
-            "--checkpoint-namespace".into(),
-            "imagegate-system".into(),
-            "--backoff-delay".into(),
-            "PT0.01S".into(),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let mut s = Source {
-            child: None,
-            kubeconfig,
-            admin: free_port(),
-            args,
-        };
-        s.start();
-        s
-    }
-
-    fn start(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
-            .args(&self.args)
-            .arg("--admin-addr")
-            .arg(format!("127.0.0.1:{}", self.admin))
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-    }
-
-    /// Waits until /readyz says the first list is done.
-    async fn ready(&self) {
-        common::wait_ready(self.admin).await;
-    }
-
-    /// A graceful stop (SIGTERM): deliveries in flight end, the checkpoint is flushed.
-    async fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &c.id().to_string()])
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while c.try_wait().unwrap().is_none() {
-                assert!(
-                    Instant::now() < deadline,
-                    "the source did not stop on SIGTERM"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    async fn metrics(&self) -> String {
-        reqwest::get(format!("http://127.0.0.1:{}/metrics", self.admin))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    }
 }
 
 fn ext(e: &cloudevents::Event, name: &str) -> Option<String> {

@@ -510,7 +510,6 @@ fn source_settings(
         checkpoint: crate::source::checkpoint::CheckpointConfig {
             namespace: SYSTEM_NAMESPACE.to_string(),
             prefix: "imagegate-source-checkpoint".to_string(),
-            shards: 16,
             flush_interval: Duration::from_millis(500),
         },
         leader: None,

@@ -21,7 +21,7 @@ use tracing::{debug, error, info, warn};
 use crate::api::ImageStream;
 
 use super::change::{ChangeKind, StreamState, TagChange, TagState};
-use super::checkpoint::{Checkpoint, StreamKey};
+use super::checkpoint::{Checkpoint, Loaded, StreamKey};
 use super::deliver::{self, Delivered};
 use super::diff::{self, TagFilter};
 use super::event::{self, EventSettings, WatchAction};
@@ -298,6 +298,9 @@ struct Watching {
     announced: HashMap<StreamKey, String>,
     /// A first start without a checkpoint: record the first list silently (or emit it).
     first_start: bool,
+    /// What the checkpoint said at the start: which streams' records were lost.
+    loaded: Loaded,
+    metrics: Metrics,
     filter: TagFilter,
 }
 
@@ -319,16 +322,25 @@ impl Watching {
         match self.settings.mode {
             Mode::ImageStreamTag => {
                 let state = diff::state_of(is, &self.filter);
-                if self.first_start && initial && !self.settings.emit_existing {
+                let unknown = initial && !self.enqueued.contains_key(&key);
+                if unknown && self.first_start && !self.settings.emit_existing {
                     // Nothing was delivered before: record what exists now, send nothing.
                     self.checkpoint.record(key.clone(), Some(state.clone()));
                     self.enqueued.insert(key, state);
                     return;
                 }
-                let changes = if self.first_start && initial {
+                let r = ObjectRef::<ImageStream>::new(&key.1).within(&key.0);
+                let changes = if unknown && self.first_start {
                     diff::existing(is, &self.filter)
+                } else if unknown && self.loaded.lost(&key) {
+                    // Its record was lost: its current tags again (same ids), not its history.
+                    let behind = diff::one_behind(is, &self.filter);
+                    self.metrics.checkpoint_lost_streams.inc();
+                    warn!(namespace = %key.0, imagestream = %key.1, "this stream's checkpoint entry was lost; sending its current tags again");
+                    self.checkpoint.record(key.clone(), Some(behind.clone()));
+                    self.enqueued.insert(key.clone(), behind);
+                    diff::diff(&r, self.enqueued.get(&key), Some(is), &self.filter)
                 } else {
-                    let r = ObjectRef::<ImageStream>::new(&key.1).within(&key.0);
                     diff::diff(&r, self.enqueued.get(&key), Some(is), &self.filter)
                 };
                 let before = self.enqueued.get(&key).cloned();
@@ -428,12 +440,13 @@ pub async fn watch_and_deliver(
     client: kube::Client,
     settings: Arc<Settings>,
     checkpoint: Arc<Checkpoint>,
-    initial: Option<HashMap<StreamKey, StreamState>>,
+    mut loaded: Loaded,
     metrics: Metrics,
-    ready: Arc<crate::admin::Health>,
+    listed: tokio::sync::watch::Sender<bool>,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let first_start = initial.is_none();
+    let first_start = loaded.first_start;
+    let initial = std::mem::take(&mut loaded.states);
     let sink_client = Arc::new(deliver::SinkClient::new(
         settings.sink_timeout,
         settings.ca_pem.as_deref(),
@@ -529,19 +542,21 @@ pub async fn watch_and_deliver(
         settings: settings.clone(),
         queue: queue.clone(),
         checkpoint: checkpoint.clone(),
-        enqueued: initial.unwrap_or_default(),
+        enqueued: initial,
         announced: HashMap::new(),
         first_start,
+        loaded,
+        metrics: metrics.clone(),
         filter: settings.tags.clone(),
     };
     // Mode imagestreamtag reads the status and a little metadata of each stream; the other
     // modes send the whole object.
     match settings.mode {
         Mode::ImageStreamTag => {
-            watch::<TagsOnly>(&client, &settings, &mut w, &queue, &metrics, &ready, stop).await
+            watch::<TagsOnly>(&client, &settings, &mut w, &queue, &metrics, &listed, stop).await
         }
         Mode::Resource | Mode::Reference => {
-            watch::<Whole>(&client, &settings, &mut w, &queue, &metrics, &ready, stop).await
+            watch::<Whole>(&client, &settings, &mut w, &queue, &metrics, &listed, stop).await
         }
     }
     drop(w);
@@ -558,7 +573,7 @@ async fn watch<R: Reading>(
     w: &mut Watching,
     queue: &Queue<Pending>,
     metrics: &Metrics,
-    ready: &crate::admin::Health,
+    listed_once: &tokio::sync::watch::Sender<bool>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     // Pages of 100 streams (kube's default is 500): a page is held as text and as objects
@@ -626,9 +641,9 @@ async fn watch<R: Reading>(
                     w.delete(key, None).await;
                 }
                 listed.insert(i);
-                if listed.len() == scopes.len() && !ready.is_ready() {
+                if listed.len() == scopes.len() && !*listed_once.borrow() {
                     w.first_start = false;
-                    ready.set_ready(true);
+                    listed_once.send_replace(true);
                     info!(
                         streams = w.enqueued.len().max(w.announced.len()),
                         "watching ImageStreams"

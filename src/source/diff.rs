@@ -131,6 +131,33 @@ pub fn existing(is: &ImageStream, filter: &TagFilter) -> Vec<TagChange> {
     changes
 }
 
+/// What to diff a stream against when what was delivered about it is unknown (its checkpoint
+/// entry was lost): per tag, the newest history entry with another image than the current one.
+///
+/// `diff(Some(&one_behind(is)), Some(is))` is then each tag's current image once (with the
+/// generation it was first imported with, so the same event id as when it was first sent) and a
+/// standing import failure: a duplicate of what was most likely delivered already, never a loss,
+/// and never the whole history again. Recorded at once, it keeps that so across a crash.
+pub fn one_behind(is: &ImageStream, filter: &TagFilter) -> StreamState {
+    let tags = present_tags(is, filter)
+        .into_iter()
+        .filter_map(|(tag, (_, list))| {
+            let history = imported(list);
+            let (_, current) = history.first()?;
+            let (event, digest) = history.iter().find(|(_, d)| d != current)?;
+            let state = TagState {
+                digest: Some(digest.to_string()),
+                generation: event.generation,
+                failure_generation: None,
+            };
+            Some((tag, state))
+        });
+    StreamState {
+        uid: uid(is).to_string(),
+        tags: tags.collect(),
+    }
+}
+
 /// The stream a change is about; the part of every [`TagChange`] that does not depend on the tag.
 struct Stream<'a> {
     namespace: &'a str,

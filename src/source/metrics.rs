@@ -1,5 +1,6 @@
 //! The source's metrics (`imagegate_source_*`): events sent, failed and dead-lettered by type,
-//! delivery latency (watch event seen to the sink's 2xx), queue depth and watch restarts.
+//! delivery latency (watch event seen to the sink's 2xx), queue depth and watch restarts, and
+//! the checkpoint's size, pending writes and write failures.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -13,6 +14,13 @@ use prometheus_client::registry::Registry;
 pub struct TypeLabels {
     /// The CloudEvent type.
     pub r#type: String,
+}
+
+/// The reason label of a checkpoint write failure.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// `forbidden`, `namespace_missing`, `too_large`, `invalid` or `unavailable`.
+    pub reason: String,
 }
 
 /// The source's metrics, registered in one registry.
@@ -35,6 +43,19 @@ pub struct Metrics {
     pub watch_restarts: Counter,
     /// `imagegate_source_malformed_objects_total`: ImageStreams that did not parse (skipped).
     pub malformed: Counter,
+    /// `imagegate_source_checkpoint_write_failures_total{reason}`: flushes that failed.
+    pub checkpoint_write_failures: Family<ReasonLabels, Counter>,
+    /// `imagegate_source_checkpoint_pending_entries`: entries not yet written.
+    pub checkpoint_pending: Gauge,
+    /// `imagegate_source_checkpoint_pending_age_seconds`: how long the oldest of them has waited.
+    pub checkpoint_pending_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// `imagegate_source_checkpoint_shards`: ConfigMaps the checkpoint is spread over.
+    pub checkpoint_shards: Gauge,
+    /// `imagegate_source_checkpoint_bytes`: the bytes of its entries.
+    pub checkpoint_bytes: Gauge,
+    /// `imagegate_source_checkpoint_lost_streams_total`: streams whose recorded state was lost
+    /// (shard gone, entry unreadable), whose current tags were sent again.
+    pub checkpoint_lost_streams: Counter,
 }
 
 impl Metrics {
@@ -49,6 +70,12 @@ impl Metrics {
             queue_depth: Gauge::default(),
             watch_restarts: Counter::default(),
             malformed: Counter::default(),
+            checkpoint_write_failures: Family::default(),
+            checkpoint_pending: Gauge::default(),
+            checkpoint_pending_age: Gauge::default(),
+            checkpoint_shards: Gauge::default(),
+            checkpoint_bytes: Gauge::default(),
+            checkpoint_lost_streams: Counter::default(),
         };
         let sub = registry.sub_registry_with_prefix("imagegate_source");
         sub.register(
@@ -91,7 +118,44 @@ impl Metrics {
             "ImageStreams that could not be read and were skipped",
             m.malformed.clone(),
         );
+        sub.register(
+            "checkpoint_write_failures",
+            "Checkpoint flushes that failed, by reason",
+            m.checkpoint_write_failures.clone(),
+        );
+        sub.register(
+            "checkpoint_pending_entries",
+            "Checkpoint entries recorded and not yet written",
+            m.checkpoint_pending.clone(),
+        );
+        sub.register(
+            "checkpoint_pending_age_seconds",
+            "How long the oldest checkpoint entry not yet written has waited",
+            m.checkpoint_pending_age.clone(),
+        );
+        sub.register(
+            "checkpoint_shards",
+            "ConfigMaps the checkpoint is spread over",
+            m.checkpoint_shards.clone(),
+        );
+        sub.register(
+            "checkpoint_bytes",
+            "Bytes of the checkpoint's entries",
+            m.checkpoint_bytes.clone(),
+        );
+        sub.register(
+            "checkpoint_lost_streams",
+            "Streams whose checkpoint entry was lost at a start, whose current tags were sent again",
+            m.checkpoint_lost_streams.clone(),
+        );
         m
+    }
+
+    /// The label for a checkpoint write failure.
+    pub fn reason(reason: &str) -> ReasonLabels {
+        ReasonLabels {
+            reason: reason.to_string(),
+        }
     }
 
     /// The label for an event type.

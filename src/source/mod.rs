@@ -154,29 +154,30 @@ pub async fn run(
         }
     });
 
-    let (checkpoint, initial) =
+    let (checkpoint, loaded) =
         Checkpoint::load(client.clone(), settings.checkpoint.clone()).await?;
     let checkpoint = Arc::new(checkpoint);
-    if initial.is_none() {
+    if loaded.first_start {
         info!("no checkpoint: first start");
     }
+    health.set_condition("checkpoint", checkpoint.not_ready());
     // The flusher starts once the first list is recorded: a first start that flushed an empty
-    // checkpoint and then crashed would look like a restart that missed every stream.
+    // checkpoint and then crashed would look like a restart that lost every stream. Readiness
+    // then follows the first list and whether the checkpoint is being written.
+    let (listed_tx, mut listed_rx) = tokio::sync::watch::channel(false);
     let flusher = tokio::spawn({
         let checkpoint = checkpoint.clone();
         let health = health.clone();
+        let metrics = metrics.clone();
         let mut stop = work_rx.clone();
         let done = stopped(&work_rx);
         async move {
-            while !health.is_ready() {
-                tokio::select! {
-                    _ = crate::leader::until(&mut stop, true) => break,
-                    _ = tokio::time::sleep(Duration::from_millis(50)) => {},
-                }
+            tokio::select! {
+                _ = crate::leader::until(&mut stop, true) => return,
+                _ = crate::leader::until(&mut listed_rx, true) => {},
             }
-            if health.is_ready() {
-                checkpoint.run(done).await;
-            }
+            health.set_ready(true);
+            checkpoint.run(metrics, health, done).await;
         }
     });
     let settings = Arc::new(settings);
@@ -184,9 +185,9 @@ pub async fn run(
         client,
         settings.clone(),
         checkpoint.clone(),
-        initial,
+        loaded,
         metrics,
-        health.clone(),
+        listed_tx,
         work_rx.clone(),
     )
     .await?;

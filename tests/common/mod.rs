@@ -5,6 +5,7 @@
 
 pub mod rbac;
 pub mod sink;
+pub mod source;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -642,3 +642,50 @@ fn existing_sends_each_tags_current_image_and_a_standing_failure() {
         []
     );
 }
+
+#[test]
+fn a_lost_record_resends_each_tags_current_image_once_with_its_first_id() {
+    // History B (newest), A: diffed against one entry behind, B again, after A.
+    let is = nb(json!([event(B, 3), event(A, 2)]));
+    let behind = one_behind(&is, &all());
+    assert_eq!(behind, recorded(A, 2));
+    let changes = diff(&key(&is), Some(&behind), Some(&is), &all());
+    assert_eq!(
+        brief(&changes),
+        [b(Updated, "candidate", Some(B), Some(A), 3)]
+    );
+    // The same change, and so the same event id, as when B was first imported.
+    let first = diff(&key(&is), Some(&recorded(A, 2)), Some(&is), &all());
+    let id = crate::source::event::event_id;
+    assert_eq!(id(&changes[0]), id(&first[0]));
+}
+
+#[test]
+fn a_lost_record_of_a_collapsed_entry_resends_the_generation_that_first_had_the_image() {
+    // The collapse rule bumped B's generation 4 to 5 without a new image: B was sent as 4.
+    let is = nb(json!([event(B, 5), event(B, 4), event(A, 2)]));
+    let changes = diff(&key(&is), Some(&one_behind(&is, &all())), Some(&is), &all());
+    assert_eq!(
+        brief(&changes),
+        [b(Updated, "candidate", Some(B), Some(A), 4)]
+    );
+}
+
+#[test]
+fn a_lost_record_of_a_single_import_and_a_standing_failure_resends_both() {
+    let failed = fixture("ci-note_ansible-runner_imagestream_import-failed.yaml");
+    let behind = one_behind(&failed, &all());
+    let changes = diff(&key(&failed), Some(&behind), Some(&failed), &all());
+    let kinds: Vec<ChangeKind> = changes.iter().map(|c| c.kind).collect();
+    assert_eq!(kinds, [Updated, ImportFailed], "{:?}", brief(&changes));
+    // A tag with one image in its history has nothing behind it: that image is sent.
+    let single = nb(json!([event(A, 1)]));
+    assert!(one_behind(&single, &all()).tags.is_empty());
+    let changes = diff(
+        &key(&single),
+        Some(&one_behind(&single, &all())),
+        Some(&single),
+        &all(),
+    );
+    assert_eq!(brief(&changes), [b(Updated, "candidate", Some(A), None, 1)]);
+}
