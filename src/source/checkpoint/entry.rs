@@ -151,15 +151,18 @@ fn sha256_bytes(digest: &str) -> Option<[u8; 32]> {
 }
 
 fn sha256_digest(b64: &str) -> Option<String> {
-    let bytes = URL_SAFE_NO_PAD.decode(b64).ok()?;
-    (bytes.len() == 32).then(|| {
-        let mut s = String::with_capacity(71);
-        s.push_str("sha256:");
-        for b in bytes {
-            s.push_str(&format!("{b:02x}"));
-        }
-        s
-    })
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut bytes = [0u8; 32];
+    if b64.len() != 43 || URL_SAFE_NO_PAD.decode_slice(b64, &mut bytes).ok()? != 32 {
+        return None;
+    }
+    let mut s = String::with_capacity(71);
+    s.push_str("sha256:");
+    for b in bytes {
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    Some(s)
 }
 
 /// An entry back into its stream and state; either form, either kind of key.
