@@ -1,0 +1,353 @@
+//! The real-cluster tier: the manifests and the RBAC of `config/` against a real kube-apiserver
+//! (v1.35.4, with etcd, from `scripts/realcluster up`), where server-side validation, CRD
+//! registration and RBAC are Kubernetes' own and not the emulator's. `scripts/test` builds the
+//! components first; a missing Go toolchain or a failed build fails these tests, never skips them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// A control plane started by `scripts/realcluster up`, stopped (`down`) on drop.
+struct ControlPlane {
+    kubeconfig: PathBuf,
+}
+
+impl ControlPlane {
+    fn up() -> ControlPlane {
+        let out = Command::new(Path::new(ROOT).join("scripts/realcluster"))
+            .arg("up")
+            .env("IMAGEGATE_ETCD_UNSAFE_NO_FSYNC", "1")
+            .output()
+            .expect("scripts/realcluster runs");
+        assert!(
+            out.status.success(),
+            "scripts/realcluster up failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        ControlPlane {
+            kubeconfig: PathBuf::from(path),
+        }
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .env("KUBECONFIG", &self.kubeconfig)
+            .current_dir(ROOT)
+            .args(args)
+            .output()
+            .expect("kubectl is on PATH (scripts/test builds the pinned one)")
+    }
+
+    /// Runs kubectl and fails the test with its output if it fails; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Applies a file's text given on stdin (server-side); the output, and whether it worked.
+    fn apply_text(&self, text: &str) -> (bool, String) {
+        self.pipe(&["apply", "--server-side", "-f", "-"], text)
+    }
+
+    /// kubectl with `text` on stdin; whether it worked, and its output.
+    fn pipe(&self, args: &[&str], text: &str) -> (bool, String) {
+        use std::io::Write;
+        let mut child = Command::new("kubectl")
+            .env("KUBECONFIG", &self.kubeconfig)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    }
+
+    fn established(&self, crd: &str) {
+        self.ok(&[
+            "wait",
+            "--for=condition=Established",
+            &format!("crd/{crd}"),
+            "--timeout=60s",
+        ]);
+    }
+
+    /// What the API server says `user` may do: a SubjectAccessReview, for `verb` on
+    /// `group/resource[/subresource]` in namespace `ns` (empty: all), of the object `name` (empty: any).
+    fn can(&self, user: &str, verb: &str, resource: &str, ns: &str, name: &str) -> bool {
+        let (group, resource) = resource.split_once('/').unwrap_or(("", resource));
+        let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
+        let review = serde_json::json!({
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": user, "resourceAttributes": {
+                "verb": verb, "group": group, "resource": resource, "subresource": subresource,
+                "namespace": ns, "name": name,
+            }},
+        });
+        let (ok, out) = self.pipe(
+            &["create", "-f", "-", "-o", "jsonpath={.status.allowed}"],
+            &review.to_string(),
+        );
+        assert!(ok, "the SubjectAccessReview failed: {out}");
+        out.trim() == "true"
+    }
+
+    /// `kubectl get --raw path` with only `token` (no client certificate) as the credential.
+    fn get_raw_as(&self, token: &str, path: &str) -> Output {
+        let server = self.ok(&[
+            "config",
+            "view",
+            "--minify",
+            "-o",
+            "jsonpath={.clusters[0].cluster.server}",
+        ]);
+        let ca = self.kubeconfig.parent().unwrap().join("pki/ca.crt");
+        Command::new("kubectl")
+            .env("KUBECONFIG", "/dev/null")
+            .args(["get", "--raw", path, "--server", &server, "--token", token])
+            .arg(format!("--certificate-authority={}", ca.display()))
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        let _ = Command::new(Path::new(ROOT).join("scripts/realcluster"))
+            .arg("down")
+            .arg(&self.kubeconfig)
+            .output();
+    }
+}
+
+#[test]
+fn config_tekton_and_their_crds_apply_to_a_real_api_server() {
+    let cp = ControlPlane::up();
+    assert!(
+        cp.ok(&["version", "-o", "json"])
+            .contains("\"gitVersion\": \"v1.35.4\"")
+    );
+    cp.ok(&["apply", "--server-side", "-k", "config/"]);
+    cp.established("imagepromotions.imagegate.dev");
+    assert!(
+        cp.ok(&["get", "deployments", "-n", "imagegate-system", "-o", "name"])
+            .contains("imagegate-source")
+    );
+
+    // Tekton's and Triggers' CRDs (their upstream copies), then tekton/ itself, validated by the
+    // server against them (strict field validation: an unknown field is an error).
+    for crd in [
+        "tekton-pipeline_300-customrun.yaml",
+        "tekton-pipeline_300-pipeline.yaml",
+        "tekton-pipeline_300-task.yaml",
+        "tekton-triggers_300-eventlistener.yaml",
+        "tekton-triggers_300-trigger.yaml",
+        "tekton-triggers_300-triggerbinding.yaml",
+        "tekton-triggers_300-triggertemplate.yaml",
+    ] {
+        cp.ok(&["apply", "--server-side", "-f", &format!("tests/crds/{crd}")]);
+    }
+    for crd in [
+        "customruns.tekton.dev",
+        "pipelines.tekton.dev",
+        "tasks.tekton.dev",
+        "eventlisteners.triggers.tekton.dev",
+    ] {
+        cp.established(crd);
+    }
+    cp.ok(&["create", "namespace", "notebooks"]);
+    cp.ok(&["apply", "--server-side", "-k", "tekton/"]);
+    let promotions = cp.ok(&["get", "imagepromotions", "-n", "notebooks", "-o", "name"]);
+    assert!(
+        promotions.starts_with("imagepromotion.imagegate.dev/"),
+        "{promotions}"
+    );
+    assert!(
+        cp.ok(&[
+            "get",
+            "pipelines.tekton.dev",
+            "-n",
+            "notebooks",
+            "-o",
+            "name"
+        ])
+        .contains("pipeline.tekton.dev/")
+    );
+
+    // The server holds the CRD's schema: a wrong type and an unknown field are refused.
+    let (ok, out) = cp.apply_text(
+        "apiVersion: imagegate.dev/v1alpha1\nkind: ImagePromotion\nmetadata: {name: bad, namespace: notebooks}\nspec: {candidateTag: [1, 2]}\n",
+    );
+    assert!(!ok && out.contains("candidateTag"), "{out}");
+    let (ok, out) = cp.apply_text(
+        "apiVersion: imagegate.dev/v1alpha1\nkind: ImagePromotion\nmetadata: {name: bad, namespace: notebooks}\nspec: {noSuchField: x}\n",
+    );
+    assert!(!ok && out.contains("noSuchField"), "{out}");
+    // A CustomRun of the ImagePromotion kind, as Tekton would create it, is accepted.
+    let (ok, out) = cp.apply_text(
+        "apiVersion: tekton.dev/v1beta1\nkind: CustomRun\nmetadata: {name: promote, namespace: notebooks}\nspec:\n  customRef: {apiVersion: imagegate.dev/v1alpha1, kind: ImagePromotion}\n  params:\n  - {name: imagestream, value: nb}\n",
+    );
+    assert!(ok, "{out}");
+}
+
+#[test]
+fn the_shipped_roles_grant_what_the_programs_need_and_nothing_more_on_a_real_api_server() {
+    let cp = ControlPlane::up();
+    cp.ok(&["apply", "--server-side", "-k", "config/"]);
+    let source = "system:serviceaccount:imagegate-system:imagegate-source";
+    let controller = "system:serviceaccount:imagegate-system:imagegate-controller";
+    // What each program's code calls (tests/rbac.rs proves each is used, on the emulator).
+    let (sys, nb) = ("imagegate-system", "notebooks");
+    for (user, verb, resource, ns, name) in [
+        (source, "list", "image.openshift.io/imagestreams", "", ""),
+        (source, "watch", "image.openshift.io/imagestreams", "", ""),
+        (source, "list", "configmaps", sys, ""),
+        (source, "create", "configmaps", sys, ""),
+        (
+            source,
+            "patch",
+            "configmaps",
+            sys,
+            "imagegate-source-checkpoint-h",
+        ),
+        (
+            source,
+            "delete",
+            "configmaps",
+            sys,
+            "imagegate-source-checkpoint-00",
+        ),
+        (source, "create", "coordination.k8s.io/leases", sys, ""),
+        (
+            source,
+            "update",
+            "coordination.k8s.io/leases",
+            sys,
+            "imagegate-source",
+        ),
+        (controller, "watch", "tekton.dev/customruns", "", ""),
+        (
+            controller,
+            "update",
+            "tekton.dev/customruns/status",
+            nb,
+            "promote",
+        ),
+        (
+            controller,
+            "get",
+            "image.openshift.io/imagestreams",
+            nb,
+            "nb",
+        ),
+        (
+            controller,
+            "patch",
+            "image.openshift.io/imagestreams",
+            nb,
+            "nb",
+        ),
+        (
+            controller,
+            "get",
+            "image.openshift.io/imagestreamimages",
+            nb,
+            "",
+        ),
+        (
+            controller,
+            "get",
+            "imagegate.dev/imagepromotions",
+            nb,
+            "notebooks",
+        ),
+        (controller, "create", "events.k8s.io/events", nb, ""),
+        (
+            controller,
+            "update",
+            "coordination.k8s.io/leases",
+            sys,
+            "imagegate-controller",
+        ),
+    ] {
+        assert!(
+            cp.can(user, verb, resource, ns, name),
+            "{user} may not {verb} {resource} in {ns:?} {name:?}"
+        );
+    }
+    // And what they must not do.
+    for (user, verb, resource, ns, name) in [
+        (source, "create", "configmaps", "default", ""),
+        (source, "get", "secrets", sys, ""),
+        (source, "patch", "image.openshift.io/imagestreams", nb, "nb"),
+        (
+            source,
+            "update",
+            "coordination.k8s.io/leases",
+            sys,
+            "imagegate-controller",
+        ),
+        (source, "list", "tekton.dev/customruns", "", ""),
+        (controller, "update", "tekton.dev/customruns", nb, "promote"),
+        (
+            controller,
+            "delete",
+            "image.openshift.io/imagestreams",
+            nb,
+            "nb",
+        ),
+        (controller, "list", "configmaps", sys, ""),
+        (
+            controller,
+            "update",
+            "coordination.k8s.io/leases",
+            sys,
+            "imagegate-source",
+        ),
+    ] {
+        assert!(
+            !cp.can(user, verb, resource, ns, name),
+            "{user} may {verb} {resource} in {ns:?} {name:?}"
+        );
+    }
+    // A real token from the TokenRequest API, used for real: the grant works, the rest is a 403.
+    let token = cp.ok(&[
+        "create",
+        "token",
+        "imagegate-source",
+        "-n",
+        "imagegate-system",
+    ]);
+    let token = token.trim();
+    let as_source = |path: &str| cp.get_raw_as(token, path);
+    let listed = as_source("/api/v1/namespaces/imagegate-system/configmaps");
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let refused = as_source("/api/v1/namespaces/imagegate-system/secrets");
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("forbidden"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
