@@ -87,6 +87,17 @@ fn as_map(all: &[(StreamKey, StreamState)]) -> HashMap<StreamKey, StreamState> {
     all.iter().cloned().collect()
 }
 
+/// Every later ConfigMap `verb` request is answered with `status`.
+fn refuse(emu: &Emulator, verb: &str, status: u16) {
+    emu.inject_fault(Fault {
+        verb: Some(verb.into()),
+        resource: Some("configmaps".into()),
+        count: 1000,
+        status: Some(status),
+        ..Fault::default()
+    });
+}
+
 /// The shards' names, without the marker.
 async fn shard_names(emu: &Emulator) -> Vec<String> {
     stored(emu).await.into_keys().filter(|n| n != PRE).collect()
@@ -201,13 +212,7 @@ async fn a_failed_flush_keeps_the_changes_and_a_later_flush_writes_them() {
     let (cp, _) = load(&emu).await;
     cp.flush().await.unwrap();
     emu.clear_requests();
-    emu.inject_fault(Fault {
-        verb: Some("patch".into()),
-        resource: Some("configmaps".into()),
-        count: 1000,
-        status: Some(500),
-        ..Fault::default()
-    });
+    refuse(&emu, "patch", 500);
     let k = key("ns", "app");
     cp.record(k.clone(), Some(state("u", &[("latest", "a", 1)])));
     let err = cp.flush().await.unwrap_err();
@@ -227,13 +232,7 @@ async fn a_failed_flush_keeps_the_changes_and_a_later_flush_writes_them() {
 #[tokio::test]
 async fn forbidden_writes_say_so_and_are_not_retried_within_a_flush() {
     let emu = emulator().await;
-    emu.inject_fault(Fault {
-        verb: Some("create".into()),
-        resource: Some("configmaps".into()),
-        count: 1000,
-        status: Some(403),
-        ..Fault::default()
-    });
+    refuse(&emu, "create", 403);
     let (cp, _) = load(&emu).await;
     let err = cp.flush().await.unwrap_err();
     assert_eq!(err.failure(), FailureKind::Forbidden, "{err}");
@@ -308,13 +307,7 @@ async fn a_split_interrupted_before_its_cleanup_loses_nothing() {
     let (cp, _) = load(&emu).await;
     cp.flush().await.unwrap();
     // Deleting the replaced shard fails: it stays beside the new ones, as after a crash.
-    emu.inject_fault(Fault {
-        verb: Some("delete".into()),
-        resource: Some("configmaps".into()),
-        count: 1000,
-        status: Some(500),
-        ..Fault::default()
-    });
+    refuse(&emu, "delete", 500);
     let all = streams(8000);
     record_all(&cp, &all).await;
     assert!(cp.flush().await.is_err());
@@ -355,13 +348,7 @@ async fn a_split_interrupted_before_every_new_shard_exists_reads_the_rest_from_t
     cp.flush().await.unwrap();
     // The creates of the split fail, as if the source died before them.
     record_all(&cp, &all).await;
-    emu.inject_fault(Fault {
-        verb: Some("create".into()),
-        resource: Some("configmaps".into()),
-        count: 1000,
-        status: Some(500),
-        ..Fault::default()
-    });
+    refuse(&emu, "create", 500);
     assert!(cp.flush().await.is_err());
     drop(cp);
     emu.clear_faults();
