@@ -287,7 +287,12 @@ async fn checkpoint_size(client: kube::Client, namespace: &str) -> (usize, usize
     (shards, bytes, detail)
 }
 
+/// Starts the release source; its log (level `warn`) goes to `$SOURCE_LOG` (appended) when set.
 fn spawn_source(kubeconfig: &std::path::Path, sink: &str, admin: u16) -> Child {
+    let log = std::env::var_os("SOURCE_LOG").map(|path| {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
+        Stdio::from(file.expect("SOURCE_LOG can be opened"))
+    });
     Command::new(env!("CARGO_BIN_EXE_imagegate"))
         .args([
             "source",
@@ -300,7 +305,7 @@ fn spawn_source(kubeconfig: &std::path::Path, sink: &str, admin: u16) -> Child {
         .env("KUBECONFIG", kubeconfig)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log.unwrap_or_else(Stdio::null))
         .spawn()
         .unwrap()
 }
@@ -533,6 +538,10 @@ async fn bench() {
         "| source's delivery_latency_seconds count / sum | {} / {} |",
         line("imagegate_source_delivery_latency_seconds_count"),
         line("imagegate_source_delivery_latency_seconds_sum")
+    );
+    println!(
+        "| bench process (emulator and sink) RSS peak | {} MiB |",
+        rss_kib(std::process::id(), "VmHWM:") / 1024
     );
     let (shards, bytes, detail) = checkpoint_size(emu.client().unwrap(), "default").await;
     println!(
