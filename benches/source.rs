@@ -290,7 +290,10 @@ async fn checkpoint_size(client: kube::Client, namespace: &str) -> (usize, usize
 /// Starts the release source; its log (level `warn`) goes to `$SOURCE_LOG` (appended) when set.
 fn spawn_source(kubeconfig: &std::path::Path, sink: &str, admin: u16) -> Child {
     let log = std::env::var_os("SOURCE_LOG").map(|path| {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
         Stdio::from(file.expect("SOURCE_LOG can be opened"))
     });
     Command::new(env!("CARGO_BIN_EXE_imagegate"))
