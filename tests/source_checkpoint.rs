@@ -8,9 +8,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use cloudevents::AttributesReader;
-use common::EmulatorProcess;
 use common::sink::Sink;
 use common::source::Source;
+use common::{EmulatorProcess, eventually};
 use imagegate::emulator::control::Fault;
 use imagegate::source::checkpoint;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -95,18 +95,6 @@ fn delivered(sink: &Sink, name: &str) -> Vec<String> {
         .filter(|e| e.extension("imagestream").map(|v| v.to_string()).as_deref() == Some(name))
         .filter_map(|e| e.extension("imagedigest").map(|v| v.to_string()))
         .collect()
-}
-
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Waits until `/readyz` fails; its reason.

@@ -23,6 +23,19 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Polls `check` every 50 ms until it holds; fails naming `what` after 30 s.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Waits until `GET 127.0.0.1:{admin}/readyz` answers 200 (a program's first list is done).
 pub async fn wait_ready(admin: u16) {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], admin));

@@ -98,6 +98,16 @@ fn refuse(emu: &Emulator, verb: &str, status: u16) {
     });
 }
 
+/// An emulator and a checkpoint that has recorded and flushed `n` streams.
+async fn flushed(n: usize) -> (Emulator, Checkpoint, Vec<(StreamKey, StreamState)>) {
+    let emu = emulator().await;
+    let (cp, _) = load(&emu).await;
+    let all = streams(n);
+    record_all(&cp, &all).await;
+    cp.flush().await.unwrap();
+    (emu, cp, all)
+}
+
 /// The shards' names, without the marker.
 async fn shard_names(emu: &Emulator) -> Vec<String> {
     stored(emu).await.into_keys().filter(|n| n != PRE).collect()
@@ -148,11 +158,7 @@ async fn recorded_states_survive_a_restart() {
 
 #[tokio::test]
 async fn a_flush_sends_only_the_changed_keys() {
-    let emu = emulator().await;
-    let (cp, _) = load(&emu).await;
-    let all = streams(40);
-    record_all(&cp, &all).await;
-    cp.flush().await.unwrap();
+    let (emu, cp, all) = flushed(40).await;
     // Another key, changed behind the checkpoint's back: a patch carrying the whole shard
     // would overwrite it.
     let shard = "imagegate-source-checkpoint-h";
@@ -243,11 +249,7 @@ async fn forbidden_writes_say_so_and_are_not_retried_within_a_flush() {
 
 #[tokio::test]
 async fn a_shard_deleted_by_hand_while_running_is_recreated_whole() {
-    let emu = emulator().await;
-    let (cp, _) = load(&emu).await;
-    let all = streams(5);
-    record_all(&cp, &all).await;
-    cp.flush().await.unwrap();
+    let (emu, cp, _) = flushed(5).await;
     api(&emu)
         .delete("imagegate-source-checkpoint-h", &DeleteParams::default())
         .await
@@ -482,11 +484,7 @@ async fn a_shard_of_the_fixed_layout_deleted_by_hand_makes_its_streams_lost() {
 
 #[tokio::test]
 async fn a_shard_lost_while_down_makes_exactly_its_streams_lost() {
-    let emu = emulator().await;
-    let (cp, _) = load(&emu).await;
-    let all = streams(8000);
-    record_all(&cp, &all).await;
-    cp.flush().await.unwrap();
+    let (emu, cp, all) = flushed(8000).await;
     drop(cp);
     let names = shard_names(&emu).await;
     let gone = &names[1];
@@ -524,11 +522,7 @@ async fn a_shard_lost_while_down_makes_exactly_its_streams_lost() {
 
 #[tokio::test]
 async fn an_unreadable_entry_makes_its_stream_lost() {
-    let emu = emulator().await;
-    let (cp, _) = load(&emu).await;
-    let all = streams(3);
-    record_all(&cp, &all).await;
-    cp.flush().await.unwrap();
+    let (emu, _, all) = flushed(3).await;
     let broken = json!({ "data": { data_key(&all[1].0): "u;broken" } });
     api(&emu)
         .patch(
