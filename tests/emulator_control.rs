@@ -112,7 +112,8 @@ async fn seeding_and_imports_work_over_http() {
         .cluster()
         .store
         .get("image.openshift.io", "images", "", digest)
-        .unwrap();
+        .unwrap()
+        .value();
     assert_eq!(image["dockerImageMetadata"]["Architecture"], "arm64");
     assert_eq!(
         image["dockerImageMetadata"]["Config"]["User"], "1001",

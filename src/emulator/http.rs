@@ -349,7 +349,10 @@ async fn serve_resource(
                     .filter(|c| !c.is_empty())
                     .map(str::to_string),
             };
-            cluster.list(&target, &opts).map(|v| (StatusCode::OK, v))
+            return match cluster.list(&target, &opts) {
+                Ok(page) => bytes_response(StatusCode::OK, page.to_json()),
+                Err(e) => error_response(&e),
+            };
         }
         Method::POST if target.name.is_none() => body_media_type(headers)
             .and_then(|()| parse_json(body))
@@ -436,7 +439,7 @@ fn delete_collection(cluster: &Cluster, target: &Target, query: &Query) -> Resul
         field_selector: query.get("fieldSelector").map(str::to_string),
         ..Default::default()
     };
-    let list = cluster.list(target, &opts)?;
+    let mut list = cluster.list(target, &opts)?.to_value();
     let mut deleted = Vec::new();
     for item in list["items"].as_array().cloned().unwrap_or_default() {
         let name = item
@@ -452,9 +455,8 @@ fn delete_collection(cluster: &Cluster, target: &Target, query: &Query) -> Resul
             deleted.push(item);
         }
     }
-    let mut out = list;
-    out["items"] = Value::Array(deleted);
-    Ok(out)
+    list["items"] = Value::Array(deleted);
+    Ok(list)
 }
 
 /// The field manager kube-apiserver derives from the User-Agent (`kubectl-client-side-apply`,
@@ -485,7 +487,11 @@ fn parse_json(body: &Bytes) -> Result<Value, ApiError> {
 
 /// A JSON response.
 pub fn json_response(code: StatusCode, v: &Value) -> Response {
-    let body = serde_json::to_vec(v).unwrap_or_default();
+    bytes_response(code, serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// A response of JSON already encoded.
+fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
     Response::builder()
         .status(code)
         .header(header::CONTENT_TYPE, "application/json")

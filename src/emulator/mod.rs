@@ -32,6 +32,7 @@ pub mod selector;
 pub mod simulate;
 pub mod status;
 pub mod store;
+pub mod stored;
 pub mod verbs;
 pub mod watch;
 

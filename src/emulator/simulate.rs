@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::openshift;
 use super::registry::Behavior;
 use super::status::ApiError;
-use super::store::WriteOp;
+use super::store::{Stored, WriteOp};
 use super::verbs::{Cluster, Target, WriteOptions};
 
 const IMAGE_GROUP: &str = "image.openshift.io";
@@ -65,6 +65,8 @@ impl Cluster {
     /// namespaces they need are created, and every image digest in an ImageStream's history
     /// gets its cluster-scoped Image object. Returns `namespace/name` of each object.
     pub fn seed_str(&self, text: &str) -> Result<Vec<String>, ApiError> {
+        // Every document is read before any is stored, so that a YAML error seeds nothing;
+        // they wait frozen (as JSON), which takes a tenth of the memory of decoded values.
         let mut objects = Vec::new();
         for doc in serde_yaml::Deserializer::from_str(text) {
             let v = Value::deserialize(doc)
@@ -77,12 +79,12 @@ impl Cluster {
                 .is_some_and(|k| k.ends_with("List"))
                 && let Some(items) = v.get("items").and_then(Value::as_array)
             {
-                objects.extend(items.iter().cloned());
+                objects.extend(items.iter().map(Stored::new));
             } else {
-                objects.push(v);
+                objects.push(Stored::new(&v));
             }
         }
-        objects.iter().map(|o| self.seed(o.clone())).collect()
+        objects.iter().map(|o| self.seed(o.value())).collect()
     }
 
     /// Stores one object as if it had been on the cluster already (see [`Cluster::seed_str`]).
@@ -100,9 +102,7 @@ impl Cluster {
         };
         let ty = self
             .store
-            .types()
-            .into_iter()
-            .find(|t| t.group == group && t.version == version && t.kind == kind && !t.is_virtual())
+            .find_type_of_kind(group, version, kind)
             .ok_or_else(|| {
                 ApiError::bad_request(format!("no resource serves {api_version} {kind}"))
             })?;
@@ -310,9 +310,9 @@ impl Cluster {
         let w = self
             .store
             .write(IMAGE_GROUP, "images", "", digest, |_, cur| {
-                let mut o = (**cur
-                    .ok_or_else(|| ApiError::not_found(IMAGE_GROUP, "images", digest))?)
-                .clone();
+                let mut o = cur
+                    .ok_or_else(|| ApiError::not_found(IMAGE_GROUP, "images", digest))?
+                    .value();
                 let merged = super::patch::merge_patch(
                     o.get("dockerImageMetadata").unwrap_or(&Value::Null),
                     &metadata,
@@ -320,7 +320,7 @@ impl Cluster {
                 o["dockerImageMetadata"] = merged;
                 Ok(WriteOp::Put(o))
             })?;
-        Ok((*w.object).clone())
+        Ok(w.object.value())
     }
 
     /// A scheduled import that finds `req.digest` (or a new digest) behind the tag's source:
@@ -338,7 +338,8 @@ impl Cluster {
         let stream = self
             .store
             .get(IMAGE_GROUP, "imagestreams", ns, is)
-            .ok_or_else(|| ApiError::not_found(IMAGE_GROUP, "imagestreams", is))?;
+            .ok_or_else(|| ApiError::not_found(IMAGE_GROUP, "imagestreams", is))?
+            .value();
         let source = stream
             .pointer("/spec/tags")
             .and_then(Value::as_array)
@@ -366,12 +367,16 @@ impl Cluster {
         let w = self.internal_write(IMAGE_GROUP, "imagestreams", ns, is, |cur| {
             let cur = cur.ok_or_else(|| ApiError::not_found(IMAGE_GROUP, "imagestreams", is))?;
             Ok(openshift::import_succeeded(
-                cur, &req.tag, &digest, &pull_spec, &at,
+                &cur.value(),
+                &req.tag,
+                &digest,
+                &pull_spec,
+                &at,
             ))
         })?;
         Ok(w.event.map(|_| Imported {
             digest,
-            stream: (*w.object).clone(),
+            stream: w.object.value(),
         }))
     }
 
@@ -388,7 +393,8 @@ impl Cluster {
         let stream = self
             .store
             .get(IMAGE_GROUP, "imagestreams", ns, is)
-            .ok_or_else(|| ApiError::not_found(IMAGE_GROUP, "imagestreams", is))?;
+            .ok_or_else(|| ApiError::not_found(IMAGE_GROUP, "imagestreams", is))?
+            .value();
         let from = stream
             .pointer("/spec/tags")
             .and_then(Value::as_array)
@@ -408,9 +414,15 @@ impl Cluster {
         let at = now();
         let w = self.internal_write(IMAGE_GROUP, "imagestreams", ns, is, |cur| {
             let cur = cur.ok_or_else(|| ApiError::not_found(IMAGE_GROUP, "imagestreams", is))?;
-            Ok(openshift::import_failed(cur, tag, reason, &message, &at))
+            Ok(openshift::import_failed(
+                &cur.value(),
+                tag,
+                reason,
+                &message,
+                &at,
+            ))
         })?;
-        Ok(w.event.map(|_| (*w.object).clone()))
+        Ok(w.event.map(|_| w.object.value()))
     }
 }
 

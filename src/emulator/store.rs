@@ -15,9 +15,11 @@ use tokio::sync::broadcast;
 
 use super::registry::{ResourceType, builtin_types};
 use super::status::ApiError;
+pub use super::stored::Stored;
 
-/// A stored object. Shared, because lists, watches and snapshots hand out the same value.
-pub type Obj = Arc<Value>;
+/// A stored object, frozen as its JSON. Shared, because lists, watches and snapshots hand out
+/// the same version.
+pub type Obj = Arc<Stored>;
 
 /// Identifies a stored resource independently of its version: `(group, plural)`.
 pub type ResKey = (String, String);
@@ -83,7 +85,7 @@ pub struct Written {
 /// A list snapshot kept for `continue` tokens, so later pages come from the first page's state.
 struct Snapshot {
     rv: u64,
-    items: Vec<Obj>,
+    items: Arc<[Obj]>,
     created: std::time::Instant,
 }
 
@@ -101,34 +103,50 @@ struct Inner {
     watch_epoch: u64,
 }
 
-/// Read access to committed state while a write decision is being made.
+/// Read access to committed state while a write decision is being made: under the store's
+/// lock (a [`Store::write`] decision), or one read at a time (a [`Store::write_optimistic`]
+/// decision, which, like kube-apiserver's admission, may read others' slightly older state).
 pub struct Reader<'a> {
-    inner: &'a Inner,
+    from: ReadFrom<'a>,
+}
+
+enum ReadFrom<'a> {
+    Locked(&'a Inner),
+    Store(&'a Store),
 }
 
 impl Reader<'_> {
+    fn with<T>(&self, f: impl FnOnce(&Inner) -> T) -> T {
+        match self.from {
+            ReadFrom::Locked(inner) => f(inner),
+            ReadFrom::Store(store) => f(&store.lock()),
+        }
+    }
+
     /// The current object, if any.
     pub fn get(&self, group: &str, plural: &str, namespace: &str, name: &str) -> Option<Obj> {
-        get_in(self.inner, group, plural, namespace, name)
+        self.with(|inner| get_in(inner, group, plural, namespace, name))
     }
 
     /// All objects of a resource, optionally within one namespace, sorted by namespace and name.
     pub fn list(&self, group: &str, plural: &str, namespace: Option<&str>) -> Vec<Obj> {
-        list_in(self.inner, group, plural, namespace)
+        self.with(|inner| list_in(inner, group, plural, namespace))
     }
 
     /// The resource type for a group, version and plural.
     pub fn find_type(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType> {
-        self.inner
-            .types
-            .iter()
-            .find(|t| t.group == group && t.version == version && t.plural == plural)
-            .cloned()
+        self.with(|inner| {
+            inner
+                .types
+                .iter()
+                .find(|t| t.group == group && t.version == version && t.plural == plural)
+                .cloned()
+        })
     }
 
-    /// The revision the next write will get.
+    /// The revision the next write will get (under the lock: exactly; otherwise: at least).
     pub fn next_rv(&self) -> u64 {
-        self.inner.rv + 1
+        self.with(|inner| inner.rv + 1)
     }
 }
 
@@ -141,6 +159,9 @@ pub struct Store {
     tx: broadcast::Sender<Arc<Event>>,
     epoch_tx: tokio::sync::watch::Sender<u64>,
 }
+
+/// How often [`Store::write_optimistic`] decides again before it gives up with a 409.
+const OPTIMISTIC_ATTEMPTS: usize = 16;
 
 /// How many events the log keeps by default before older ones are compacted away.
 pub const DEFAULT_RETAINED_EVENTS: usize = 100_000;
@@ -189,6 +210,20 @@ impl Store {
             .types
             .iter()
             .find(|t| t.group == group && t.version == version && t.plural == plural)
+            .cloned()
+    }
+
+    /// The stored (not virtual) resource type of a kind.
+    pub fn find_type_of_kind(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> Option<ResourceType> {
+        self.lock()
+            .types
+            .iter()
+            .find(|t| t.group == group && t.version == version && t.kind == kind && !t.is_virtual())
             .cloned()
     }
 
@@ -254,7 +289,71 @@ impl Store {
         let res: ResKey = (group.to_string(), plural.to_string());
         let key = (namespace.to_string(), name.to_string());
         let current = inner.objects.get(&res).and_then(|m| m.get(&key)).cloned();
-        let op = decide(&Reader { inner: &inner }, current.as_ref())?;
+        let op = decide(
+            &Reader {
+                from: ReadFrom::Locked(&inner),
+            },
+            current.as_ref(),
+        )?;
+        self.commit(&mut inner, res, key, current, op)
+    }
+
+    /// Like [`Store::write`], but `decide` runs without the lock, against the object as it was
+    /// read, and what it returns is committed only if nobody wrote that object meanwhile;
+    /// otherwise it decides again on the newer object. This is etcd's compare-and-swap loop
+    /// as kube-apiserver's `GuaranteedUpdate` runs it: a long decision (the managed fields of
+    /// a large object) does not hold up every other write and read. `decide` may run more
+    /// than once, so it must only decide.
+    pub fn write_optimistic<F>(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+        mut decide: F,
+    ) -> Result<Written, ApiError>
+    where
+        F: FnMut(&Reader<'_>, Option<&Obj>) -> Result<WriteOp, ApiError>,
+    {
+        let res: ResKey = (group.to_string(), plural.to_string());
+        let key = (namespace.to_string(), name.to_string());
+        for _ in 0..OPTIMISTIC_ATTEMPTS {
+            let read = self.get(group, plural, namespace, name);
+            let op = decide(
+                &Reader {
+                    from: ReadFrom::Store(self),
+                },
+                read.as_ref(),
+            )?;
+            let mut inner = self.lock();
+            let current = inner.objects.get(&res).and_then(|m| m.get(&key)).cloned();
+            let unchanged = match (&read, &current) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            if unchanged {
+                return self.commit(&mut inner, res, key, current, op);
+            }
+        }
+        Err(ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {plural}.{group} \"{name}\": the object kept changing while this write was decided ({OPTIMISTIC_ATTEMPTS} attempts); please apply your changes to the latest version and try again"
+            ),
+        ))
+    }
+
+    /// Commits a decision under the lock: the next revision, the log, the watches.
+    fn commit(
+        &self,
+        inner: &mut Inner,
+        res: ResKey,
+        key: (String, String),
+        current: Option<Obj>,
+        op: WriteOp,
+    ) -> Result<Written, ApiError> {
         let (kind, stored) = match op {
             WriteOp::Unchanged(obj) => {
                 return Ok(Written {
@@ -265,12 +364,12 @@ impl Store {
             WriteOp::Put(mut obj) => {
                 inner.rv += 1;
                 set_rv(&mut obj, inner.rv);
-                let obj = Arc::new(obj);
+                let obj = Arc::new(Stored::new(&obj));
                 inner
                     .objects
                     .entry(res.clone())
                     .or_default()
-                    .insert(key, obj.clone());
+                    .insert(key.clone(), obj.clone());
                 let kind = if current.is_some() {
                     EventType::Modified
                 } else {
@@ -280,21 +379,21 @@ impl Store {
             }
             WriteOp::Delete => {
                 let Some(cur) = current.clone() else {
-                    return Err(ApiError::not_found(group, plural, name));
+                    return Err(ApiError::not_found(&res.0, &res.1, &key.1));
                 };
                 inner.rv += 1;
                 if let Some(m) = inner.objects.get_mut(&res) {
                     m.remove(&key);
                 }
-                let mut last = (*cur).clone();
+                let mut last = cur.value();
                 set_rv(&mut last, inner.rv);
-                (EventType::Deleted, Arc::new(last))
+                (EventType::Deleted, Arc::new(Stored::new(&last)))
             }
         };
         let event = Arc::new(Event {
             rv: inner.rv,
             res,
-            namespace: namespace.to_string(),
+            namespace: key.0,
             kind,
             object: stored.clone(),
             previous: current,
@@ -373,7 +472,7 @@ impl Store {
     }
 
     /// Keeps `items` for later pages of a paginated list; returns the snapshot's id.
-    pub fn save_snapshot(&self, rv: u64, items: Vec<Obj>) -> u64 {
+    pub fn save_snapshot(&self, rv: u64, items: Arc<[Obj]>) -> u64 {
         let mut inner = self.lock();
         // Tokens live for a few minutes, like etcd's compaction interval makes them do.
         inner
@@ -393,7 +492,7 @@ impl Store {
     }
 
     /// The items and resourceVersion of a saved snapshot, if it has not expired.
-    pub fn snapshot(&self, id: u64) -> Option<(u64, Vec<Obj>)> {
+    pub fn snapshot(&self, id: u64) -> Option<(u64, Arc<[Obj]>)> {
         self.lock()
             .snapshots
             .get(&id)
@@ -450,8 +549,8 @@ mod tests {
         let store = Store::new(10);
         let a = put(&store, "a");
         let b = put(&store, "b");
-        assert_eq!(a.object["metadata"]["resourceVersion"], "2");
-        assert_eq!(b.object["metadata"]["resourceVersion"], "3");
+        assert_eq!(a.object.value()["metadata"]["resourceVersion"], "2");
+        assert_eq!(b.object.value()["metadata"]["resourceVersion"], "3");
         assert_eq!(store.current_rv(), 3);
     }
 
@@ -480,9 +579,58 @@ mod tests {
             .unwrap();
         let names: Vec<_> = backlog
             .iter()
-            .map(|e| e.object["metadata"]["name"].as_str().unwrap().to_string())
+            .map(|e| {
+                e.object.value()["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
         assert_eq!(names, vec!["c"]);
+    }
+
+    #[test]
+    fn an_optimistic_write_decides_again_when_the_object_changed_meanwhile() {
+        let store = Store::new(10);
+        put(&store, "a");
+        let mut seen = Vec::new();
+        let w = store
+            .write_optimistic("", "configmaps", "ns", "a", |_, cur| {
+                let rv = cur.unwrap().value()["metadata"]["resourceVersion"].clone();
+                seen.push(rv.clone());
+                if seen.len() == 1 {
+                    // Another writer commits between this read and the commit.
+                    put(&store, "a");
+                }
+                let mut o = cm("a");
+                o["data"] = json!({"decided-on": rv});
+                Ok(WriteOp::Put(o))
+            })
+            .unwrap();
+        assert_eq!(seen, vec![json!("2"), json!("3")]);
+        let v = w.object.value();
+        assert_eq!(
+            v["data"]["decided-on"], "3",
+            "only the second decision is committed"
+        );
+        assert_eq!(v["metadata"]["resourceVersion"], "4");
+        assert_eq!(store.current_rv(), 4);
+    }
+
+    #[test]
+    fn an_optimistic_write_that_keeps_losing_the_race_is_a_conflict() {
+        let store = Store::new(100);
+        put(&store, "a");
+        let mut runs = 0;
+        let e = store
+            .write_optimistic("", "configmaps", "ns", "a", |_, _| {
+                runs += 1;
+                put(&store, "a");
+                Ok(WriteOp::Put(cm("a")))
+            })
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (409, "Conflict"));
+        assert_eq!(runs, OPTIMISTIC_ATTEMPTS);
     }
 
     #[test]
@@ -521,7 +669,7 @@ mod tests {
             .write("", "configmaps", "ns", "a", |_, _| Ok(WriteOp::Delete))
             .unwrap();
         assert_eq!(w.event, Some(EventType::Deleted));
-        assert_eq!(w.object["metadata"]["resourceVersion"], "3");
+        assert_eq!(w.object.value()["metadata"]["resourceVersion"], "3");
         assert!(store.get("", "configmaps", "ns", "a").is_none());
     }
 

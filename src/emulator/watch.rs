@@ -83,22 +83,18 @@ pub fn start(
         fs,
     };
     let (tx, rx) = mpsc::channel::<Bytes>(256);
-    let mut initial: Vec<Value> = Vec::new();
+    let mut initial: Vec<Obj> = Vec::new();
+    let mut initial_end = None;
     let (backlog, live, progress) = if opts.send_initial_events || rv.is_none() {
         let (items, current, live) =
             cluster
                 .store
                 .subscribe_current(&ty.group, &ty.plural, t.namespace.as_deref());
-        initial.extend(
-            items
-                .iter()
-                .filter(|o| filter.selects(o))
-                .map(|o| event_line("ADDED", o)),
-        );
+        initial.extend(items.into_iter().filter(|o| filter.selects(o)));
         if opts.send_initial_events {
             let mut bm = bookmark(&ty, current);
             bm["object"]["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
-            initial.push(bm);
+            initial_end = Some(bm);
         }
         (Vec::new(), live, current)
     } else {
@@ -122,6 +118,7 @@ pub fn start(
         ty,
         filter,
         initial,
+        initial_end,
         backlog,
         live,
         progress,
@@ -140,7 +137,7 @@ struct Filter {
 }
 
 impl Filter {
-    fn selects(&self, obj: &Value) -> bool {
+    fn selects(&self, obj: &Obj) -> bool {
         Cluster::selected(obj, &self.ls, &self.fs)
     }
 
@@ -173,7 +170,10 @@ struct Stream {
     tx: mpsc::Sender<Bytes>,
     ty: ResourceType,
     filter: Filter,
-    initial: Vec<Value>,
+    /// The current objects, sent as ADDED first (a watch from now or a streaming list).
+    initial: Vec<Obj>,
+    /// The BOOKMARK that ends a streaming list's initial events.
+    initial_end: Option<Value>,
     backlog: Vec<Arc<Event>>,
     live: broadcast::Receiver<Arc<Event>>,
     progress: u64,
@@ -184,15 +184,20 @@ struct Stream {
 
 async fn run(mut s: Stream) {
     let deadline = tokio::time::Instant::now() + s.timeout;
-    for line in std::mem::take(&mut s.initial) {
-        if s.tx.send(to_bytes(&line)).await.is_err() {
+    for obj in std::mem::take(&mut s.initial) {
+        if s.tx.send(object_line("ADDED", &obj)).await.is_err() {
             return;
         }
+    }
+    if let Some(end) = s.initial_end.take()
+        && s.tx.send(to_bytes(&end)).await.is_err()
+    {
+        return;
     }
     for e in std::mem::take(&mut s.backlog) {
         s.progress = s.progress.max(e.rv);
         if let Some((kind, obj)) = s.filter.translate(&e)
-            && s.tx.send(to_bytes(&event_line(kind, &obj))).await.is_err()
+            && s.tx.send(object_line(kind, &obj)).await.is_err()
         {
             return;
         }
@@ -223,7 +228,7 @@ async fn run(mut s: Stream) {
                     }
                     s.progress = e.rv;
                     if let Some((kind, obj)) = s.filter.translate(&e)
-                        && s.tx.send(to_bytes(&event_line(kind, &obj))).await.is_err()
+                        && s.tx.send(object_line(kind, &obj)).await.is_err()
                     {
                         return;
                     }
@@ -244,8 +249,17 @@ async fn run(mut s: Stream) {
     }
 }
 
-fn event_line(kind: &str, obj: &Value) -> Value {
-    json!({ "type": kind, "object": obj })
+/// The line of an event about a stored object: its JSON as stored, not decoded and encoded
+/// again for every watch.
+fn object_line(kind: &str, obj: &Obj) -> Bytes {
+    let json = obj.json();
+    let mut b = Vec::with_capacity(json.len() + 32);
+    b.extend_from_slice(b"{\"type\":\"");
+    b.extend_from_slice(kind.as_bytes());
+    b.extend_from_slice(b"\",\"object\":");
+    b.extend_from_slice(json.as_bytes());
+    b.extend_from_slice(b"}\n");
+    Bytes::from(b)
 }
 
 fn bookmark(ty: &ResourceType, rv: u64) -> Value {

@@ -9,7 +9,7 @@ use super::{Cluster, Target, WriteOptions, comparable, md_mut, md_str, now, stra
 use crate::emulator::openshift::{self, IstagWrite};
 use crate::emulator::patch;
 use crate::emulator::status::ApiError;
-use crate::emulator::store::WriteOp;
+use crate::emulator::store::{Stored, WriteOp};
 
 const IMAGE_GROUP: &str = "image.openshift.io";
 
@@ -33,62 +33,60 @@ impl Cluster {
             .store
             .find_type(IMAGE_GROUP, "v1", "imagestreams")
             .ok_or_else(|| ApiError::internal("imagestreams are not served"))?;
-        let written =
-            self.store
-                .write(IMAGE_GROUP, "imagestreams", &ns, &is, |reader, current| {
-                    if !Self::namespace_exists(reader, &ns) {
-                        return Err(ApiError::not_found("", "namespaces", &ns));
-                    }
-                    let stream = current.map(|c| &**c);
-                    let mut new = openshift::istag_write(stream, &ns, &body, mode)
-                        .map_err(|e| strategy_error(e, &ty, &name))?;
-                    let lookup = Self::lookup_stream(reader);
-                    match current {
-                        Some(old) => {
-                            {
-                                let m = md_mut(&mut new)?;
-                                for key in ["uid", "creationTimestamp", "generation"] {
-                                    if let Some(v) = old.pointer(&format!("/metadata/{key}")) {
-                                        m.insert(key.into(), v.clone());
-                                    }
+        let written = self.store.write_optimistic(
+            IMAGE_GROUP,
+            "imagestreams",
+            &ns,
+            &is,
+            |reader, current| {
+                if !Self::namespace_exists(reader, &ns) {
+                    return Err(ApiError::not_found("", "namespaces", &ns));
+                }
+                let old_value = current.map(|c| c.value());
+                let mut new = openshift::istag_write(old_value.as_ref(), &ns, &body, mode)
+                    .map_err(|e| strategy_error(e, &ty, &name))?;
+                let lookup = Self::lookup_stream(reader);
+                match current.zip(old_value.as_ref()) {
+                    Some((stored, old)) => {
+                        {
+                            let m = md_mut(&mut new)?;
+                            for key in ["uid", "creationTimestamp", "generation"] {
+                                if let Some(v) = old.pointer(&format!("/metadata/{key}")) {
+                                    m.insert(key.into(), v.clone());
                                 }
                             }
-                            new["status"] = old.get("status").cloned().unwrap_or(Value::Null);
-                            openshift::prepare_update(
-                                old,
-                                &mut new,
-                                &self.settings,
-                                &lookup,
-                                &now(),
-                            )
+                        }
+                        new["status"] = old.get("status").cloned().unwrap_or(Value::Null);
+                        openshift::prepare_update(old, &mut new, &self.settings, &lookup, &now())
                             .map_err(|e| strategy_error(e, &is_type, &is))?;
-                            patch::record_update(
-                                Some(old),
-                                &mut new,
-                                opts.manager(),
-                                &is_type.api_version(),
-                                &now(),
-                            );
-                            if comparable(&new) == comparable(old) {
-                                return Ok(WriteOp::Unchanged(old.clone()));
-                            }
-                        }
-                        None => {
-                            new["apiVersion"] = json!(is_type.api_version());
-                            new["kind"] = json!(is_type.kind);
-                            new["metadata"]["namespace"] = json!(ns);
-                            new["metadata"]["name"] = json!(is);
-                            new = self.prepare_create(reader, &is_type, new, opts)?;
+                        patch::record_update(
+                            Some(old),
+                            &mut new,
+                            opts.manager(),
+                            &is_type.api_version(),
+                            &now(),
+                        );
+                        if comparable(&new) == comparable(old) {
+                            return Ok(WriteOp::Unchanged(stored.clone()));
                         }
                     }
-                    if opts.dry_run {
-                        return Ok(WriteOp::Unchanged(Arc::new(new)));
+                    None => {
+                        new["apiVersion"] = json!(is_type.api_version());
+                        new["kind"] = json!(is_type.kind);
+                        new["metadata"]["namespace"] = json!(ns);
+                        new["metadata"]["name"] = json!(is);
+                        new = self.prepare_create(reader, &is_type, new, opts)?;
                     }
-                    Ok(WriteOp::Put(new))
-                })?;
+                }
+                if opts.dry_run {
+                    return Ok(WriteOp::Unchanged(Arc::new(Stored::new(&new))));
+                }
+                Ok(WriteOp::Put(new))
+            },
+        )?;
         let (_, tag) =
             openshift::parse_istag_name(&name).map_err(|e| strategy_error(e, &ty, &name))?;
-        openshift::istag_write_response(&written.object, tag, &self.image_lookup())
+        openshift::istag_write_response(&written.object.value(), tag, &self.image_lookup())
             .map_err(|e| strategy_error(e, &ty, &name))
     }
 }

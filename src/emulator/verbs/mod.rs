@@ -269,7 +269,7 @@ impl Cluster {
         move |ns, name| {
             reader
                 .get(IMAGE_GROUP, "imagestreams", ns, name)
-                .map(|o| (*o).clone())
+                .map(|o| o.value())
         }
     }
 
@@ -277,7 +277,7 @@ impl Cluster {
         move |digest| {
             self.store
                 .get(IMAGE_GROUP, "images", "", digest)
-                .map(|o| (*o).clone())
+                .map(|o| o.value())
         }
     }
 

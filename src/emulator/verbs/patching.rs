@@ -58,15 +58,18 @@ impl Cluster {
                 // no image yet.
                 let (is, _) = openshift::parse_istag_name(t.name())
                     .map_err(|e| strategy_error(e, &ty, t.name()))?;
-                let stream = self.store.get(IMAGE_GROUP, "imagestreams", t.ns(), is);
+                let stream = self
+                    .store
+                    .get(IMAGE_GROUP, "imagestreams", t.ns(), is)
+                    .map(|s| s.value());
                 Some(
-                    openshift::istag_patch_base(stream.as_deref(), t.ns(), t.name())
+                    openshift::istag_patch_base(stream.as_ref(), t.ns(), t.name())
                         .map_err(|e| strategy_error(e, &ty, t.name()))?,
                 )
             } else {
                 self.store
                     .get(&ty.group, &ty.plural, t.ns(), t.name())
-                    .map(|o| (*o).clone())
+                    .map(|o| o.value())
             };
             let Some(current) = current else {
                 if kind == PatchType::Apply {
@@ -154,13 +157,13 @@ impl Cluster {
             let w = self
                 .store
                 .write(&ty.group, &ty.plural, &ns, &name, |_, cur| {
-                    let mut o = (**cur
-                        .ok_or_else(|| ApiError::not_found(&ty.group, &ty.plural, &name))?)
-                    .clone();
+                    let mut o = cur
+                        .ok_or_else(|| ApiError::not_found(&ty.group, &ty.plural, &name))?
+                        .value();
                     o["metadata"]["managedFields"] = mf;
                     Ok(WriteOp::Put(o))
                 })?;
-            obj = (*w.object).clone();
+            obj = w.object.value();
         }
         Ok(obj)
     }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::{Cluster, ListOptions, Target, strategy_error};
@@ -10,6 +11,7 @@ use crate::emulator::openshift;
 use crate::emulator::registry::{Behavior, ResourceType};
 use crate::emulator::selector::{FieldSelector, LabelSelector, field_value};
 use crate::emulator::status::ApiError;
+use crate::emulator::store::{Obj, Stored};
 
 const IMAGE_GROUP: &str = "image.openshift.io";
 
@@ -25,7 +27,7 @@ impl Cluster {
                     .store
                     .get(IMAGE_GROUP, "imagestreams", t.ns(), is)
                     .ok_or_else(|| ApiError::not_found(&ty.group, &ty.plural, t.name()))?;
-                openshift::istag_view(&stream, tag, &self.image_lookup())
+                openshift::istag_view(&stream.value(), tag, &self.image_lookup())
                     .map_err(|e| strategy_error(e, ty, t.name()))
             }
             Behavior::ImageStreamImage => {
@@ -39,13 +41,13 @@ impl Cluster {
                     .store
                     .get(IMAGE_GROUP, "imagestreams", t.ns(), is)
                     .ok_or_else(|| ApiError::not_found(&ty.group, &ty.plural, t.name()))?;
-                openshift::isimage_view(&stream, t.name(), &self.image_lookup())
+                openshift::isimage_view(&stream.value(), t.name(), &self.image_lookup())
                     .map_err(|e| strategy_error(e, ty, t.name()))
             }
             _ => self
                 .store
                 .get(&ty.group, &ty.plural, t.ns(), t.name())
-                .map(|o| (*o).clone())
+                .map(|o| o.value())
                 .ok_or_else(|| ApiError::not_found(&ty.group, &ty.plural, t.name())),
         }
     }
@@ -69,14 +71,19 @@ impl Cluster {
         Ok(fs)
     }
 
-    /// Whether an object passes the selectors of a list or watch.
-    pub fn selected(obj: &Value, ls: &LabelSelector, fs: &FieldSelector) -> bool {
-        ls.matches_value(obj.pointer("/metadata/labels"))
-            && fs.matches(&|path: &str| field_value(obj, path))
+    /// Whether an object passes the selectors of a list or watch. Decodes only what the
+    /// selectors read: nothing without selectors, the labels alone without a field selector.
+    pub fn selected(obj: &Stored, ls: &LabelSelector, fs: &FieldSelector) -> bool {
+        if fs.is_empty() {
+            return ls.is_empty() || ls.matches_value(obj.labels().as_ref());
+        }
+        let v = obj.value();
+        ls.matches_value(v.pointer("/metadata/labels"))
+            && fs.matches(&|path: &str| field_value(&v, path))
     }
 
     /// LIST a collection.
-    pub fn list(&self, t: &Target, opts: &ListOptions) -> Result<Value, ApiError> {
+    pub fn list(&self, t: &Target, opts: &ListOptions) -> Result<ListPage, ApiError> {
         let ty = &t.ty;
         if !ty.allows("list") {
             return Err(ApiError::method_not_allowed("list", &ty.group, &ty.plural));
@@ -102,14 +109,14 @@ impl Cluster {
                             .list(IMAGE_GROUP, "imagestreams", t.namespace.as_deref());
                     let streams: Vec<Value> = streams
                         .iter()
-                        .filter(|s| ls.matches_value(s.pointer("/metadata/labels")))
-                        .map(|s| (**s).clone())
+                        .filter(|s| ls.is_empty() || ls.matches_value(s.labels().as_ref()))
+                        .map(|s| s.value())
                         .collect();
                     let views = openshift::istag_list(&streams)
                         .into_iter()
                         .filter(|v| fs.matches(&|p: &str| field_value(v, p)))
-                        .map(Arc::new)
-                        .collect();
+                        .map(|v| Arc::new(Stored::new(&v)))
+                        .collect::<Vec<_>>();
                     (views, rv)
                 } else {
                     let (all, rv) = self
@@ -118,14 +125,14 @@ impl Cluster {
                     let all = all
                         .into_iter()
                         .filter(|o| Self::selected(o, &ls, &fs))
-                        .collect();
+                        .collect::<Vec<_>>();
                     (all, rv)
                 };
-                (all, rv, 0)
+                (Arc::from(all), rv, 0)
             }
         };
         let mut metadata = json!({ "resourceVersion": rv.to_string() });
-        let page: Vec<Value> = if opts.limit > 0 && items.len() > start + opts.limit {
+        let page: Vec<Obj> = if opts.limit > 0 && items.len() > start + opts.limit {
             let end = start + opts.limit;
             let id = match &opts.continue_token {
                 Some(token) => decode_continue(token)?.0,
@@ -133,21 +140,60 @@ impl Cluster {
             };
             metadata["continue"] = json!(encode_continue(id, end));
             metadata["remainingItemCount"] = json!(items.len() - end);
-            items[start..end].iter().map(|o| (**o).clone()).collect()
+            items[start..end].to_vec()
         } else {
-            items
-                .get(start..)
-                .unwrap_or_default()
-                .iter()
-                .map(|o| (**o).clone())
-                .collect()
+            items.get(start..).unwrap_or_default().to_vec()
         };
-        Ok(json!({
-            "apiVersion": ty.api_version(),
-            "kind": ty.list_kind(),
-            "metadata": metadata,
-            "items": page,
-        }))
+        Ok(ListPage {
+            api_version: ty.api_version(),
+            kind: ty.list_kind(),
+            metadata,
+            items: page,
+        })
+    }
+}
+
+/// One page of a list: the items as stored, written into the response without being decoded.
+#[derive(Debug)]
+pub struct ListPage {
+    /// The list's `apiVersion`.
+    pub api_version: String,
+    /// The list's kind (`ImageStreamList`).
+    pub kind: String,
+    /// `resourceVersion`, and `continue` and `remainingItemCount` for a page that is not the last.
+    pub metadata: Value,
+    /// The objects.
+    pub items: Vec<Obj>,
+}
+
+impl ListPage {
+    /// The response body, in the field order of Go's list types.
+    pub fn to_json(&self) -> Vec<u8> {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Wire<'a> {
+            kind: &'a str,
+            api_version: &'a str,
+            metadata: &'a Value,
+            items: Vec<&'a RawValue>,
+        }
+        let wire = Wire {
+            kind: &self.kind,
+            api_version: &self.api_version,
+            metadata: &self.metadata,
+            items: self.items.iter().map(|o| o.raw()).collect(),
+        };
+        serde_json::to_vec(&wire).unwrap_or_default()
+    }
+
+    /// The list, decoded.
+    pub fn to_value(&self) -> Value {
+        json!({
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "metadata": self.metadata,
+            "items": self.items.iter().map(|o| o.value()).collect::<Vec<_>>(),
+        })
     }
 }
 

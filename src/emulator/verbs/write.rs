@@ -14,7 +14,7 @@ use crate::emulator::openshift::{self, IstagWrite};
 use crate::emulator::patch;
 use crate::emulator::registry::{Behavior, ResourceType, types_from_crd};
 use crate::emulator::status::{ApiError, success_status};
-use crate::emulator::store::{EventType, Obj, Reader, WriteOp, Written};
+use crate::emulator::store::{EventType, Obj, Reader, Stored, WriteOp, Written};
 
 const IMAGE_GROUP: &str = "image.openshift.io";
 
@@ -38,23 +38,23 @@ impl Cluster {
         self.check_body(t, &mut body, true)?;
         let name = md_str(&body, "name").unwrap_or_default().to_string();
         let ns = t.ns().to_string();
-        let written = self
-            .store
-            .write(&ty.group, &ty.plural, &ns, &name, |reader, current| {
-                if current.is_some() {
-                    return Err(ApiError::already_exists(&ty.group, &ty.plural, &name));
-                }
-                if ty.namespaced && !Self::namespace_exists(reader, &ns) {
-                    return Err(ApiError::not_found("", "namespaces", &ns));
-                }
-                let obj = self.prepare_create(reader, &ty, body, opts)?;
-                if opts.dry_run {
-                    return Ok(WriteOp::Unchanged(Arc::new(obj)));
-                }
-                Ok(WriteOp::Put(obj))
-            })?;
+        let written =
+            self.store
+                .write_optimistic(&ty.group, &ty.plural, &ns, &name, |reader, current| {
+                    if current.is_some() {
+                        return Err(ApiError::already_exists(&ty.group, &ty.plural, &name));
+                    }
+                    if ty.namespaced && !Self::namespace_exists(reader, &ns) {
+                        return Err(ApiError::not_found("", "namespaces", &ns));
+                    }
+                    let obj = self.prepare_create(reader, &ty, body.clone(), opts)?;
+                    if opts.dry_run {
+                        return Ok(WriteOp::Unchanged(Arc::new(Stored::new(&obj))));
+                    }
+                    Ok(WriteOp::Put(obj))
+                })?;
         self.after_write(&ty, &written);
-        Ok((*written.object).clone())
+        Ok(written.object.value())
     }
 
     pub(super) fn prepare_create(
@@ -123,7 +123,7 @@ impl Cluster {
         }
         match written.event {
             Some(EventType::Added) | Some(EventType::Modified) => {
-                if let Ok(types) = types_from_crd(&written.object) {
+                if let Ok(types) = types_from_crd(&written.object.value()) {
                     self.store.register_types(types);
                 }
             }
@@ -173,35 +173,36 @@ impl Cluster {
     ) -> Result<Value, ApiError> {
         let name = t.name().to_string();
         let ns = t.ns().to_string();
-        let written = self
-            .store
-            .write(&ty.group, &ty.plural, &ns, &name, |reader, current| {
-                let Some(current) = current else {
-                    return Err(ApiError::not_found(&ty.group, &ty.plural, &name));
-                };
-                let current_rv = md_str(current, "resourceVersion").unwrap_or_default();
-                if let Some(rv) = &expected_rv
-                    && rv != current_rv
-                {
-                    return Err(ApiError::conflict(&ty.group, &ty.plural, &name));
-                }
-                if let Some(rv) = md_str(&body, "resourceVersion").filter(|rv| !rv.is_empty())
-                    && rv != current_rv
-                {
-                    return Err(ApiError::conflict(&ty.group, &ty.plural, &name));
-                }
-                let new = self.prepare_update(reader, t, ty, current, body, opts)?;
-                if comparable(&new) == comparable(current) || opts.dry_run {
-                    return Ok(WriteOp::Unchanged(if opts.dry_run {
-                        Arc::new(new)
-                    } else {
-                        current.clone()
-                    }));
-                }
-                Ok(WriteOp::Put(new))
-            })?;
+        let written =
+            self.store
+                .write_optimistic(&ty.group, &ty.plural, &ns, &name, |reader, current| {
+                    let Some(stored) = current else {
+                        return Err(ApiError::not_found(&ty.group, &ty.plural, &name));
+                    };
+                    let current = &stored.value();
+                    let current_rv = md_str(current, "resourceVersion").unwrap_or_default();
+                    if let Some(rv) = &expected_rv
+                        && rv != current_rv
+                    {
+                        return Err(ApiError::conflict(&ty.group, &ty.plural, &name));
+                    }
+                    if let Some(rv) = md_str(&body, "resourceVersion").filter(|rv| !rv.is_empty())
+                        && rv != current_rv
+                    {
+                        return Err(ApiError::conflict(&ty.group, &ty.plural, &name));
+                    }
+                    let new = self.prepare_update(reader, t, ty, current, body.clone(), opts)?;
+                    if comparable(&new) == comparable(current) || opts.dry_run {
+                        return Ok(WriteOp::Unchanged(if opts.dry_run {
+                            Arc::new(Stored::new(&new))
+                        } else {
+                            stored.clone()
+                        }));
+                    }
+                    Ok(WriteOp::Put(new))
+                })?;
         self.after_write(ty, &written);
-        Ok((*written.object).clone())
+        Ok(written.object.value())
     }
 
     pub(super) fn prepare_update(
@@ -209,7 +210,7 @@ impl Cluster {
         reader: &Reader<'_>,
         t: &Target,
         ty: &ResourceType,
-        old: &Obj,
+        old: &Value,
         mut new: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
@@ -236,7 +237,7 @@ impl Cluster {
         if t.is_status() {
             // The status subresource writes status only. Custom resources also keep their
             // metadata; openshift-apiserver's StatusStrategy applies metadata changes.
-            let mut out = (**old).clone();
+            let mut out = old.clone();
             out["status"] = new.get("status").cloned().unwrap_or(Value::Null);
             if ty.behavior == Behavior::ImageStream {
                 out["metadata"] = new["metadata"].clone();
@@ -324,8 +325,9 @@ impl Cluster {
             let (is, tag) = (is.to_string(), tag.to_string());
             self.store
                 .write(IMAGE_GROUP, "imagestreams", &ns, &is, |_, current| {
-                    let current =
-                        current.ok_or_else(|| ApiError::not_found(&ty.group, &ty.plural, &name))?;
+                    let current = &current
+                        .ok_or_else(|| ApiError::not_found(&ty.group, &ty.plural, &name))?
+                        .value();
                     let mut new = openshift::istag_delete(current, &tag)
                         .map_err(|e| strategy_error(e, &ty, &name))?;
                     bump_generation_if_spec_changed(current, &mut new);
@@ -346,9 +348,10 @@ impl Cluster {
         let written = self
             .store
             .write(&ty.group, &ty.plural, &ns, &name, |_, current| {
-                let Some(current) = current else {
+                let Some(current) = current.map(|c| c.value()) else {
                     return Err(ApiError::not_found(&ty.group, &ty.plural, &name));
                 };
+                let current = &current;
                 if let Some(uid) = &pre_uid
                     && md_str(current, "uid") != Some(uid)
                 {
@@ -361,16 +364,13 @@ impl Cluster {
                 }
                 Ok(WriteOp::Delete)
             })?;
+        let deleted = written.object.value();
         match ty.behavior {
             Behavior::Namespace => self.delete_namespace_content(&name),
             Behavior::Crd => {
                 if let (Some(g), Some(p)) = (
-                    written
-                        .object
-                        .pointer("/spec/group")
-                        .and_then(Value::as_str),
-                    written
-                        .object
+                    deleted.pointer("/spec/group").and_then(Value::as_str),
+                    deleted
                         .pointer("/spec/names/plural")
                         .and_then(Value::as_str),
                 ) {
@@ -379,10 +379,10 @@ impl Cluster {
             }
             _ => {}
         }
-        let uid = md_str(&written.object, "uid");
+        let uid = md_str(&deleted, "uid");
         Ok(match ty.behavior {
             // Custom resources answer with the deleted object, built-in kinds with a Status.
-            Behavior::Custom | Behavior::Crd => (*written.object).clone(),
+            Behavior::Custom | Behavior::Crd => deleted.clone(),
             _ => success_status(&ty.group, &ty.plural, &name, uid),
         })
     }
@@ -394,7 +394,7 @@ impl Cluster {
             }
             let (items, _) = self.store.list(&ty.group, &ty.plural, Some(ns));
             for o in items {
-                if let Some(name) = md_str(&o, "name") {
+                if let Some(name) = md_str(&o.value(), "name") {
                     let _ = self
                         .store
                         .write(&ty.group, &ty.plural, ns, name, |_, cur| match cur {
@@ -413,13 +413,13 @@ impl Cluster {
         plural: &str,
         ns: &str,
         name: &str,
-        f: F,
+        mut f: F,
     ) -> Result<Written, ApiError>
     where
-        F: FnOnce(Option<&Obj>) -> Result<Option<Value>, ApiError>,
+        F: FnMut(Option<&Obj>) -> Result<Option<Value>, ApiError>,
     {
         self.store
-            .write(group, plural, ns, name, |_, current| match f(current)? {
+            .write_optimistic(group, plural, ns, name, |_, current| match f(current)? {
                 Some(v) => Ok(WriteOp::Put(v)),
                 None => match current {
                     Some(c) => Ok(WriteOp::Unchanged(c.clone())),
