@@ -91,7 +91,9 @@ struct Snapshot {
 
 struct Inner {
     rv: u64,
-    types: Vec<ResourceType>,
+    /// Shared with every request that routes by them; replaced, not changed, when CRDs come
+    /// and go.
+    types: Arc<Vec<ResourceType>>,
     objects: HashMap<ResKey, BTreeMap<(String, String), Obj>>,
     log: VecDeque<Arc<Event>>,
     /// Watches can start from any resourceVersion >= this one.
@@ -174,7 +176,7 @@ impl Store {
         Store {
             inner: Mutex::new(Inner {
                 rv: 1,
-                types: builtin_types(),
+                types: Arc::new(builtin_types()),
                 objects: HashMap::new(),
                 log: VecDeque::new(),
                 window_start: 1,
@@ -200,7 +202,7 @@ impl Store {
     }
 
     /// A snapshot of the served resource types.
-    pub fn types(&self) -> Vec<ResourceType> {
+    pub fn types(&self) -> Arc<Vec<ResourceType>> {
         self.lock().types.clone()
     }
 
@@ -231,10 +233,10 @@ impl Store {
     pub fn register_types(&self, new: Vec<ResourceType>) {
         let mut inner = self.lock();
         for t in new {
-            inner.types.retain(|x| {
+            Arc::make_mut(&mut inner.types).retain(|x| {
                 !(x.group == t.group && x.version == t.version && x.plural == t.plural)
             });
-            inner.types.push(t);
+            Arc::make_mut(&mut inner.types).push(t);
         }
     }
 
@@ -255,9 +257,7 @@ impl Store {
                 None => Err(ApiError::not_found(group, plural, &name)),
             });
         }
-        self.lock()
-            .types
-            .retain(|t| !(t.group == group && t.plural == plural));
+        Arc::make_mut(&mut self.lock().types).retain(|t| !(t.group == group && t.plural == plural));
     }
 
     /// The current object, if any.

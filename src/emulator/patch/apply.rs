@@ -8,9 +8,8 @@
 
 use serde_json::{Value, json};
 
-use super::fieldset::{
-    FieldSet, compare, display_path, key_step, owned_fields, remove_at, value_at_mut,
-};
+use super::compare::compare;
+use super::fieldset::{FieldSet, display_path, key_step, owned_fields, remove_at, value_at_mut};
 use super::managed::{APPLY, Owner, UPDATE, decode, encode};
 use super::{FieldConflict, MergeKey, PatchError, join_path, keys_at};
 

@@ -203,7 +203,7 @@ pub(crate) fn owned_fields(
     Ok(set.without_subtrees(&server_owned()))
 }
 
-fn walk_map(
+pub(super) fn walk_map(
     m: &Map<String, Value>,
     dotted: &str,
     keys: &[MergeKey],
@@ -212,32 +212,46 @@ fn walk_map(
     set: &mut FieldSet,
 ) -> Result<(), PatchError> {
     for (name, child) in m {
-        let sub = join_path(dotted, name);
-        path.push(format!("f:{name}"));
-        match child {
-            Value::Object(cm) if !cm.is_empty() => walk_map(cm, &sub, keys, strict, path, set)?,
-            Value::Array(items) => match element_steps(items, &sub, keys, strict)? {
-                Some(steps) => {
-                    for (step, item) in steps.into_iter().zip(items) {
-                        path.push(step);
-                        set.insert(path);
-                        if let Value::Object(im) = item {
-                            walk_map(im, &sub, keys, strict, path, set)?;
-                        }
-                        path.pop();
-                    }
-                }
-                None => set.insert(path),
-            },
-            _ => set.insert(path),
-        }
-        path.pop();
+        walk_entry(name, child, dotted, keys, strict, path, set)?;
     }
     Ok(())
 }
 
+/// The fields of one entry `name: child` of the map at `dotted` (whose path is `path`).
+pub(super) fn walk_entry(
+    name: &str,
+    child: &Value,
+    dotted: &str,
+    keys: &[MergeKey],
+    strict: bool,
+    path: &mut FieldPath,
+    set: &mut FieldSet,
+) -> Result<(), PatchError> {
+    let sub = join_path(dotted, name);
+    path.push(format!("f:{name}"));
+    match child {
+        Value::Object(cm) if !cm.is_empty() => walk_map(cm, &sub, keys, strict, path, set)?,
+        Value::Array(items) => match element_steps(items, &sub, keys, strict)? {
+            Some(steps) => {
+                for (step, item) in steps.into_iter().zip(items) {
+                    path.push(step);
+                    set.insert(path);
+                    if let Value::Object(im) = item {
+                        walk_map(im, &sub, keys, strict, path, set)?;
+                    }
+                    path.pop();
+                }
+            }
+            None => set.insert(path),
+        },
+        _ => set.insert(path),
+    }
+    path.pop();
+    Ok(())
+}
+
 /// The `k:` step of every element of the list at `dotted`, or `None` for an atomic list.
-fn element_steps(
+pub(super) fn element_steps(
     items: &[Value],
     dotted: &str,
     keys: &[MergeKey],
@@ -346,35 +360,6 @@ pub(crate) fn display_path(path: &[String]) -> String {
         }
     }
     out
-}
-
-/// What changed between two versions of an object, in owned-field terms (SMD `Compare`).
-#[derive(Debug, Default)]
-pub(crate) struct Comparison {
-    pub(crate) added: FieldSet,
-    pub(crate) removed: FieldSet,
-    pub(crate) modified: FieldSet,
-}
-
-pub(crate) fn compare(old: &Value, new: &Value, keys: &[MergeKey]) -> Comparison {
-    // Stored objects are never rejected here; see `owned_fields`.
-    let old_set = owned_fields(old, keys, false).unwrap_or_default();
-    let new_set = owned_fields(new, keys, false).unwrap_or_default();
-    let mut modified = FieldSet::default();
-    for path in old_set.intersection(&new_set).paths() {
-        let (a, b) = (value_at(old, &path), value_at(new, &path));
-        // Two maps at a member path are keyed list elements: their fields are compared on
-        // their own, so the element itself only changes by being added or removed.
-        let both_maps = a.is_some_and(Value::is_object) && b.is_some_and(Value::is_object);
-        if a != b && !both_maps {
-            modified.insert(&path);
-        }
-    }
-    Comparison {
-        added: new_set.difference(&old_set),
-        removed: old_set.difference(&new_set),
-        modified,
-    }
 }
 
 #[cfg(test)]
@@ -503,18 +488,5 @@ mod tests {
         assert!(remove_at(&mut obj, &path[..3]));
         assert_eq!(obj, json!({"spec": {"tags": [{"name": "b"}]}}));
         assert!(!remove_at(&mut obj, &path[..3]));
-    }
-
-    #[test]
-    fn compare_reports_added_removed_and_modified_leaves() {
-        let old = json!({"data": {"x": "1", "y": "2"}, "spec": {"tags": [{"name": "a", "from": {"name": "1"}}]}});
-        let new = json!({"data": {"x": "9", "z": "3"}, "spec": {"tags": [{"name": "a", "from": {"name": "2"}}]}});
-        let c = compare(&old, &new, KEYS);
-        assert_eq!(c.added.to_fields_v1(), json!({"f:data": {"f:z": {}}}));
-        assert_eq!(c.removed.to_fields_v1(), json!({"f:data": {"f:y": {}}}));
-        assert_eq!(
-            c.modified.to_fields_v1(),
-            json!({"f:data": {"f:x": {}}, "f:spec": {"f:tags": {"k:{\"name\":\"a\"}": {"f:from": {"f:name": {}}}}}})
-        );
     }
 }

@@ -6,7 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::fieldset::{FieldSet, compare};
+use super::compare::compare;
+use super::fieldset::FieldSet;
 use super::{DEFAULT_MERGE_KEYS, MergeKey};
 
 pub(super) const APPLY: &str = "Apply";

@@ -21,6 +21,7 @@
 //! of every write) and `fieldset` (the field sets that apply and the bookkeeping work on).
 
 mod apply;
+mod compare;
 mod error;
 mod fieldset;
 #[cfg(test)]

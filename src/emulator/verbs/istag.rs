@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Cluster, Target, WriteOptions, comparable, md_mut, md_str, now, strategy_error};
+use super::{Cluster, Target, WriteOptions, md_mut, md_str, now, strategy_error, unchanged};
 use crate::emulator::openshift::{self, IstagWrite};
 use crate::emulator::patch;
 use crate::emulator::status::ApiError;
@@ -66,7 +66,7 @@ impl Cluster {
                             &is_type.api_version(),
                             &now(),
                         );
-                        if comparable(&new) == comparable(old) {
+                        if unchanged(&new, old) {
                             return Ok(WriteOp::Unchanged(stored.clone()));
                         }
                     }

@@ -235,13 +235,26 @@ fn spec_part(obj: &Value) -> Value {
 }
 
 /// The object without the fields every write changes, to tell a no-op update.
-fn comparable(obj: &Value) -> Value {
-    let mut o = obj.clone();
-    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
-        m.remove("managedFields");
-    }
-    o
+/// Whether a write leaves an object as it was, its bookkeeping aside (`resourceVersion`,
+/// `managedFields`): such a write is a no-op, with no new revision and no event.
+fn unchanged(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let bookkeeping = |k: &str| k == "resourceVersion" || k == "managedFields";
+    let same_metadata = |x: Option<&Value>, y: Option<&Value>| match (x, y) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            let x: Vec<_> = x.iter().filter(|(k, _)| !bookkeeping(k)).collect();
+            let y: Vec<_> = y.iter().filter(|(k, _)| !bookkeeping(k)).collect();
+            x == y
+        }
+        (x, y) => x == y,
+    };
+    a.len() == b.len()
+        && a.iter().all(|(k, v)| match k.as_str() {
+            "metadata" => same_metadata(Some(v), b.get("metadata")),
+            _ => b.get(k) == Some(v),
+        })
 }
 
 fn random_suffix() -> String {
@@ -367,5 +380,31 @@ impl Cluster {
 
     pub(super) fn namespace_exists(reader: &Reader<'_>, ns: &str) -> bool {
         reader.get("", "namespaces", "", ns).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::unchanged;
+
+    #[test]
+    fn a_write_is_unchanged_when_only_the_bookkeeping_differs() {
+        let stored = json!({"metadata": {"name": "a", "resourceVersion": "5", "managedFields": [{"manager": "x"}]}, "data": {"k": "v"}});
+        let same = json!({"metadata": {"name": "a", "resourceVersion": "9"}, "data": {"k": "v"}});
+        assert!(unchanged(&stored, &same));
+        assert!(unchanged(&same, &stored));
+        for changed in [
+            json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v"}}),
+            json!({"metadata": {"name": "a"}, "data": {"k": "w"}}),
+            json!({"metadata": {"name": "a"}, "data": {"k": "v"}, "extra": 1}),
+            json!({"data": {"k": "v"}, "other": {}}),
+            json!({"metadata": {"name": "a"}}),
+            json!(null),
+        ] {
+            assert!(!unchanged(&stored, &changed), "{changed}");
+            assert!(!unchanged(&changed, &stored), "{changed}");
+        }
     }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{
-    Cluster, Target, WriteOptions, apply_schema, comparable, md_mut, md_str, now, spec_part,
-    strategy_error,
+    Cluster, Target, WriteOptions, apply_schema, md_mut, md_str, now, spec_part, strategy_error,
+    unchanged,
 };
 use crate::emulator::openshift::{self, IstagWrite};
 use crate::emulator::patch;
@@ -192,7 +192,7 @@ impl Cluster {
                         return Err(ApiError::conflict(&ty.group, &ty.plural, &name));
                     }
                     let new = self.prepare_update(reader, t, ty, current, body.clone(), opts)?;
-                    if comparable(&new) == comparable(current) || opts.dry_run {
+                    if unchanged(&new, current) || opts.dry_run {
                         return Ok(WriteOp::Unchanged(if opts.dry_run {
                             Arc::new(Stored::new(&new))
                         } else {
@@ -388,7 +388,7 @@ impl Cluster {
     }
 
     pub(super) fn delete_namespace_content(&self, ns: &str) {
-        for ty in self.store.types() {
+        for ty in self.store.types().iter() {
             if !ty.namespaced || ty.is_virtual() {
                 continue;
             }
