@@ -576,11 +576,11 @@ async fn watch<R: Reading>(
     listed_once: &tokio::sync::watch::Sender<bool>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    // Pages of 500 streams, kube's default: a page is held as text (about 750 KB of
-    // ImageStreams with 3 tags) and as the few fields read of each until its last stream is
-    // diffed. Pages of 100 cost a fifth of that at the peak and five times the round trips:
-    // at 100,000 streams, a catch-up spent more on the 1,000 requests than on its events.
-    let mut config = watcher::Config::default().page_size(500);
+    // Pages of 100 streams (kube's default is 500): a page is held as text and as objects
+    // until its last stream is diffed, and that is the peak of the first list. Measured at
+    // 100,000 streams (BENCHMARKS.md), pages of 500 raised the catch-up's peak from 193 to
+    // 220 MiB and did not make it faster.
+    let mut config = watcher::Config::default().page_size(100);
     if let Some(sel) = &settings.selector {
         config = config.labels(sel);
     }
