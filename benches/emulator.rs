@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::rss_kib;
+use common::{digest, rss_kib, streams_yaml};
 use futures::StreamExt;
 use std::time::Instant;
 
@@ -16,32 +16,6 @@ use imagegate::emulator::{Config, Emulator};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, ListParams, WatchEvent, WatchParams};
 use kube::discovery::ApiResource;
-
-fn digest(i: usize, tag: usize, round: usize) -> String {
-    format!("sha256:{round:08x}{tag:08x}{}{i:016x}", "0".repeat(32))
-}
-
-fn streams_yaml(n: usize) -> String {
-    let mut out = String::new();
-    for i in 0..n {
-        out.push_str(&format!(
-            "---\napiVersion: image.openshift.io/v1\nkind: ImageStream\nmetadata: {{name: nb-{i}, namespace: bench}}\nspec:\n  tags:\n"
-        ));
-        for t in 0..3 {
-            out.push_str(&format!(
-                "  - {{name: t{t}, from: {{kind: DockerImage, name: \"quay.io/org/nb-{i}:t{t}\"}}}}\n"
-            ));
-        }
-        out.push_str("status:\n  tags:\n");
-        for t in 0..3 {
-            let d = digest(i, t, 0);
-            out.push_str(&format!(
-                "  - tag: t{t}\n    items:\n    - {{created: \"2026-11-30T00:00:00Z\", dockerImageReference: \"quay.io/org/nb-{i}@{d}\", image: \"{d}\", generation: 1}}\n"
-            ));
-        }
-    }
-    out
-}
 
 fn rss() -> (u64, u64) {
     let pid = std::process::id();

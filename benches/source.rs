@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{Killed, ms, percentile, rss_kib};
+use common::{Killed, digest, ms, percentile, rss_kib, streams_yaml};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -184,32 +184,6 @@ async fn watch_proxy(upstream: SocketAddr, marks: Arc<Mutex<Marks>>) -> SocketAd
         }
     });
     addr
-}
-
-fn digest(i: usize, tag: usize, round: usize) -> String {
-    format!("sha256:{round:08x}{tag:08x}{}{i:016x}", "0".repeat(32))
-}
-
-fn streams_yaml(n: usize) -> String {
-    let mut out = String::new();
-    for i in 0..n {
-        out.push_str(&format!(
-            "---\napiVersion: image.openshift.io/v1\nkind: ImageStream\nmetadata: {{name: nb-{i}, namespace: bench}}\nspec:\n  tags:\n"
-        ));
-        for t in 0..3 {
-            out.push_str(&format!(
-                "  - {{name: t{t}, from: {{kind: DockerImage, name: \"quay.io/org/nb-{i}:t{t}\"}}}}\n"
-            ));
-        }
-        out.push_str("status:\n  tags:\n");
-        for t in 0..3 {
-            let d = digest(i, t, 0);
-            out.push_str(&format!(
-                "  - tag: t{t}\n    items:\n    - {{created: \"2026-11-30T00:00:00Z\", dockerImageReference: \"quay.io/org/nb-{i}@{d}\", image: \"{d}\", generation: 1}}\n"
-            ));
-        }
-    }
-    out
 }
 
 /// Waits until the sink has seen every key; the moment the last arrived. Fails, naming what it

@@ -84,3 +84,31 @@ pub fn report_header(title: &str, setup: &str) {
     println!("| measure | value |");
     println!("|---|---|");
 }
+
+/// The digest of tag `tag` of stream `i` in import round `round` (0: the seeded one).
+pub fn digest(i: usize, tag: usize, round: usize) -> String {
+    format!("sha256:{round:08x}{tag:08x}{}{i:016x}", "0".repeat(32))
+}
+
+/// `n` ImageStreams `bench/nb-<i>` with tags t0..t2, each with its seeded digest in its history.
+pub fn streams_yaml(n: usize) -> String {
+    let mut out = String::new();
+    for i in 0..n {
+        out.push_str(&format!(
+            "---\napiVersion: image.openshift.io/v1\nkind: ImageStream\nmetadata: {{name: nb-{i}, namespace: bench}}\nspec:\n  tags:\n"
+        ));
+        for t in 0..3 {
+            out.push_str(&format!(
+                "  - {{name: t{t}, from: {{kind: DockerImage, name: \"quay.io/org/nb-{i}:t{t}\"}}}}\n"
+            ));
+        }
+        out.push_str("status:\n  tags:\n");
+        for t in 0..3 {
+            let d = digest(i, t, 0);
+            out.push_str(&format!(
+                "  - tag: t{t}\n    items:\n    - {{created: \"2026-11-30T00:00:00Z\", dockerImageReference: \"quay.io/org/nb-{i}@{d}\", image: \"{d}\", generation: 1}}\n"
+            ));
+        }
+    }
+    out
+}

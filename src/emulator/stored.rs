@@ -58,16 +58,6 @@ impl Stored {
             .metadata?
             .labels
     }
-
-    /// Bytes of JSON held.
-    pub fn len(&self) -> usize {
-        self.0.get().len()
-    }
-
-    /// Never true: a stored object is at least `null`.
-    pub fn is_empty(&self) -> bool {
-        self.0.get().is_empty()
-    }
 }
 
 impl PartialEq for Stored {

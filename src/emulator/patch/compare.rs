@@ -214,23 +214,12 @@ fn distinct(steps: &[String]) -> bool {
 mod tests {
     use serde_json::json;
 
+    use super::super::DEFAULT_MERGE_KEYS;
     use super::super::fieldset::owned_fields;
     use super::*;
 
-    const KEYS: &[MergeKey] = &[
-        MergeKey {
-            path: "spec.tags",
-            key: "name",
-        },
-        MergeKey {
-            path: "status.tags",
-            key: "tag",
-        },
-        MergeKey {
-            path: "status.tags.items",
-            key: "image",
-        },
-    ];
+    // The merge keys every write is recorded with (nested: status.tags[].conditions[]).
+    const KEYS: &[MergeKey] = DEFAULT_MERGE_KEYS;
 
     /// SMD's definition, over whole field sets: the oracle the walk must agree with.
     fn by_sets(old: &Value, new: &Value) -> Comparison {
@@ -296,9 +285,10 @@ mod tests {
             json!({"spec": {"tags": [{"name": "a"}, {"noname": true}]}}),
             json!({"spec": {"tags": [{"name": "a"}, "scalar"]}}),
             json!({"spec": {"tags": {"name": "a"}}}),
-            json!({"status": {"tags": [{"tag": "t", "items": [{"image": "sha256:1", "generation": 1}]}]}}),
-            json!({"status": {"tags": [{"tag": "t", "items": [{"image": "sha256:2", "generation": 2}, {"image": "sha256:1", "generation": 1}]}]}}),
-            json!({"status": {"tags": [{"tag": "t", "items": [{"image": "sha256:1", "generation": 3}]}, {"tag": "u", "items": null}]}}),
+            json!({"status": {"tags": [{"tag": "t", "conditions": [{"type": "ImportSuccess", "status": "False"}]}]}}),
+            json!({"status": {"tags": [{"tag": "t", "conditions": [{"type": "Other", "status": "True"}, {"type": "ImportSuccess", "status": "False"}]}]}}),
+            json!({"status": {"tags": [{"tag": "t", "conditions": [{"type": "ImportSuccess", "status": "True"}]}, {"tag": "u", "conditions": null}]}}),
+            json!({"metadata": {"ownerReferences": [{"uid": "1", "name": "a"}]}, "status": {"tags": [{"tag": "t", "items": [{"image": "x"}]}]}}),
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"resourceVersion": "9", "managedFields": [{"x": 1}]}}),
         ];
         for old in &versions {
