@@ -162,7 +162,7 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
         sink_timeout: args.sink_timeout.map(std::time::Duration::from_secs),
         namespaces: args.namespaces.clone(),
         selector: args.selector.clone(),
-        tags: crate::source::diff::TagFilter(args.tags.clone()),
+        tags: crate::source::state::TagFilter(args.tags.clone()),
         mode: match args.mode {
             SourceMode::Imagestreamtag => crate::source::Mode::ImageStreamTag,
             SourceMode::Resource => crate::source::Mode::Resource,

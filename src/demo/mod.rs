@@ -495,7 +495,7 @@ fn source_settings(
         sink_timeout: None,
         namespaces: vec![NAMESPACE.to_string()],
         selector: None,
-        tags: crate::source::diff::TagFilter::default(),
+        tags: crate::source::state::TagFilter::default(),
         mode: crate::source::Mode::ImageStreamTag,
         content_mode: ContentMode::Binary,
         delivery: DeliverySpec {

@@ -20,13 +20,14 @@ use tracing::{debug, error, info, warn};
 
 use crate::api::ImageStream;
 
-use super::change::{ChangeKind, StreamState, TagChange, TagState};
+use super::change::TagChange;
 use super::checkpoint::{Checkpoint, Loaded, StreamKey};
 use super::deliver::{self, Delivered};
-use super::diff::{self, TagFilter};
+use super::diff;
 use super::event::{self, EventSettings, WatchAction};
 use super::metrics::Metrics;
 use super::queue::{self, Job, Queue};
+use super::state::{self, StreamState, TagFilter, TagState};
 use super::{Mode, Settings};
 
 /// A queued event, as what it is built from. The CloudEvent is built when its delivery
@@ -67,62 +68,6 @@ impl Pending {
         }
         ev
     }
-}
-
-/// The tag states after each change of a batch, folded from the state before it.
-fn afters(before: Option<&StreamState>, changes: &[TagChange]) -> Vec<Option<TagState>> {
-    let mut state: HashMap<&str, Option<TagState>> = HashMap::new();
-    changes
-        .iter()
-        .map(|c| {
-            let prev = state
-                .get(c.tag.as_str())
-                .cloned()
-                .unwrap_or_else(|| before.and_then(|b| b.tags.get(&c.tag).cloned()));
-            let next = match c.kind {
-                ChangeKind::Updated => Some(TagState {
-                    digest: c.digest.clone(),
-                    generation: c.generation,
-                    failure_generation: prev.as_ref().and_then(|p| p.failure_generation),
-                }),
-                ChangeKind::ImportFailed => {
-                    let mut p = prev.unwrap_or_default();
-                    p.failure_generation = Some(c.generation);
-                    if p.digest.is_none() {
-                        p.digest = c.digest.clone();
-                    }
-                    Some(p)
-                }
-                ChangeKind::Deleted => None,
-            };
-            state.insert(c.tag.as_str(), next.clone());
-            next
-        })
-        .collect()
-}
-
-/// Applies a delivered change of `tag` (of the stream with `uid`) to the stream's delivered
-/// state: the tag's state becomes `after` (None: the tag is gone). Returns the new state, with
-/// no tags left when the stream's deletion was delivered.
-fn apply_ack(
-    current: Option<StreamState>,
-    uid: &str,
-    tag: &str,
-    after: Option<TagState>,
-) -> StreamState {
-    let mut entry = current.unwrap_or_default();
-    if entry.uid != uid {
-        entry.uid = uid.to_owned();
-    }
-    match after {
-        Some(s) => {
-            entry.tags.insert(tag, s);
-        }
-        None => {
-            entry.tags.remove(tag);
-        }
-    }
-    entry
 }
 
 /// How much of each watched ImageStream the source reads.
@@ -321,7 +266,7 @@ impl Watching {
         }
         match self.settings.mode {
             Mode::ImageStreamTag => {
-                let state = diff::state_of(is, &self.filter);
+                let state = state::of_stream(is, &self.filter);
                 let unknown = initial && !self.enqueued.contains_key(&key);
                 if unknown && self.first_start && !self.settings.emit_existing {
                     // Nothing was delivered before: record what exists now, send nothing.
@@ -387,7 +332,7 @@ impl Watching {
         changes: Vec<TagChange>,
         seen: Instant,
     ) {
-        let afters = afters(before, &changes);
+        let afters = state::afters(before, &changes);
         for (change, after) in changes.into_iter().zip(afters) {
             debug!(
                 namespace = %change.namespace,
@@ -527,8 +472,7 @@ pub async fn watch_and_deliver(
                     continue;
                 };
                 let stream = (change.namespace, change.image_stream);
-                let next = apply_ack(
-                    checkpoint.get(&stream),
+                let next = checkpoint.get(&stream).unwrap_or_default().told(
                     &change.image_stream_uid,
                     &change.tag,
                     after,
@@ -673,6 +617,7 @@ async fn watch<R: Reading>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::change::ChangeKind;
 
     fn change(kind: ChangeKind, tag: &str, digest: Option<&str>, generation: i64) -> TagChange {
         TagChange {
@@ -689,55 +634,6 @@ mod tests {
             reason: None,
             message: None,
         }
-    }
-
-    #[test]
-    fn each_change_acknowledges_the_state_it_brings_the_tag_to() {
-        let before = StreamState {
-            uid: "u1".into(),
-            tags: [(
-                "latest".to_string(),
-                TagState {
-                    digest: Some("a".into()),
-                    generation: 2,
-                    failure_generation: Some(1),
-                },
-            )]
-            .into_iter()
-            .collect(),
-        };
-        let changes = vec![
-            change(ChangeKind::Updated, "latest", Some("b"), 3),
-            change(ChangeKind::ImportFailed, "latest", Some("b"), 4),
-            change(ChangeKind::Updated, "candidate", Some("c"), 4),
-            change(ChangeKind::Deleted, "old", Some("z"), 1),
-        ];
-        let a = afters(Some(&before), &changes);
-        assert_eq!(
-            a[0],
-            Some(TagState {
-                digest: Some("b".into()),
-                generation: 3,
-                failure_generation: Some(1)
-            })
-        );
-        assert_eq!(
-            a[1],
-            Some(TagState {
-                digest: Some("b".into()),
-                generation: 3,
-                failure_generation: Some(4)
-            })
-        );
-        assert_eq!(
-            a[2],
-            Some(TagState {
-                digest: Some("c".into()),
-                generation: 4,
-                failure_generation: None
-            })
-        );
-        assert_eq!(a[3], None);
     }
 
     #[test]
@@ -856,14 +752,6 @@ mod tests {
         let w = event(&bad_status);
         assert_eq!(dyn_key(&w), ("ds".into(), "nb".into()));
         assert!(w.stream.is_err());
-    }
-
-    #[test]
-    fn a_stream_whose_last_tag_is_deleted_is_left_with_no_tags() {
-        let s = apply_ack(None, "u1", "latest", Some(TagState::default()));
-        assert_eq!(s.uid, "u1");
-        let s = apply_ack(Some(s), "u1", "latest", None);
-        assert!(s.tags.is_empty());
     }
 
     #[test]

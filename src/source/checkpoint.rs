@@ -57,8 +57,8 @@ use serde_json::value::RawValue;
 
 use self::health::{FailureKind, Persistence, Say};
 use self::layout::{Found, Layout, Prefix, ShardId};
-use super::change::StreamState;
 use super::metrics::Metrics;
+use super::state::StreamState;
 use crate::admin::Health;
 
 pub use self::entry::{StreamKey, data_key, decode_state, fnv1a64, legacy_shard_of};

@@ -5,48 +5,24 @@
 //! watch or a restart send exactly the changes that happened: the history of each tag
 //! (`status.tags[t].items`, newest first, a new import prepended) says which images the
 //! receiver has not been told about yet, and the recorded `(digest, generation)` of the last
-//! one delivered says where to start. The caller delivers the changes, then stores
-//! [`state_of`] the stream as the new state.
+//! one delivered says where to start. The caller delivers the changes; each acknowledgement
+//! moves the recorded state by the state rule ([`super::state::after`]), and once all are
+//! delivered the stream is in [`super::state::of_stream`].
 //!
-//! The invariant the tests pin: `diff(Some(&state_of(is)), Some(is))` is always empty.
+//! The invariants the tests pin: `diff(Some(&of_stream(is)), Some(is))` is always empty, and
+//! so is the diff from the state that the changes of any diff lead to.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
 
-use super::change::{ChangeKind, StreamState, TagChange, TagState};
+use super::change::{ChangeKind, TagChange};
+use super::state::{StreamState, TagFilter, TagState, tags_now};
 use crate::api::{ImageStream, NamedTagEventList, TagEvent, TagEventCondition};
 
 #[cfg(test)]
 mod tests;
-
-/// Which tags to consider (the `--tag` flag; empty = all).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TagFilter(pub Vec<String>);
-
-impl TagFilter {
-    /// Whether changes of `tag` are wanted.
-    pub fn allows(&self, tag: &str) -> bool {
-        self.0.is_empty() || self.0.iter().any(|t| t == tag)
-    }
-}
-
-/// The state a stream is in now, as the receiver should know it after all its changes (what
-/// the checkpoint stores once they are delivered).
-///
-/// Per allowed tag: the newest history entry with a digest and the generation of a standing
-/// import failure. A tag with neither (never imported and no failure, or only digest-less
-/// `reference: true` entries) is not recorded: nothing was or will be said about it.
-pub fn state_of(is: &ImageStream, filter: &TagFilter) -> StreamState {
-    StreamState {
-        uid: uid(is).to_string(),
-        tags: present_tags(is, filter)
-            .into_iter()
-            .map(|(tag, (state, _))| (tag, state))
-            .collect(),
-    }
-}
 
 /// The changes from `before` (None: nothing delivered about this stream yet) to `now` (None:
 /// the stream is gone), oldest first per tag, tags in name order.
@@ -96,7 +72,7 @@ pub fn diff(
         name,
         uid: uid(is),
     };
-    let present = present_tags(is, filter);
+    let present = tags_now(is, filter);
     let mut names: Vec<&str> = recorded.keys().chain(present.keys()).copied().collect();
     names.sort_unstable();
     names.dedup();
@@ -118,7 +94,7 @@ pub fn diff(
 pub fn existing(is: &ImageStream, filter: &TagFilter) -> Vec<TagChange> {
     let stream = Stream::of(is);
     let mut changes = Vec::new();
-    for (tag, (_, list)) in present_tags(is, filter) {
+    for (tag, (_, list)) in tags_now(is, filter) {
         let history = imported(list);
         if let Some((event, digest)) = history.first() {
             let previous = history.get(1).map(|(_, digest)| *digest);
@@ -139,7 +115,7 @@ pub fn existing(is: &ImageStream, filter: &TagFilter) -> Vec<TagChange> {
 /// standing import failure: a duplicate of what was most likely delivered already, never a loss,
 /// and never the whole history again. Recorded at once, it keeps that so across a crash.
 pub fn one_behind(is: &ImageStream, filter: &TagFilter) -> StreamState {
-    let tags = present_tags(is, filter)
+    let tags = tags_now(is, filter)
         .into_iter()
         .filter_map(|(tag, (_, list))| {
             let history = imported(list);
@@ -282,43 +258,6 @@ impl<'a> Stream<'a> {
             ..self.change(ChangeKind::Deleted, tag)
         }
     }
-}
-
-/// The allowed tags that have something to say (see [`state_of`]), by name, each with its
-/// state now and its status entry. A name listed twice (malformed): the last wins, as on the
-/// server.
-fn present_tags<'a>(
-    is: &'a ImageStream,
-    filter: &TagFilter,
-) -> BTreeMap<&'a str, (TagState, &'a NamedTagEventList)> {
-    let lists = is
-        .status
-        .as_ref()
-        .map(|s| s.tags.as_slice())
-        .unwrap_or_default();
-    let mut tags = BTreeMap::new();
-    for list in lists.iter().filter(|list| filter.allows(&list.tag)) {
-        match tag_state(list) {
-            Some(state) => tags.insert(list.tag.as_str(), (state, list)),
-            None => tags.remove(list.tag.as_str()),
-        };
-    }
-    tags
-}
-
-fn tag_state(list: &NamedTagEventList) -> Option<TagState> {
-    let current = imported(list).first().copied();
-    let failure_generation = list.import_failure().map(|failure| failure.generation);
-    if current.is_none() && failure_generation.is_none() {
-        return None;
-    }
-    Some(TagState {
-        digest: current.map(|(_, digest)| digest.to_string()),
-        generation: current
-            .map(|(event, _)| event.generation)
-            .unwrap_or_default(),
-        failure_generation,
-    })
 }
 
 /// The history entries that name an image, newest first, with their digests. Entries without

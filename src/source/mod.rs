@@ -14,6 +14,7 @@ pub mod diff;
 pub mod event;
 pub mod metrics;
 pub mod queue;
+pub mod state;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,9 +28,9 @@ use crate::leader::{self, LeaderConfig};
 
 use self::checkpoint::{Checkpoint, CheckpointConfig};
 use self::deliver::{ContentMode, DeliverySpec};
-use self::diff::TagFilter;
 use self::event::EventSettings;
 use self::metrics::Metrics;
+use self::state::TagFilter;
 
 /// What the source sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

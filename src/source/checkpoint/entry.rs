@@ -24,7 +24,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
 
-use crate::source::change::{StreamState, TagState};
+use crate::source::state::{StreamState, TagState};
 
 /// The ImageStream a checkpoint entry is about: `(namespace, name)`.
 pub type StreamKey = (String, String);

@@ -4,7 +4,7 @@
 use super::*;
 use crate::emulator::control::Fault;
 use crate::emulator::{Config, Emulator};
-use crate::source::change::{TagState, TagStates};
+use crate::source::state::{TagState, TagStates};
 use prometheus_client::registry::Registry;
 
 const NS: &str = "imagegate";

@@ -26,7 +26,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::entry::{self, StreamKey, place};
-use crate::source::change::StreamState;
+use crate::source::state::StreamState;
 
 /// A leaf splits when its keys and values take more than this many bytes.
 pub const SPLIT_ABOVE: usize = 512 * 1024;

@@ -3,7 +3,7 @@
 //! each rule (history order, re-list, pruning, collapse, failures, deletions, uid, filter).
 
 use super::*;
-use crate::source::change::TagStates;
+use crate::source::state::{TagStates, of_stream as state_of};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -685,4 +685,48 @@ fn a_lost_record_of_a_single_import_and_a_standing_failure_resends_both() {
         &all(),
     );
     assert_eq!(brief(&changes), [b(Updated, "candidate", Some(A), None, 1)]);
+}
+
+/// The state the receiver is in once every change of `changes` was acknowledged, each moving
+/// it by the state rule: what the checkpoint holds after a delivery.
+fn acknowledged(before: Option<&StreamState>, changes: &[TagChange]) -> StreamState {
+    let afters = crate::source::state::afters(before, changes);
+    changes.iter().zip(afters).fold(
+        before.cloned().unwrap_or_default(),
+        |state, (change, after)| state.told(&change.image_stream_uid, &change.tag, after),
+    )
+}
+
+#[test]
+fn after_the_changes_of_any_diff_are_acknowledged_the_next_diff_is_empty() {
+    // Every pair of states a stream can go through, in the oracle and the real fixtures, and
+    // histories with collapses, prunes and failures: from nothing, or from what was delivered
+    // about the earlier one, to the later one.
+    let mut streams = oracle();
+    streams.extend([
+        fixture("ci-note_ansible-runner_imagestream_import-failed.yaml"),
+        fixture("rhpam-lab_rhpam-kieserver-rhel8_imagestream_never-imported.yaml"),
+        nb(json!([event(B, 5), event(B, 4), event(A, 2)])),
+        nb(json!([event(A, 7), event(B, 6), event(A, 2)])),
+        nb_with(
+            json!([event(B, 3)]),
+            json!([{"type": "ImportSuccess", "status": "False", "generation": 4}]),
+        ),
+    ]);
+    for (i, earlier) in streams.iter().enumerate() {
+        for later in &streams[i..] {
+            let stream = key(later);
+            for before in [None, Some(state_of(earlier, &all()))] {
+                let changes = diff(&stream, before.as_ref(), Some(later), &all());
+                let state = acknowledged(before.as_ref(), &changes);
+                assert_eq!(
+                    diff(&stream, Some(&state), Some(later), &all()),
+                    [],
+                    "{:?} then {:?}",
+                    brief(&changes),
+                    state
+                );
+            }
+        }
+    }
 }
