@@ -170,6 +170,31 @@ impl Loaded {
     }
 }
 
+#[cfg(test)]
+impl Loaded {
+    /// What a start reads after a complete checkpoint holding `states`, of which the entries
+    /// of `unreadable` could not be read (lost).
+    pub fn restart(
+        states: HashMap<StreamKey, StreamState>,
+        unreadable: BTreeSet<StreamKey>,
+    ) -> Loaded {
+        Loaded {
+            states,
+            first_start: false,
+            coverage: layout::Coverage::everything(),
+            unreadable,
+        }
+    }
+
+    /// What a first start reads: nothing.
+    pub fn first() -> Loaded {
+        Loaded {
+            first_start: true,
+            ..Loaded::default()
+        }
+    }
+}
+
 /// The delivered state of every stream, kept in memory and written to the cluster.
 pub struct Checkpoint {
     api: Api<ConfigMap>,

@@ -12,12 +12,13 @@
 //! The invariants the tests pin: `diff(Some(&of_stream(is)), Some(is))` is always empty, and
 //! so is the diff from the state that the changes of any diff lead to.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
 
 use super::change::{ChangeKind, TagChange};
+use super::checkpoint::StreamKey;
 use super::state::{StreamState, TagFilter, TagState, tags_now};
 use crate::api::{ImageStream, NamedTagEventList, TagEvent, TagEventCondition};
 
@@ -283,4 +284,22 @@ fn rfc3339(time: &Time) -> Option<String> {
         Ok(serde_json::Value::String(text)) => Some(text),
         _ => None,
     }
+}
+
+/// The streams deleted while the watch was down: those known before a (re-)list of the scope
+/// limited to `namespace` (None: all namespaces) that the list did not hold. Each is diffed
+/// against "gone" ([`diff`] with `now` None), one `deleted` per recorded tag.
+pub fn gone<'a>(
+    known: impl IntoIterator<Item = &'a StreamKey>,
+    namespace: Option<&str>,
+    listed: &HashSet<StreamKey>,
+) -> Vec<StreamKey> {
+    let mut gone: Vec<StreamKey> = known
+        .into_iter()
+        .filter(|key| namespace.is_none_or(|ns| ns == key.0) && !listed.contains(*key))
+        .cloned()
+        .collect();
+    gone.sort_unstable();
+    gone.dedup();
+    gone
 }

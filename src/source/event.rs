@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use cloudevents::event::{EventBuilderV10, TryIntoUrl};
 use cloudevents::{Event, EventBuilder};
 use kube::Resource;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::change::{ChangeKind, TagChange};
 use crate::api::imagestream::ImageStream;
@@ -190,18 +190,7 @@ pub fn event_id(change: &TagChange) -> String {
     ])
 }
 
-/// The id of a resource/reference event: as [`event_id`], over [`ID_SCHEME`], the event type,
-/// `metadata.uid` and `metadata.resourceVersion` (each empty when missing). The API server
-/// gives every write, the deletion included, a new resourceVersion.
-pub fn resource_event_id(ty: &str, object: &Value) -> String {
-    hash_id(&[
-        ty,
-        meta_str(object, "uid"),
-        meta_str(object, "resourceVersion"),
-    ])
-}
-
-fn hash_id(fields: &[&str]) -> String {
+pub(crate) fn hash_id(fields: &[&str]) -> String {
     // The netstrings go into one buffer hashed at once, the lengths and the hex written by
     // hand: through `format!` and a digest update per piece, this took as many instructions
     // as building the rest of the event.
@@ -299,148 +288,7 @@ fn tag_data(change: &TagChange) -> Value {
     data
 }
 
-/// The watch event type an event is made for (client-go's `Add`/`Update`/`Delete` of a
-/// reflector's store: `ADDED`, `MODIFIED`, `DELETED`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WatchAction {
-    /// `ADDED`.
-    Add,
-    /// `MODIFIED`.
-    Update,
-    /// `DELETED` (the object is its last state).
-    Delete,
-}
-
-impl WatchAction {
-    /// The type of mode `resource` events.
-    pub fn resource_type(self) -> &'static str {
-        match self {
-            Self::Add => types::RESOURCE_ADD,
-            Self::Update => types::RESOURCE_UPDATE,
-            Self::Delete => types::RESOURCE_DELETE,
-        }
-    }
-
-    /// The type of mode `reference` events.
-    pub fn reference_type(self) -> &'static str {
-        match self {
-            Self::Add => types::REF_ADD,
-            Self::Update => types::REF_UPDATE,
-            Self::Delete => types::REF_DELETE,
-        }
-    }
-}
-
-/// Mode `resource`: what ApiServerSource sends for an ImageStream watch event, the object
-/// itself as data. See [`reference_event`] for the attributes; only the type and data differ.
-pub fn resource_event(
-    action: WatchAction,
-    object: &Value,
-    source_url: &str,
-    now: DateTime<Utc>,
-) -> Event {
-    let mut data = object.clone();
-    // List items may come without kind/apiVersion; client-go fills them in before
-    // ApiServerSource sees the object, so its consumers always get them.
-    if let Value::Object(map) = &mut data {
-        let (kind, api_version) = kind_and_api_version(object);
-        map.entry("apiVersion")
-            .or_insert_with(|| json!(api_version));
-        map.entry("kind").or_insert_with(|| json!(kind));
-    }
-    apiserver_event(action.resource_type(), object, source_url, now, data)
-}
-
-/// Mode `reference`: what ApiServerSource sends for an ImageStream watch event, with a
-/// `corev1.ObjectReference` as data (`kind`, `namespace`, `name`, `apiVersion`, empty ones
-/// omitted as Go's `omitempty` does; no uid, no resourceVersion).
-///
-/// As ApiServerSource: `source` = the API server URL the adapter talks to (`rest.Config.Host`,
-/// e.g. `https://172.30.0.1:443`; `/` if empty), `subject` = Knative's guessed self link
-/// `/apis/{apiVersion}/namespaces/{ns}/{lowercase kind}s/{name}`, `time` = `now` (sdk-go sets
-/// the send time), extensions `kind`, `apiversion`, `name`, `namespace`, no `dataschema`.
-/// Unlike it, the id is [`resource_event_id`], not a random UUID.
-pub fn reference_event(
-    action: WatchAction,
-    object: &Value,
-    source_url: &str,
-    now: DateTime<Utc>,
-) -> Event {
-    let (kind, api_version) = kind_and_api_version(object);
-    let mut reference = Map::new();
-    for (field, value) in [
-        ("kind", kind.as_str()),
-        ("namespace", meta_str(object, "namespace")),
-        ("name", meta_str(object, "name")),
-        ("apiVersion", api_version.as_str()),
-    ] {
-        if !value.is_empty() {
-            reference.insert(field.to_owned(), json!(value));
-        }
-    }
-    let data = Value::Object(reference);
-    apiserver_event(action.reference_type(), object, source_url, now, data)
-}
-
-fn apiserver_event(
-    ty: &str,
-    object: &Value,
-    source_url: &str,
-    now: DateTime<Utc>,
-    data: Value,
-) -> Event {
-    let (kind, api_version) = kind_and_api_version(object);
-    let (namespace, name) = (meta_str(object, "namespace"), meta_str(object, "name"));
-    let source = if source_url.is_empty() {
-        "/"
-    } else {
-        source_url
-    };
-    let builder = EventBuilderV10::new()
-        .id(resource_event_id(ty, object))
-        .ty(ty)
-        .source(source)
-        .subject(self_link(&api_version, &kind, namespace, name))
-        .time(now)
-        .extension(ext::KIND, kind.as_str())
-        .extension(ext::APIVERSION, api_version.as_str())
-        .extension(ext::NAME, name)
-        .extension(ext::NAMESPACE, namespace)
-        .data(APPLICATION_JSON, data);
-    finish(builder)
-}
-
-/// Knative's `createSelfLink`: the plural is guessed as lowercase kind + `s`, and an apiVersion
-/// that is a group without a version gets `/versionUnknown`.
-fn self_link(api_version: &str, kind: &str, namespace: &str, name: &str) -> String {
-    let version = if api_version.contains('.') && !api_version.contains('/') {
-        format!("{api_version}/versionUnknown")
-    } else {
-        api_version.to_owned()
-    };
-    let plural = format!("{}s", kind.to_lowercase());
-    format!("/apis/{version}/namespaces/{namespace}/{plural}/{name}")
-}
-
-fn kind_and_api_version(object: &Value) -> (String, String) {
-    let field = |name: &str, default: String| match object.get(name).and_then(Value::as_str) {
-        Some(value) if !value.is_empty() => value.to_owned(),
-        _ => default,
-    };
-    let kind = field("kind", ImageStream::kind(&()).into_owned());
-    let api_version = field("apiVersion", ImageStream::api_version(&()).into_owned());
-    (kind, api_version)
-}
-
-fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
-    object
-        .get("metadata")
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-fn finish(builder: EventBuilderV10) -> Event {
+pub(crate) fn finish(builder: EventBuilderV10) -> Event {
     builder
         .build()
         .expect("id, type and a non-empty source are set; time and dataschema are parsed values")

@@ -1,20 +1,29 @@
 //! `imagegate source`: ImageStream tag changes as CloudEvents, delivered without loss.
 //!
-//! The data flows one way: watch ImageStreams -> [`diff`] (pure: state against state, per tag)
-//! -> [`event`] (pure: one CloudEvent per [`change::TagChange`]) -> [`queue`] (per-tag order,
-//! many tags in flight) -> [`deliver`] (retries, backoff, dead-letter sink) -> acknowledged
-//! state -> [`checkpoint`] (persisted in the cluster). [`adapter`] runs that loop; [`run`]
-//! wires leader election, the admin server and shutdown.
+//! The data flows one way, one module per step:
+//! [`watch`] (list and watch ImageStreams, decoded leniently) -> [`state`] (what receivers have
+//! been told, and the one rule that moves it) -> [`diff`] (pure: state against state, per
+//! tag) -> [`tracker`] (what to send for each stream seen) -> [`event`] (pure: one CloudEvent
+//! per [`change::TagChange`]) -> [`queue`] (per-tag order, many tags in flight) -> [`deliver`]
+//! (retries, backoff, dead-letter sink) -> [`ack`] (the delivered state) -> [`checkpoint`]
+//! (persisted in the cluster). [`apiserver`] holds the modes that send what Knative's
+//! ApiServerSource sends. [`flow`] wires the steps; [`run`] adds leader election, the admin
+//! server and shutdown.
 
-pub mod adapter;
+pub mod ack;
+pub mod apiserver;
 pub mod change;
 pub mod checkpoint;
 pub mod deliver;
 pub mod diff;
 pub mod event;
+pub mod flow;
 pub mod metrics;
+pub mod pending;
 pub mod queue;
 pub mod state;
+pub mod tracker;
+pub mod watch;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -182,7 +191,7 @@ pub async fn run(
         }
     });
     let settings = Arc::new(settings);
-    adapter::watch_and_deliver(
+    flow::run(
         client,
         settings.clone(),
         checkpoint.clone(),

@@ -222,20 +222,23 @@ mod tests {
 
     #[tokio::test]
     async fn concurrency_bounds_the_keys_in_flight() {
+        // Every delivery holds until the gate opens: the keys in flight pile up to the bound,
+        // and no further, however long the test waits.
         let current = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
+        let (gate, gate_rx) = tokio::sync::watch::channel(false);
         let (c, p) = (current.clone(), peak.clone());
         let deliver: Deliver<(), ()> = Arc::new(move |job| {
-            let (c, p) = (c.clone(), p.clone());
+            let (c, p, mut gate) = (c.clone(), p.clone(), gate_rx.clone());
             Box::pin(async move {
                 let now = c.fetch_add(1, Ordering::SeqCst) + 1;
                 p.fetch_max(now, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                let _ = gate.wait_for(|open| *open).await;
                 c.fetch_sub(1, Ordering::SeqCst);
                 (job, ())
             })
         });
-        let (q, mut done) = start(2, 3, deliver);
+        let (q, mut done) = start(20, 3, deliver);
         for n in 0..20 {
             q.push(Job {
                 key: format!("k{n}"),
@@ -246,9 +249,26 @@ mod tests {
             .ok()
             .unwrap();
         }
-        assert!(q.depth() <= 20);
+        assert_eq!(q.depth(), 20, "nothing is delivered while the gate is shut");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while current.load(Ordering::SeqCst) < 3 {
+            assert!(Instant::now() < deadline, "three keys never went in flight");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // Room for more to start, had the bound not held.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(peak.load(Ordering::SeqCst), 3);
+        gate.send_replace(true);
         drop(q);
-        while done.recv().await.is_some() {}
-        assert!(peak.load(Ordering::SeqCst) <= 3);
+        let mut finished = 0;
+        while done.recv().await.is_some() {
+            finished += 1;
+        }
+        assert_eq!(finished, 20);
+        assert_eq!(
+            peak.load(Ordering::SeqCst),
+            3,
+            "never more than three at once"
+        );
     }
 }

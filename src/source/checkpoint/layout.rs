@@ -497,6 +497,15 @@ impl Coverage {
                 .is_some_and(|(n, present)| present.contains(&entry::legacy_shard_of(key, *n)))
     }
 
+    /// Coverage of one shard holding every stream (for tests).
+    #[cfg(test)]
+    pub fn everything() -> Coverage {
+        Coverage {
+            leaves: [Prefix::of(0, 0)].into(),
+            legacy: None,
+        }
+    }
+
     /// Whether any shard of the fixed layout was read.
     pub fn has_legacy(&self) -> bool {
         self.legacy.is_some()

@@ -730,3 +730,17 @@ fn after_the_changes_of_any_diff_are_acknowledged_the_next_diff_is_empty() {
         }
     }
 }
+
+#[test]
+fn the_streams_gone_after_a_relist_are_the_known_ones_of_its_scope_it_did_not_hold() {
+    let key = |ns: &str, name: &str| -> StreamKey { (ns.into(), name.into()) };
+    let known = [key("a", "x"), key("a", "y"), key("b", "x"), key("b", "z")];
+    let listed: HashSet<StreamKey> = [key("a", "x"), key("b", "x"), key("c", "new")].into();
+    assert_eq!(gone(&known, None, &listed), [key("a", "y"), key("b", "z")]);
+    // A list of one namespace says nothing about the streams of another.
+    assert_eq!(gone(&known, Some("b"), &listed), [key("b", "z")]);
+    assert_eq!(gone(&known, Some("c"), &listed), Vec::<StreamKey>::new());
+    // A key known twice (by two trackers) is deleted once.
+    let twice = [key("a", "y"), key("a", "y")];
+    assert_eq!(gone(&twice, None, &HashSet::new()), [key("a", "y")]);
+}
