@@ -1,0 +1,186 @@
+//! The HTTP client that posts encoded events to a sink: `K_SINK_TIMEOUT`, `K_CA_CERTS`, no
+//! redirects; one attempt's outcome, with the status, `Retry-After` and the start of the body
+//! of a refusal.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use reqwest::Url;
+
+use super::spec::is_retryable;
+use super::wire::Encoded;
+
+/// Knative's `KnativeErrorDataExtensionMaxLength`, in base64 characters.
+pub const KNATIVE_ERROR_DATA_MAX: usize = 1024;
+/// Bytes of a failed response's body kept: exactly what 1024 base64 characters encode, so the
+/// base64 of the kept bytes equals Knative's truncated base64 of the whole body.
+pub const ERROR_BODY_LIMIT: usize = KNATIVE_ERROR_DATA_MAX / 4 * 3;
+/// A 2xx body up to this size is read so the connection is reused; a larger one is dropped.
+const DRAIN_LIMIT: usize = 64 * 1024;
+
+/// The HTTP client for the sink (and the dead-letter sink) could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliverError {
+    /// `K_CA_CERTS` is not a PEM bundle with at least one certificate.
+    #[error("K_CA_CERTS: {0}")]
+    CaCerts(String),
+    /// reqwest refused the configuration.
+    #[error("cannot build the sink's HTTP client: {}", error_chain(.0))]
+    Client(#[source] reqwest::Error),
+}
+
+/// One attempt failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The event cannot be written as an HTTP request (e.g. a header value reqwest refuses).
+    /// Never retried: the next attempt would fail the same way.
+    #[error("the event cannot be encoded as an HTTP request: {0}")]
+    Encode(String),
+    /// No HTTP response: connection refused or reset, TLS failure, timeout.
+    #[error("{0}")]
+    Transport(String),
+    /// The sink answered with a status other than 2xx.
+    #[error("the sink answered {status}{}", body_excerpt(.body))]
+    Status {
+        /// The status code.
+        status: u16,
+        /// The sink's `Retry-After`, if it sent one that parses.
+        retry_after: Option<Duration>,
+        /// The first [`ERROR_BODY_LIMIT`] bytes of the body.
+        body: Vec<u8>,
+    },
+}
+
+fn body_excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(200)]);
+    let text = text.trim();
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!(": {text}")
+    }
+}
+
+impl SendError {
+    /// The status code, None when there was no response.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Status { status, .. } => Some(*status),
+            Self::Encode(_) | Self::Transport(_) => None,
+        }
+    }
+
+    /// Whether another attempt may succeed ([`is_retryable`]; never for [`SendError::Encode`]).
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, Self::Encode(_)) && is_retryable(self.status())
+    }
+}
+
+/// The HTTP client that sends events. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct SinkClient {
+    http: reqwest::Client,
+}
+
+impl SinkClient {
+    /// `timeout` is `K_SINK_TIMEOUT`, for a whole attempt (None: none, as Knative's default
+    /// -1). `ca_pem` is `K_CA_CERTS`, a PEM bundle added to the built-in trust roots for an
+    /// https sink, as Knative adds it to the system pool. Redirects are not followed: a 3xx is
+    /// a failure that is not retried, as in Knative.
+    pub fn new(timeout: Option<Duration>, ca_pem: Option<&str>) -> Result<Self, DeliverError> {
+        let mut builder = reqwest::Client::builder()
+            .use_rustls_tls()
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("imagegate/", env!("CARGO_PKG_VERSION")));
+        if let Some(timeout) = timeout {
+            builder = builder.timeout(timeout);
+        }
+        if let Some(pem) = ca_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
+                .map_err(|e| DeliverError::CaCerts(e.to_string()))?;
+            if certs.is_empty() {
+                return Err(DeliverError::CaCerts("no PEM certificate in it".into()));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        // A PEM block that is no certificate only fails here.
+        let http = builder.build().map_err(|e| match ca_pem {
+            Some(_) => DeliverError::CaCerts(error_chain(&e)),
+            None => DeliverError::Client(e),
+        })?;
+        Ok(Self { http })
+    }
+
+    /// One attempt: POSTs the encoded event to `sink`. Ok with the status on a 2xx (whose body
+    /// is ignored); otherwise the status, `Retry-After` and the start of the body, or why there
+    /// was no response.
+    pub async fn post(&self, sink: &Url, event: &Encoded) -> Result<u16, SendError> {
+        let mut request = reqwest::Request::new(reqwest::Method::POST, sink.clone());
+        *request.headers_mut() = event.headers.clone();
+        *request.body_mut() = Some(event.body.clone().into());
+        let mut response = self
+            .http
+            .execute(request)
+            .await
+            .map_err(|e| match e.is_builder() {
+                true => SendError::Encode(error_chain(&e)),
+                false => SendError::Transport(error_chain(&e)),
+            })?;
+        let status = response.status().as_u16();
+        if response.status().is_success() {
+            let _ = read_at_most(&mut response, DRAIN_LIMIT).await;
+            return Ok(status);
+        }
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| parse_retry_after(value, Utc::now()));
+        let body = read_at_most(&mut response, ERROR_BODY_LIMIT).await;
+        Err(SendError::Status {
+            status,
+            retry_after,
+            body,
+        })
+    }
+}
+
+/// The body's first `limit` bytes (fewer if reading fails; the error is the status's story).
+async fn read_at_most(response: &mut reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < limit {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                body.extend_from_slice(&chunk[..chunk.len().min(limit - body.len())])
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body
+}
+
+/// reqwest's message and its causes ("error sending request ...: connection refused").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// `Retry-After` as a wait from `now`: delay-seconds or an HTTP-date (IMF-fixdate, RFC 850 or
+/// asctime, as `httpdate` and Go's `http.ParseTime` read them); a date in the past is no
+/// wait; anything else is None.
+pub fn parse_retry_after(value: &str, now: DateTime<Utc>) -> Option<Duration> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
+    }
+    let at = DateTime::<Utc>::from(httpdate::parse_http_date(value).ok()?);
+    Some((at - now).to_std().unwrap_or(Duration::ZERO))
+}

@@ -1,0 +1,129 @@
+//! The CloudEvents HTTP binding of an event: its headers and body, written once by the SDK's
+//! binary or structured serialization, so that every attempt sends the same bytes.
+
+use cloudevents::Event;
+use cloudevents::event::SpecVersion;
+use cloudevents::message::{
+    BinaryDeserializer, BinarySerializer, MessageAttributeValue, StructuredDeserializer,
+    StructuredSerializer,
+};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+
+use super::client::SendError;
+
+/// How the event travels over HTTP (CloudEvents HTTP binding).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ContentMode {
+    /// Attributes in `ce-` headers, the data as the body (what Knative and Tekton expect).
+    #[default]
+    Binary,
+    /// The whole event as `application/cloudevents+json`.
+    Structured,
+}
+
+/// An event as it goes on the wire: its headers and body, written once by the CloudEvents SDK's
+/// binary or structured serialization (the SDK walks the event and names the headers; this only
+/// collects what it writes), so that every attempt sends the same bytes without encoding the
+/// event again.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    pub(super) headers: HeaderMap,
+    pub(super) body: bytes::Bytes,
+}
+
+impl Encoded {
+    /// `event` in `mode`: binary, each attribute and extension a header named as the SDK's
+    /// HTTP binding names it (`ce-<name>`; `datacontenttype` is `Content-Type`) and the data
+    /// the body; structured, the event as `application/cloudevents+json`.
+    pub fn new(event: &Event, mode: ContentMode) -> Result<Encoded, SendError> {
+        let wire = Wire::default();
+        match mode {
+            ContentMode::Binary => event.clone().deserialize_binary(wire),
+            ContentMode::Structured => event.clone().deserialize_structured(wire),
+        }
+        .map_err(|e| SendError::Encode(e.to_string()))
+    }
+
+    /// The headers.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// The body.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+}
+
+/// What the SDK's serialization writes into an [`Encoded`].
+#[derive(Default)]
+struct Wire {
+    headers: HeaderMap,
+}
+
+impl Wire {
+    /// The header of `attribute`, named by the SDK's HTTP binding rule (`ce-<name>`;
+    /// `datacontenttype` is `Content-Type`).
+    fn put(mut self, attribute: &str, value: String) -> cloudevents::message::Result<Self> {
+        let name = HeaderName::try_from(cloudevents::binding::http::header_prefix(attribute))
+            .map_err(other_error)?;
+        let value = HeaderValue::try_from(value).map_err(other_error)?;
+        self.headers.insert(name, value);
+        Ok(self)
+    }
+}
+
+fn other_error(e: impl std::error::Error + Send + Sync + 'static) -> cloudevents::message::Error {
+    cloudevents::message::Error::Other {
+        source: Box::new(e),
+    }
+}
+
+impl BinarySerializer<Encoded> for Wire {
+    fn set_spec_version(self, version: SpecVersion) -> cloudevents::message::Result<Self> {
+        self.put("specversion", version.to_string())
+    }
+
+    fn set_attribute(
+        self,
+        name: &str,
+        value: MessageAttributeValue,
+    ) -> cloudevents::message::Result<Self> {
+        self.put(name, value.to_string())
+    }
+
+    fn set_extension(
+        self,
+        name: &str,
+        value: MessageAttributeValue,
+    ) -> cloudevents::message::Result<Self> {
+        self.put(name, value.to_string())
+    }
+
+    fn end_with_data(self, bytes: Vec<u8>) -> cloudevents::message::Result<Encoded> {
+        Ok(Encoded {
+            headers: self.headers,
+            body: bytes.into(),
+        })
+    }
+
+    fn end(self) -> cloudevents::message::Result<Encoded> {
+        Ok(Encoded {
+            headers: self.headers,
+            body: bytes::Bytes::new(),
+        })
+    }
+}
+
+impl StructuredSerializer<Encoded> for Wire {
+    fn set_structured_event(mut self, bytes: Vec<u8>) -> cloudevents::message::Result<Encoded> {
+        self.headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/cloudevents+json"),
+        );
+        Ok(Encoded {
+            headers: self.headers,
+            body: bytes.into(),
+        })
+    }
+}
