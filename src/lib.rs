@@ -4,9 +4,6 @@
 //!
 //! - [`api`]: Rust types for the APIs imagegate talks to but does not own (ImageStream,
 //!   ImageStreamTag, ImageStreamImage, Image, CustomRun), only the fields we use.
-//! - [`emulator`]: an HTTP server that speaks the Kubernetes REST API with the OpenShift and
-//!   Tekton behaviour imagegate depends on. It stands in for a cluster in tests and in the demo
-//!   and is never imported by product code except through `kube::Client`.
 //! - [`cli`]: the command line (one clap struct per subcommand).
 //! - [`telemetry`]: logging setup (`tracing`, human or JSON, `RUST_LOG`).
 //! - [`run`]: the entry points of the subcommands (the binary's edge, `anyhow` errors).
@@ -21,7 +18,6 @@ pub mod api;
 pub mod cli;
 pub mod controller;
 pub mod demo;
-pub mod emulator;
 pub mod leader;
 pub mod run;
 pub mod source;

@@ -34,7 +34,6 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Emulator(args) => imagegate::run::emulator(args).await,
             Command::Source(args) => imagegate::run::source(*args).await,
             Command::Controller(args) => imagegate::run::controller(args).await,
             Command::Crds(_) => imagegate::run::crds(),

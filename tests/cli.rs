@@ -62,25 +62,6 @@ fn rust_log_sets_the_level() {
 }
 
 #[test]
-fn emulator_refuses_a_seed_file_that_does_not_exist() {
-    let dir = tempfile::tempdir().unwrap();
-    let kc = dir.path().join("kubeconfig");
-    let out = imagegate(&[
-        "emulator",
-        "--kubeconfig",
-        kc.to_str().unwrap(),
-        "--seed",
-        "/nonexistent/seed.yaml",
-    ]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot seed /nonexistent/seed.yaml"));
-    assert!(
-        !kc.exists(),
-        "no kubeconfig for an emulator that did not start"
-    );
-}
-
-#[test]
 fn checkpoint_shards_outside_1_to_999_are_refused() {
     for bad in ["0", "1000", "many"] {
         let out = imagegate(&[

@@ -1,16 +1,16 @@
-//! End to end: the real `imagegate controller` binary against the real `imagegate emulator`
-//! binary, driven over the emulator's control API, for every outcome a pipeline author can meet.
+//! End to end: the real `imagegate controller` binary against the API emulator over HTTP,
+//! driven over the emulator's control API, for every outcome a pipeline author can meet.
 
 mod common;
 
-use common::{EmulatorProcess, free_port, rbac};
+use common::{EmulatorServer, free_port, rbac};
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use imagegate::api::{CustomRun, ImageStream};
-use imagegate::emulator::control::Fault;
+use imagegate_emulator::control::Fault;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -19,7 +19,7 @@ const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 const C: &str = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
 
 struct Setup {
-    emu: EmulatorProcess,
+    emu: EmulatorServer,
     client: kube::Client,
     kubeconfig: PathBuf,
     controller: Option<Child>,
@@ -37,7 +37,7 @@ impl Setup {
     /// An emulator with the ImagePromotion CRD and `ds/nb`: candidate imported A then B,
     /// latest promoted to A.
     async fn new() -> Setup {
-        let emu = EmulatorProcess::start().await;
+        let emu = EmulatorServer::start().await;
         // The Lease lives where config/ installs the controller.
         emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: imagegate-system\n")
             .await;
@@ -150,7 +150,7 @@ impl Setup {
     }
 
     /// Requests the controller made that changed something.
-    async fn writes(&self, resource: &str) -> Vec<imagegate::emulator::control::RequestRecord> {
+    async fn writes(&self, resource: &str) -> Vec<imagegate_emulator::control::RequestRecord> {
         self.emu
             .mutating_requests()
             .await

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use imagegate::api::{CustomRun, ImageStream};
 use imagegate::controller::metrics::Metrics;
 use imagegate::controller::reconcile::{Context, reconcile};
-use imagegate::emulator::control::RequestRecord;
-use imagegate::emulator::{Config, Emulator};
+use imagegate_emulator::control::RequestRecord;
+use imagegate_emulator::{Config, Emulator};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Recorder, Reporter};
@@ -175,7 +175,7 @@ async fn bad_params_end_the_run_in_one_write() {
 async fn the_injected_clock_decides_timeouts_and_nil_means_sixty_minutes() {
     let h = harness().await;
     // Make the work fail so the run stays started, then move the clock.
-    h.emu.inject_fault(imagegate::emulator::control::Fault {
+    h.emu.inject_fault(imagegate_emulator::control::Fault {
         verb: Some("get".into()),
         resource: Some("imagestreams".into()),
         count: 100,

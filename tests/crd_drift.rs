@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use imagegate::controller::crd::{Checks, ImagePromotion, ImagePromotionSpec, crd_yaml};
-use imagegate::emulator::{Config, Emulator};
+use imagegate_emulator::{Config, Emulator};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{CustomResourceExt, Resource};

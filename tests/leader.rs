@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use imagegate::emulator::control::Fault;
-use imagegate::emulator::{Config, Emulator};
 use imagegate::leader::{self, LeaderConfig};
+use imagegate_emulator::control::Fault;
+use imagegate_emulator::{Config, Emulator};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::SignedDuration;
 use kube::api::{Api, PostParams};

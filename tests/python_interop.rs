@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{EmulatorProcess, free_port};
+use common::{EmulatorServer, free_port};
 use serde_json::{Value, json};
 
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -35,7 +35,7 @@ fn python() -> PathBuf {
 }
 
 async fn receive_one(mode: &str) -> Value {
-    let emu = EmulatorProcess::start().await;
+    let emu = EmulatorServer::start().await;
     emu.seed_str(&json!({
         "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
         "metadata": {"name": "nb", "namespace": "ds"},

@@ -1,7 +1,7 @@
 //! The RBAC of `config/` against what the programs really do. The real `imagegate source` and
 //! `imagegate controller` binaries run as their Deployments in `config/` run them (the
-//! container's args and env), each under its ServiceAccount's user name, against the real
-//! `imagegate emulator`, through a scenario that takes every API path each program has. Then
+//! container's args and env), each under its ServiceAccount's user name, against the API
+//! emulator, through a scenario that takes every API path each program has. Then
 //! the emulator's request log is checked both ways: every call is allowed by the Roles,
 //! ClusterRoles and bindings in `config/`, and every granted verb was used, unless its comment
 //! says `unused-in-tests:` and why. The checker itself is `tests/common/rbac.rs`.
@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use common::rbac::{self, Attributes, Policy};
 use common::sink::Sink;
-use common::{EmulatorProcess, free_port};
+use common::{EmulatorServer, free_port};
 use imagegate::api::CustomRun;
-use imagegate::emulator::control::RequestRecord;
 use imagegate::source::checkpoint;
+use imagegate_emulator::control::RequestRecord;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -191,8 +191,8 @@ where
 }
 
 /// An emulator with imagegate's namespace and the ImagePromotion CRD, both from `config/`.
-async fn emulator() -> EmulatorProcess {
-    let emu = EmulatorProcess::start().await;
+async fn emulator() -> EmulatorServer {
+    let emu = EmulatorServer::start().await;
     emu.seed_str(&read(&config("100-namespace.yaml"))).await;
     emu.seed_str(&read(&config("300-imagepromotion-crd.yaml")))
         .await;
@@ -248,7 +248,7 @@ async fn checkpoint_holds(admin: &kube::Client, digest: &str) -> bool {
 
 /// The checkpoint an earlier version (16 ConfigMaps of a fixed layout) left, holding `digest`
 /// as delivered for the stream: what an upgrade finds.
-async fn seed_legacy_checkpoint(emu: &EmulatorProcess, digest: &str) {
+async fn seed_legacy_checkpoint(emu: &EmulatorServer, digest: &str) {
     let is = Api::<imagegate::api::ImageStream>::namespaced(emu.client(), "notebooks")
         .get("nb")
         .await

@@ -1,5 +1,5 @@
-//! End to end, the source's checkpoint: the real `imagegate source` binary against the real
-//! `imagegate emulator` binary. A checkpoint that outgrows a ConfigMap, writes that are refused,
+//! End to end, the source's checkpoint: the real `imagegate source` binary against the API
+//! emulator over HTTP. A checkpoint that outgrows a ConfigMap, writes that are refused,
 //! a namespace deleted under it, shards lost while it is down: `/readyz` and the metrics say so,
 //! and a restart sends every change made meanwhile (a duplicate is allowed, a loss is not).
 
@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use cloudevents::AttributesReader;
 use common::sink::Sink;
 use common::source::Source;
-use common::{EmulatorProcess, eventually};
-use imagegate::emulator::control::Fault;
+use common::{EmulatorServer, eventually};
 use imagegate::source::checkpoint;
+use imagegate_emulator::control::Fault;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams};
 use serde_json::{Value, json};
@@ -54,8 +54,8 @@ fn imported_stream(ns: &str, name: &str, tags: usize) -> Value {
     })
 }
 
-async fn setup(streams: &[&str]) -> (EmulatorProcess, tempfile::TempDir, Sink) {
-    let emu = EmulatorProcess::start().await;
+async fn setup(streams: &[&str]) -> (EmulatorServer, tempfile::TempDir, Sink) {
+    let emu = EmulatorServer::start().await;
     emu.seed_str(&format!(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NS}\n"
     ))
@@ -67,12 +67,12 @@ async fn setup(streams: &[&str]) -> (EmulatorProcess, tempfile::TempDir, Sink) {
     (emu, tempfile::tempdir().unwrap(), Sink::start().await)
 }
 
-fn configmaps(emu: &EmulatorProcess) -> Api<ConfigMap> {
+fn configmaps(emu: &EmulatorServer) -> Api<ConfigMap> {
     Api::namespaced(emu.client(), NS)
 }
 
 /// The checkpoint's ConfigMaps: the shards, and whether the marker is there.
-async fn checkpoint_objects(emu: &EmulatorProcess) -> (Vec<ConfigMap>, bool) {
+async fn checkpoint_objects(emu: &EmulatorServer) -> (Vec<ConfigMap>, bool) {
     let list = configmaps(emu).list(&ListParams::default()).await.unwrap();
     let marker = list
         .items
@@ -141,7 +141,7 @@ async fn a_true_first_start_sends_nothing_and_then_marks_the_checkpoint() {
 
 #[tokio::test]
 async fn a_checkpoint_that_outgrows_a_configmap_splits_and_a_restart_loses_nothing() {
-    let emu = EmulatorProcess::start().await;
+    let emu = EmulatorServer::start().await;
     emu.seed_str(&format!(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NS}\n"
     ))

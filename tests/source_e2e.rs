@@ -1,5 +1,5 @@
-//! End to end: the real `imagegate source` binary against the real `imagegate emulator` binary
-//! and a real HTTP sink built on the CloudEvents SDK.
+//! End to end: the real `imagegate source` binary against the API emulator over HTTP and a real
+//! HTTP sink built on the CloudEvents SDK.
 
 mod common;
 
@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use cloudevents::AttributesReader;
 use common::sink::Sink;
 use common::source::Source;
-use common::{EmulatorProcess, rbac};
+use common::{EmulatorServer, rbac};
 use serde_json::{Value, json};
 
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -41,8 +41,8 @@ fn data(e: &cloudevents::Event) -> Value {
     }
 }
 
-async fn setup() -> (EmulatorProcess, tempfile::TempDir, Sink) {
-    let emu = EmulatorProcess::start().await;
+async fn setup() -> (EmulatorServer, tempfile::TempDir, Sink) {
+    let emu = EmulatorServer::start().await;
     // The checkpoint and the Lease live where config/ installs the source.
     emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: imagegate-system\n")
         .await;

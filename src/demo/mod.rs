@@ -30,8 +30,8 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::api::ImageStream;
-use crate::emulator::simulate::ImportRequest;
-use crate::emulator::{Config, Emulator};
+use imagegate_emulator::simulate::ImportRequest;
+use imagegate_emulator::{Config, Emulator};
 
 use self::listener::Listener;
 use self::pipeline::{RunRecord, Runner, TaskCall, TaskOutcome, TaskStatus, Validator};
@@ -603,7 +603,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
              \x20   {url}{prefix}/namespaces/{NAMESPACE}/imagestreams/jupyter-minimal-notebook/import",
             kc = opts.kubeconfig.display(),
             url = world.emulator.url(),
-            prefix = crate::emulator::control::PREFIX,
+            prefix = imagegate_emulator::control::PREFIX,
         ));
         crate::run::shutdown_signal().await;
     }

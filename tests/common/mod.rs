@@ -1,5 +1,6 @@
-//! `imagegate emulator` as a separate process, driven over its control API exactly as another
-//! program (or a user with curl) would: the end-to-end tests run the real binaries against it.
+//! The API emulator for the end-to-end tests, on a thread and a runtime of its own and reached
+//! only over HTTP: the real binaries under test talk to it through a kubeconfig, and the tests
+//! drive it over its control API exactly as another program (or a user with curl) would.
 
 #![allow(dead_code)]
 
@@ -8,11 +9,12 @@ pub mod sink;
 pub mod source;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use imagegate::emulator::control::{Fault, RequestRecord};
+use imagegate_emulator::control::{Fault, RequestRecord};
+use imagegate_emulator::{Config, Emulator};
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 
 /// A free TCP port on 127.0.0.1 (for the admin servers of the programs under test).
 pub fn free_port() -> u16 {
@@ -44,56 +46,68 @@ pub async fn wait_ready(admin: u16) {
     }
 }
 
-/// A running `imagegate emulator`, killed on drop.
-pub struct EmulatorProcess {
-    child: Child,
+/// A running emulator, stopped on drop. Its own thread and multi-threaded runtime keep it
+/// serving whatever the test's runtime is doing, as a separate server would.
+pub struct EmulatorServer {
     /// The server URL.
     pub url: String,
     /// A kubeconfig for the user `admin`.
     pub kubeconfig: PathBuf,
     http: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for EmulatorProcess {
+impl Drop for EmulatorServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
-impl EmulatorProcess {
-    /// Starts the binary and waits for its kubeconfig.
-    pub async fn start() -> EmulatorProcess {
+impl EmulatorServer {
+    /// Starts the emulator and writes its kubeconfig.
+    pub async fn start() -> EmulatorServer {
         imagegate::tls::install_crypto_provider();
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
-        let child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
-            .args(["emulator", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the imagegate binary starts");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !kubeconfig.exists() {
-            assert!(
-                Instant::now() < deadline,
-                "the emulator never wrote its kubeconfig"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let text = std::fs::read_to_string(&kubeconfig).unwrap();
-        let url = text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("server: "))
-            .expect("the kubeconfig names a server")
-            .to_string();
-        EmulatorProcess {
-            child,
+        let (ready, started) = oneshot::channel::<String>();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let written = kubeconfig.clone();
+        let thread = std::thread::Builder::new()
+            .name("emulator".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .enable_all()
+                    .build()
+                    .expect("the emulator's runtime starts");
+                runtime.block_on(async move {
+                    let emu = Emulator::start(Config::default())
+                        .await
+                        .expect("the emulator listens");
+                    emu.write_kubeconfig(&written, "admin")
+                        .expect("the emulator writes its kubeconfig");
+                    let _ = ready.send(emu.url());
+                    let _ = stopped.await;
+                    emu.shutdown().await;
+                });
+            })
+            .expect("the emulator's thread starts");
+        let url = tokio::time::timeout(Duration::from_secs(20), started)
+            .await
+            .expect("the emulator never started")
+            .expect("the emulator's thread ended before it served");
+        EmulatorServer {
             url,
             kubeconfig,
             http: reqwest::Client::new(),
+            stop: Some(stop),
+            thread: Some(thread),
             _dir: dir,
         }
     }

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 
-use imagegate::emulator::control::RequestRecord;
+use imagegate_emulator::control::RequestRecord;
 use serde_json::Value;
 
 /// The marker that exempts a granted verb from the "every grant is used" check.
@@ -812,7 +812,7 @@ pub fn service_account(program: &str) -> String {
 /// For an end-to-end test: panics unless `config/` grants the program's ServiceAccount
 /// ([`service_account`]) every request `imagegate <program>`, logged in to `emu` as the user
 /// `<program>`, made.
-pub async fn assert_config_allows(emu: &super::EmulatorProcess, program: &str) {
+pub async fn assert_config_allows(emu: &super::EmulatorServer, program: &str) {
     let policy = Policy::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("config"));
     assert_allowed(
         &policy,

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{EmulatorProcess, free_port};
+use super::{EmulatorServer, free_port};
 
 /// A running `imagegate source` (started by [`Source::new`], killed on drop).
 pub struct Source {
@@ -25,7 +25,7 @@ impl Drop for Source {
 impl Source {
     /// Starts the source as the user `source`, sending to `sink`.
     pub fn new(
-        emu: &EmulatorProcess,
+        emu: &EmulatorServer,
         dir: &tempfile::TempDir,
         sink: &str,
         extra: &[&str],

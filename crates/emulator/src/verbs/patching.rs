@@ -4,11 +4,11 @@
 use serde_json::Value;
 
 use super::{Cluster, Target, WriteOptions, md_str, merge_keys, now, patch_error, strategy_error};
-use crate::emulator::openshift::{self, IstagWrite};
-use crate::emulator::patch::{self, PatchType};
-use crate::emulator::registry::Behavior;
-use crate::emulator::status::ApiError;
-use crate::emulator::store::WriteOp;
+use crate::openshift::{self, IstagWrite};
+use crate::patch::{self, PatchType};
+use crate::registry::Behavior;
+use crate::status::ApiError;
+use crate::store::WriteOp;
 
 const IMAGE_GROUP: &str = "image.openshift.io";
 

@@ -274,7 +274,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::emulator::patch::DEFAULT_MERGE_KEYS as KEYS;
+    use crate::patch::DEFAULT_MERGE_KEYS as KEYS;
 
     const REPO: &str = "quay.io/example";
 

@@ -5,11 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use imagegate::emulator::{Config, Emulator};
+use imagegate_emulator::{Config, Emulator};
 use serde_json::{Value, json};
 
 async fn start() -> (Emulator, reqwest::Client) {
-    imagegate::tls::install_crypto_provider();
+    crate::install_crypto_provider();
     let emu = Emulator::start(Config::default()).await.unwrap();
     emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ds\n")
         .unwrap();

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt;
-use imagegate::emulator::{Config, Emulator};
+use imagegate_emulator::{Config, Emulator};
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, WatchEvent, WatchParams,
 };
@@ -31,7 +31,7 @@ spec:
 "#;
 
 async fn start() -> (Emulator, reqwest::Client) {
-    imagegate::tls::install_crypto_provider();
+    crate::install_crypto_provider();
     let emu = Emulator::start(Config::default()).await.unwrap();
     (emu, reqwest::Client::new())
 }
@@ -348,7 +348,7 @@ async fn label_selector_watches_see_objects_enter_and_leave() {
 #[tokio::test]
 async fn real_imagestream_fixtures_seed_and_read_back() {
     let (emu, _) = start().await;
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
     let files = [
         "ci-note_ansible-runner_imagestream_import-failed.yaml",
         "rhpam-lab_rhpam-kieserver-rhel8_imagestream_never-imported.yaml",

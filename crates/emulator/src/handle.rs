@@ -19,8 +19,11 @@ use super::store::DEFAULT_RETAINED_EVENTS;
 use super::verbs::Cluster;
 
 /// Tekton's CustomRun CRD (tektoncd/pipeline `config/300-crds/300-customrun.yaml`), which the
-/// emulator serves as a real cluster with Tekton installed does.
-pub const CUSTOMRUN_CRD: &str = include_str!("crds/tekton-pipeline_300-customrun.yaml");
+/// emulator serves as a real cluster with Tekton installed does. The workspace keeps one copy of
+/// each upstream CRD, in `tests/crds/` (its README says where each comes from); this is the one
+/// place the emulator reads it.
+pub const CUSTOMRUN_CRD: &str =
+    include_str!("../../../tests/crds/tekton-pipeline_300-customrun.yaml");
 
 /// How the emulator starts.
 #[derive(Clone, Debug)]

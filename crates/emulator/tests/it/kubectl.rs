@@ -1,5 +1,5 @@
 //! A real client that nobody here wrote: kubectl, with its default client-side validation,
-//! against the `imagegate emulator` binary.
+//! against the `imagegate-emulator` binary.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -24,16 +24,17 @@ impl Drop for Server {
 fn start() -> Server {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/notebook-imagestreams.yaml");
-    let child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
-        .args(["emulator", "--kubeconfig"])
+    let seed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notebook-imagestreams.yaml");
+    let child = Command::new(env!("CARGO_BIN_EXE_imagegate-emulator"))
+        .arg("--kubeconfig")
         .arg(&kubeconfig)
         .arg("--seed")
         .arg(&seed)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("the imagegate binary starts");
+        .expect("the imagegate-emulator binary starts");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !kubeconfig.exists() {
         assert!(

@@ -160,7 +160,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::emulator::selector::field_value;
+    use crate::selector::field_value;
 
     #[test]
     fn conformance_field_selector_on_metadata_name_selects_what_kube_selects() {

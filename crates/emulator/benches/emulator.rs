@@ -6,13 +6,15 @@
 //!
 //! `cargo bench --bench emulator` (STREAMS=10000 by default).
 
+// The workspace's bench helpers, shared with the product's benchmarks by path.
+#[path = "../../../benches/common/shared.rs"]
 mod common;
 
 use common::{digest, rss_kib, streams_yaml};
 use futures::StreamExt;
 use std::time::Instant;
 
-use imagegate::emulator::{Config, Emulator};
+use imagegate_emulator::{Config, Emulator};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, ListParams, WatchEvent, WatchParams};
 use kube::discovery::ApiResource;

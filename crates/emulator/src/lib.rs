@@ -1,5 +1,8 @@
-//! The API emulator: an HTTP server that speaks the Kubernetes REST API, with the OpenShift
-//! image API and Tekton's CustomRuns, standing in for a cluster in tests and in the demo.
+//! imagegate-emulator: an HTTP server that speaks the Kubernetes REST API, with the OpenShift
+//! image API and Tekton's CustomRuns, standing in for a cluster in imagegate's tests and in the
+//! demo. The library is the server and its handle; `src/main.rs` is the thin
+//! `imagegate-emulator` binary. It knows nothing of imagegate itself: clients reach it only over
+//! HTTP (`kube::Client`, kubectl, curl).
 //!
 //! The request path reads top to bottom:
 //! - [`http`]: routing of `/api`, `/apis`, `/openapi/v3` and the control API under
@@ -17,8 +20,9 @@
 //! - [`handle`]: the programmatic handle tests and the demo use (seed, simulate imports,
 //!   faults, compaction); [`control`] exposes the same over HTTP for other processes.
 //!
-//! The CustomRun CRD in `crds/` is Tekton's own (tektoncd/pipeline
-//! `config/300-crds/300-customrun.yaml`), served as on a cluster with Tekton installed.
+//! The CustomRun CRD it serves is Tekton's own (tektoncd/pipeline
+//! `config/300-crds/300-customrun.yaml`, the workspace's copy in `tests/crds/`), as on a cluster
+//! with Tekton installed: [`handle::CUSTOMRUN_CRD`].
 
 pub mod control;
 pub mod handle;

@@ -7,11 +7,11 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::{Cluster, ListOptions, Target, strategy_error};
-use crate::emulator::openshift;
-use crate::emulator::registry::{Behavior, ResourceType};
-use crate::emulator::selector::{FieldSelector, LabelSelector, field_value};
-use crate::emulator::status::ApiError;
-use crate::emulator::store::{Obj, Stored};
+use crate::openshift;
+use crate::registry::{Behavior, ResourceType};
+use crate::selector::{FieldSelector, LabelSelector, field_value};
+use crate::status::ApiError;
+use crate::store::{Obj, Stored};
 
 const IMAGE_GROUP: &str = "image.openshift.io";
 

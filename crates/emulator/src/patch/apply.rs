@@ -262,8 +262,8 @@ fn prune(obj: &mut Value, last_applied: &FieldSet, still_owned: &FieldSet) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::emulator::patch::fixtures::{LATER, NOW, apply, cfg, fields_of, owners, stored};
-    use crate::emulator::patch::{DEFAULT_MERGE_KEYS, record_update};
+    use crate::patch::fixtures::{LATER, NOW, apply, cfg, fields_of, owners, stored};
+    use crate::patch::{DEFAULT_MERGE_KEYS, record_update};
 
     #[test]
     fn apply_creates_and_records_the_manager_in_the_real_format() {

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Cluster, Target, WriteOptions, md_mut, md_str, now, strategy_error, unchanged};
-use crate::emulator::openshift::{self, IstagWrite};
-use crate::emulator::patch;
-use crate::emulator::status::ApiError;
-use crate::emulator::store::{Stored, WriteOp};
+use crate::openshift::{self, IstagWrite};
+use crate::patch;
+use crate::status::ApiError;
+use crate::store::{Stored, WriteOp};
 
 const IMAGE_GROUP: &str = "image.openshift.io";
 

@@ -146,11 +146,11 @@ pub(crate) mod testdata {
     use serde::Deserialize;
     use serde_json::Value;
 
-    /// `tests/fixtures/<name>` when present (the repository's copy of the reference objects),
-    /// else the inline copy the test carries so the crate stands alone.
+    /// The workspace's `tests/fixtures/<name>` when present (the repository's copy of the
+    /// reference objects), else the inline copy the test carries so the crate stands alone.
     pub fn fixture(name: &str, inline: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures")
+            .join("../../tests/fixtures")
             .join(name);
         std::fs::read_to_string(path).unwrap_or_else(|_| inline.to_string())
     }

@@ -10,11 +10,11 @@ use super::{
     Cluster, Target, WriteOptions, apply_schema, md_mut, md_str, now, spec_part, strategy_error,
     unchanged,
 };
-use crate::emulator::openshift::{self, IstagWrite};
-use crate::emulator::patch;
-use crate::emulator::registry::{Behavior, ResourceType, types_from_crd};
-use crate::emulator::status::{ApiError, success_status};
-use crate::emulator::store::{EventType, Obj, Reader, Stored, WriteOp, Written};
+use crate::openshift::{self, IstagWrite};
+use crate::patch;
+use crate::registry::{Behavior, ResourceType, types_from_crd};
+use crate::status::{ApiError, success_status};
+use crate::store::{EventType, Obj, Reader, Stored, WriteOp, Written};
 
 const IMAGE_GROUP: &str = "image.openshift.io";
 

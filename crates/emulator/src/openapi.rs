@@ -189,7 +189,7 @@ pub fn document(types: &[ResourceType], gv: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::emulator::registry::builtin_types;
+    use crate::registry::builtin_types;
 
     #[test]
     fn every_served_group_version_has_a_document_in_the_index() {

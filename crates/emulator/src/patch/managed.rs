@@ -219,7 +219,7 @@ pub(super) fn encode(obj: &mut Value, mut owners: Vec<Owner>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::emulator::patch::fixtures::{LATER, NOW, apply, cfg, owners, stored};
+    use crate::patch::fixtures::{LATER, NOW, apply, cfg, owners, stored};
 
     #[test]
     fn record_update_on_create_owns_everything_but_server_fields() {
