@@ -1,7 +1,6 @@
 //! The command line: one clap struct per subcommand.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -37,8 +36,6 @@ pub enum Command {
     Controller(ControllerArgs),
     /// Print the CustomResourceDefinitions imagegate owns, as YAML.
     Crds(CrdsArgs),
-    /// Run the whole loop on the embedded emulator and print a timeline.
-    Demo(DemoArgs),
 }
 
 /// `imagegate source`.
@@ -197,21 +194,3 @@ pub struct LeaderArgs {
 /// `imagegate crds`.
 #[derive(Debug, Args)]
 pub struct CrdsArgs {}
-
-/// `imagegate demo`.
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    /// After the scenarios, leave the emulator, the source, the controller and the Tekton
-    /// stand-in running (until Ctrl-C) and write a kubeconfig for kubectl.
-    #[arg(long)]
-    pub keep_running: bool,
-
-    /// Where `--keep-running` writes the kubeconfig.
-    #[arg(long, default_value = "/tmp/imagegate-demo.kubeconfig")]
-    pub kubeconfig: PathBuf,
-
-    /// Run the Tekton files of this directory (an edited copy of `tekton/`) instead of the ones
-    /// compiled into the binary.
-    #[arg(long, value_name = "DIR")]
-    pub tekton_dir: Option<PathBuf>,
-}

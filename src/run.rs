@@ -5,19 +5,9 @@ use anyhow::Context;
 use std::sync::Arc;
 
 use crate::cli::{
-    BackoffPolicyArg, ContentModeArg, ControllerArgs, DemoArgs, LeaderArgs, SourceArgs, SourceMode,
+    BackoffPolicyArg, ContentModeArg, ControllerArgs, LeaderArgs, SourceArgs, SourceMode,
 };
 use crate::leader::LeaderConfig;
-
-/// `imagegate demo`: the whole loop on the embedded emulator.
-pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
-    crate::demo::run(crate::demo::Options {
-        keep_running: args.keep_running,
-        kubeconfig: args.kubeconfig,
-        tekton_dir: args.tekton_dir,
-    })
-    .await
-}
 
 /// `imagegate crds`: the CustomResourceDefinitions imagegate owns, as YAML on stdout.
 pub fn crds() -> anyhow::Result<()> {

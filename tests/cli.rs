@@ -21,6 +21,22 @@ fn version_prints_the_package_version() {
 }
 
 #[test]
+fn help_lists_the_product_subcommands_only() {
+    let out = imagegate(&["--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(commands, ["source", "controller", "crds", "help"], "{help}");
+    assert!(help.contains("--version"), "{help}");
+}
+
+#[test]
 fn a_bad_sink_is_refused_with_a_clear_error() {
     let out = imagegate(&["source", "--sink", "not a url"]);
     assert!(!out.status.success());

@@ -1,8 +1,9 @@
-//! `imagegate demo`: the whole loop on one machine, with no cluster.
+//! imagegate-demo: the whole loop on one machine, with no cluster. The library is the demo
+//! ([`run`]); `src/main.rs` is the thin `imagegate-demo` binary (`cargo demo`).
 //!
 //! The embedded API emulator holds four notebook ImageStreams (`examples/`), the Tekton CustomRun
-//! CRD and imagegate's ImagePromotion CRD. The real source ([`crate::source::run`]) and the real
-//! controller ([`crate::controller::run`]) run against it over HTTP, each as its own service
+//! CRD and imagegate's ImagePromotion CRD. The real source ([`imagegate::source::run`]) and the real
+//! controller ([`imagegate::controller::run`]) run against it over HTTP, each as its own service
 //! account. Between them sits a stand-in for Tekton: an HTTP EventListener and a pipeline runner
 //! that do what the files in `tekton/` say ([`tekton`], [`listener`], [`pipeline`]); the one
 //! thing it simulates is the container of the smoke-test Task.
@@ -10,10 +11,10 @@
 //! Five scenarios run in turn, each checked against what should happen; the demo ends with a
 //! table of every stream's served digest and phase, and fails if any scenario ended otherwise.
 
-pub mod listener;
-pub mod pipeline;
-pub mod tekton;
-pub mod timeline;
+mod listener;
+mod pipeline;
+mod tekton;
+mod timeline;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -29,7 +30,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::api::ImageStream;
+use imagegate::api::ImageStream;
 use imagegate_emulator::simulate::ImportRequest;
 use imagegate_emulator::{Config, Emulator};
 
@@ -46,7 +47,7 @@ const SOURCE_USER: &str = "system:serviceaccount:imagegate-system:imagegate-sour
 const CONTROLLER_USER: &str = "system:serviceaccount:imagegate-system:imagegate-controller";
 const TEKTON_USER: &str = "system:serviceaccount:tekton-pipelines:tekton-pipelines-controller";
 
-const SEED: &str = include_str!("../../examples/notebook-imagestreams.yaml");
+const SEED: &str = include_str!("../../../examples/notebook-imagestreams.yaml");
 
 /// How the demo runs.
 #[derive(Clone, Debug, Default)]
@@ -199,7 +200,7 @@ fn free_addr() -> anyhow::Result<SocketAddr> {
 }
 
 async fn wait_ready(name: &str, addr: SocketAddr) -> anyhow::Result<()> {
-    crate::admin::wait_ready(addr, Duration::from_secs(10))
+    imagegate::admin::wait_ready(addr, Duration::from_secs(10))
         .await
         .map_err(|e| anyhow!("{name} did not become ready: {e}"))
 }
@@ -231,7 +232,7 @@ impl World {
             "the imagegate-system namespace",
         )?;
         seed(
-            &crate::controller::crd::crd_yaml(),
+            &imagegate::controller::crd::crd_yaml(),
             "the ImagePromotion CRD",
         )?;
         let streams = seed(SEED, "examples/notebook-imagestreams.yaml")?;
@@ -277,9 +278,9 @@ impl World {
         );
 
         let controller_addr = free_addr()?;
-        tasks.push(tokio::spawn(crate::controller::run(
+        tasks.push(tokio::spawn(imagegate::controller::run(
             emulator.client_as(CONTROLLER_USER)?,
-            crate::controller::Settings {
+            imagegate::controller::Settings {
                 admin_addr: controller_addr,
                 concurrency: 8,
                 leader: None,
@@ -288,7 +289,7 @@ impl World {
             stopped(),
         )));
         let source_addr = free_addr()?;
-        tasks.push(tokio::spawn(crate::source::run(
+        tasks.push(tokio::spawn(imagegate::source::run(
             emulator.client_as(SOURCE_USER)?,
             source_settings(&el_url, source_addr, &emulator.url())?,
             stopped(),
@@ -338,7 +339,7 @@ impl World {
             loop {
                 let ev = tokio::select! {
                     ev = events.next() => ev,
-                    _ = crate::leader::until(&mut stop, true) => return,
+                    _ = imagegate::leader::until(&mut stop, true) => return,
                 };
                 let stream = match ev {
                     Some(Ok(watcher::Event::Apply(s) | watcher::Event::InitApply(s))) => s,
@@ -486,17 +487,17 @@ fn source_settings(
     sink: &str,
     admin_addr: SocketAddr,
     api_server_url: &str,
-) -> anyhow::Result<crate::source::Settings> {
-    use crate::source::deliver::{BackoffPolicy, ContentMode, DeliverySpec};
-    Ok(crate::source::Settings {
+) -> anyhow::Result<imagegate::source::Settings> {
+    use imagegate::source::deliver::{BackoffPolicy, ContentMode, DeliverySpec};
+    Ok(imagegate::source::Settings {
         sink: sink.parse().context("the listener URL")?,
         overrides: None,
         ca_pem: None,
         sink_timeout: None,
         namespaces: vec![NAMESPACE.to_string()],
         selector: None,
-        tags: crate::source::diff::TagFilter::default(),
-        mode: crate::source::Mode::ImageStreamTag,
+        tags: imagegate::source::diff::TagFilter::default(),
+        mode: imagegate::source::Mode::ImageStreamTag,
         content_mode: ContentMode::Binary,
         delivery: DeliverySpec {
             retry: None,
@@ -507,13 +508,13 @@ fn source_settings(
         },
         emit_existing: false,
         admin_addr,
-        checkpoint: crate::source::checkpoint::CheckpointConfig {
+        checkpoint: imagegate::source::checkpoint::CheckpointConfig {
             namespace: SYSTEM_NAMESPACE.to_string(),
             prefix: "imagegate-source-checkpoint".to_string(),
             flush_interval: Duration::from_millis(500),
         },
         leader: None,
-        events: crate::source::event::EventSettings::new("https://imagegate.dev/schemas/")
+        events: imagegate::source::event::EventSettings::new("https://imagegate.dev/schemas/")
             .map_err(|e| anyhow!("{e}"))?,
         concurrency: 64,
         api_server_url: api_server_url.to_string(),
@@ -548,7 +549,7 @@ fn phase(stream: &ImageStream, tag: &str) -> String {
     stream
         .spec_tag(tag)
         .and_then(|t| t.annotations.as_ref())
-        .and_then(|a| a.get(crate::controller::decide::annotation::PHASE))
+        .and_then(|a| a.get(imagegate::controller::decide::annotation::PHASE))
         .cloned()
         .unwrap_or_default()
 }
@@ -605,7 +606,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             url = world.emulator.url(),
             prefix = imagegate_emulator::control::PREFIX,
         ));
-        crate::run::shutdown_signal().await;
+        imagegate::run::shutdown_signal().await;
     }
     world.shutdown().await;
     result

@@ -17,31 +17,31 @@ use serde_json::Value;
 const EMBEDDED: &[(&str, &str)] = &[
     (
         "100-imagepromotion.yaml",
-        include_str!("../../tekton/100-imagepromotion.yaml"),
+        include_str!("../../../tekton/100-imagepromotion.yaml"),
     ),
     (
         "200-task-smoke-test.yaml",
-        include_str!("../../tekton/200-task-smoke-test.yaml"),
+        include_str!("../../../tekton/200-task-smoke-test.yaml"),
     ),
     (
         "300-pipeline.yaml",
-        include_str!("../../tekton/300-pipeline.yaml"),
+        include_str!("../../../tekton/300-pipeline.yaml"),
     ),
     (
         "410-triggerbinding.yaml",
-        include_str!("../../tekton/410-triggerbinding.yaml"),
+        include_str!("../../../tekton/410-triggerbinding.yaml"),
     ),
     (
         "420-triggertemplate.yaml",
-        include_str!("../../tekton/420-triggertemplate.yaml"),
+        include_str!("../../../tekton/420-triggertemplate.yaml"),
     ),
     (
         "430-eventlistener.yaml",
-        include_str!("../../tekton/430-eventlistener.yaml"),
+        include_str!("../../../tekton/430-eventlistener.yaml"),
     ),
     (
         "500-rollback-pipelinerun.yaml",
-        include_str!("../../tekton/500-rollback-pipelinerun.yaml"),
+        include_str!("../../../tekton/500-rollback-pipelinerun.yaml"),
     ),
 ];
 

@@ -19,10 +19,10 @@ use kube::Api;
 use kube::api::PostParams;
 use serde_json::{Value, json};
 
-use crate::api::CustomRun;
+use imagegate::api::CustomRun;
 
 use super::tekton::{TektonFiles, defaults_of, list_at, params_of, str_at, substitute};
-use super::timeline::{Timeline, short_digest, short_name};
+use super::timeline::{Timeline, short_name};
 
 /// How a pipeline task ended, as `$(tasks.<name>.status)` reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,8 +76,6 @@ pub struct TaskCall {
     pub pipeline_run: String,
     /// The pipeline task's name.
     pub task: String,
-    /// The Task's name.
-    pub task_ref: String,
     /// Its params, resolved.
     pub params: BTreeMap<String, String>,
 }
@@ -411,7 +409,6 @@ impl Runner {
                 Ok((self.0.validator)(TaskCall {
                     pipeline_run: run.to_string(),
                     task: name.to_string(),
-                    task_ref: task_name.to_string(),
                     params: resolved,
                 })
                 .await)
@@ -501,14 +498,6 @@ fn lookup_results(expr: &str, statuses: &BTreeMap<String, TaskOutcome>) -> Optio
         .get(result)
         .cloned()
         .filter(|_| outcome.is_some_and(|o| o.status != TaskStatus::None))
-}
-
-/// `sha256:…` of a PipelineRun's `digest` param, for output.
-pub fn digest_of(r: &RunRecord) -> String {
-    r.params
-        .get("digest")
-        .map(|d| short_digest(d))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -1,11 +1,10 @@
-//! `imagegate demo`, the README's first command: the real binary runs the whole loop on the
-//! embedded emulator and must end with the table of what every stream serves.
+//! `imagegate-demo` (`cargo demo`), the README's first command: the real binary runs the whole
+//! loop on the embedded emulator and must end with the table of what every stream serves.
 
 use std::process::Command;
 
 fn demo(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_imagegate"))
-        .arg("demo")
+    let out = Command::new(env!("CARGO_BIN_EXE_imagegate-demo"))
         .args(args)
         .env_remove("RUST_LOG")
         .output()
@@ -30,6 +29,21 @@ fn table(stdout: &str) -> Vec<Vec<String>> {
         .take_while(|l| !l.trim().is_empty())
         .map(|l| l.split_whitespace().map(str::to_string).collect())
         .collect()
+}
+
+#[test]
+fn help_lists_the_demo_flags() {
+    let (ok, stdout, stderr) = demo(&["--help"]);
+    assert!(ok, "{stderr}");
+    for flag in [
+        "--keep-running",
+        "--kubeconfig",
+        "--tekton-dir",
+        "--log-format",
+        "--version",
+    ] {
+        assert!(stdout.contains(flag), "no {flag} in:\n{stdout}");
+    }
 }
 
 #[test]
@@ -116,7 +130,7 @@ fn the_demo_runs_the_tekton_files_it_is_given() {
     // A copy of tekton/ whose TriggerTemplate no longer passes `digest` to the Pipeline: the
     // stand-in reads the files, so the demo must fail and say why.
     let dir = tempfile::tempdir().unwrap();
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tekton");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tekton");
     for entry in std::fs::read_dir(&src).unwrap() {
         let p = entry.unwrap().path();
         if p.extension().is_some_and(|x| x == "yaml") {
@@ -151,8 +165,8 @@ async fn keep_running_leaves_the_loop_up_for_kubectl_until_sigterm() {
 
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("demo.kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
-        .args(["demo", "--keep-running", "--kubeconfig"])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_imagegate-demo"))
+        .args(["--keep-running", "--kubeconfig"])
         .arg(&kubeconfig)
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
