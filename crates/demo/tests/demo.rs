@@ -2,6 +2,15 @@
 //! loop on the embedded emulator and must end with the table of what every stream serves.
 
 use std::process::Command;
+use std::time::{Duration, Instant};
+
+// The workspace's helper for programs under test (the product's tests share it); this test uses
+// only part of it.
+#[allow(dead_code)]
+#[path = "../../../tests/it/support/process.rs"]
+mod process;
+
+use process::Process;
 
 fn demo(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_imagegate-demo"))
@@ -157,46 +166,31 @@ fn the_demo_runs_the_tekton_files_it_is_given() {
 
 #[tokio::test]
 async fn keep_running_leaves_the_loop_up_for_kubectl_until_sigterm() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
     use imagegate::api::{CustomRun, ImageStream};
     use kube::Api;
 
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("demo.kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_imagegate-demo"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate-demo"));
+    command
         .args(["--keep-running", "--kubeconfig"])
         .arg(&kubeconfig)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Read stdout on a thread; lines arrive on a channel.
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let wait_for = |seen: &mut Vec<String>, needle: &str| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while !seen.iter().any(|l| l.contains(needle)) {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(l) => seen.push(l),
-                Err(_) => panic!("no {needle:?} in the output:\n{}", seen.join("\n")),
-            }
+        .env_remove("RUST_LOG");
+    let mut demo = Process::start("imagegate-demo", command);
+    let wait_for = |demo: &Process, needle: &str| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !demo.log().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "no {needle:?} in the output:\n{}",
+                demo.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
     };
-    wait_for(&mut seen, "Still running");
+    wait_for(&demo, "Still running");
     wait_for(
-        &mut seen,
+        &demo,
         &format!("export KUBECONFIG={}", kubeconfig.display()),
     );
 
@@ -231,15 +225,13 @@ async fn keep_running_leaves_the_loop_up_for_kubectl_until_sigterm() {
         .unwrap();
     assert!(answer.status().is_success(), "{}", answer.status());
     wait_for(
-        &mut seen,
+        &demo,
         "started for jupyter-minimal-notebook@sha256:abababababab",
     );
 
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = child.wait().unwrap();
+    let exit = demo
+        .stop(Duration::from_secs(60))
+        .await
+        .expect("the demo was running");
     assert!(exit.success(), "the demo exited {exit} on SIGTERM");
 }

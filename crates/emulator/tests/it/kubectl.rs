@@ -3,22 +3,18 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::process::Process;
+
+/// The emulator binary, killed on drop (its log printed if the test failed).
 struct Server {
-    child: Child,
+    _process: Process,
     kubeconfig: PathBuf,
     url: String,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn start() -> Server {
@@ -26,15 +22,13 @@ fn start() -> Server {
     let kubeconfig = dir.path().join("kubeconfig");
     let seed =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notebook-imagestreams.yaml");
-    let child = Command::new(env!("CARGO_BIN_EXE_imagegate-emulator"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate-emulator"));
+    command
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .arg("--seed")
-        .arg(&seed)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the imagegate-emulator binary starts");
+        .arg(&seed);
+    let process = Process::start("imagegate-emulator", command);
     let deadline = Instant::now() + Duration::from_secs(20);
     while !kubeconfig.exists() {
         assert!(
@@ -50,7 +44,7 @@ fn start() -> Server {
         .expect("the kubeconfig names a server")
         .to_string();
     Server {
-        child,
+        _process: process,
         kubeconfig,
         url,
         _dir: dir,

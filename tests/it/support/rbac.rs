@@ -10,8 +10,6 @@
 //! the parsed structure, so a file that does not follow the convention fails loudly instead of
 //! losing its markers.
 
-#![allow(dead_code)]
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;

@@ -3,14 +3,12 @@
 //! a namespace deleted under it, shards lost while it is down: `/readyz` and the metrics say so,
 //! and a restart sends every change made meanwhile (a duplicate is allowed, a loss is not).
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::support::sink::Sink;
+use crate::support::source::Source;
+use crate::support::{EmulatorServer, eventually};
 use cloudevents::AttributesReader;
-use common::sink::Sink;
-use common::source::Source;
-use common::{EmulatorServer, eventually};
 use imagegate::source::checkpoint;
 use imagegate_emulator::control::Fault;
 use k8s_openapi::api::core::v1::ConfigMap;

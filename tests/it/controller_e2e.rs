@@ -1,12 +1,10 @@
 //! End to end: the real `imagegate controller` binary against the API emulator over HTTP,
 //! driven over the emulator's control API, for every outcome a pipeline author can meet.
 
-mod common;
-
-use common::{EmulatorServer, free_port, rbac};
+use crate::support::{EmulatorServer, Process, free_port, rbac};
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use imagegate::api::{CustomRun, ImageStream};
@@ -22,7 +20,7 @@ struct Setup {
     emu: EmulatorServer,
     client: kube::Client,
     kubeconfig: PathBuf,
-    controller: Option<Child>,
+    controller: Option<Process>,
     admin: u16,
     _dir: tempfile::TempDir,
 }
@@ -64,28 +62,32 @@ impl Setup {
         s
     }
 
+    /// Starts the controller (again).
     fn start(&mut self) {
-        let child = self.spawn_controller(self.admin, &[]);
-        self.controller = Some(child);
+        match &mut self.controller {
+            Some(c) => c.restart(),
+            None => self.controller = Some(self.spawn_controller(self.admin, &[])),
+        }
     }
 
-    fn spawn_controller(&self, admin: u16, extra: &[&str]) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_imagegate"))
+    fn spawn_controller(&self, admin: u16, extra: &[&str]) -> Process {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
+        command
             .args(["--log-format", "json", "controller", "--admin-addr"])
             .arg(format!("127.0.0.1:{admin}"))
             .args(extra)
             .env("KUBECONFIG", &self.kubeconfig)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
+            .env("RUST_LOG", "info");
+        Process::start(
+            format!("imagegate controller (admin port {admin})"),
+            command,
+        )
     }
 
+    /// kill -9; the log stays for a failure message.
     fn stop(&mut self) {
-        if let Some(mut c) = self.controller.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(c) = &mut self.controller {
+            c.kill();
         }
     }
 
@@ -110,7 +112,7 @@ impl Setup {
         self.runs()
             .create(
                 &PostParams::default(),
-                &common::promotion_run(name, params, &extra),
+                &crate::support::promotion_run(name, params, &extra),
             )
             .await
             .unwrap()
@@ -678,7 +680,7 @@ async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
         .collect();
     let deadline = Instant::now() + Duration::from_secs(30);
     let leader = loop {
-        if let Some(h) = common::lease_holder(&s.client, "imagegate-controller").await {
+        if let Some(h) = crate::support::lease_holder(&s.client, "imagegate-controller").await {
             break h;
         }
         assert!(Instant::now() < deadline, "nobody took the lease");
@@ -695,18 +697,10 @@ async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
     // A graceful stop (SIGTERM, as Kubernetes sends) releases the lease to the standby.
     let idx = replicas.0.iter().position(|(id, _)| *id == leader).unwrap();
     let (_, mut old) = replicas.0.remove(idx);
-    let status = Command::new("kill")
-        .args(["-TERM", &old.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    // Wait without blocking the test runtime.
-    while old.try_wait().unwrap().is_none() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    old.stop(Duration::from_secs(60)).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        match common::lease_holder(&s.client, "imagegate-controller").await {
+        match crate::support::lease_holder(&s.client, "imagegate-controller").await {
             Some(h) if h != leader => break,
             _ => {}
         }
@@ -728,14 +722,5 @@ async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
     rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
-/// Controller processes killed when the test ends, also when it fails.
-struct Replicas(Vec<(String, Child)>);
-
-impl Drop for Replicas {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+/// Controller processes, killed when the test ends (with their logs printed when it fails).
+struct Replicas(Vec<(String, Process)>);

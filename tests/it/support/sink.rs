@@ -2,8 +2,6 @@
 //! it records every request it parses (attempts included), and can be told to answer the next
 //! requests with an error status.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

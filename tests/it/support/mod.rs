@@ -1,12 +1,17 @@
-//! The API emulator for the end-to-end tests, on a thread and a runtime of its own and reached
-//! only over HTTP: the real binaries under test talk to it through a kubeconfig, and the tests
-//! drive it over its control API exactly as another program (or a user with curl) would.
+//! What the integration tests share. Here: the API emulator for the end-to-end tests, on a
+//! thread and a runtime of its own and reached only over HTTP (the real binaries under test talk
+//! to it through a kubeconfig, and the tests drive it over its control API exactly as another
+//! program, or a user with curl, would), and small waiting helpers. Beside it: the programs as
+//! child processes whose log is printed when a test fails ([`process`]), `imagegate source` as a
+//! Deployment runs it ([`source`]), a CloudEvents sink ([`sink`]) and the RBAC checker
+//! ([`rbac`]).
 
-#![allow(dead_code)]
-
+pub mod process;
 pub mod rbac;
 pub mod sink;
 pub mod source;
+
+pub use process::Process;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,26 +1,15 @@
 //! Interop with the official Python CloudEvents SDK (PyPI `cloudevents`, installed by
 //! scripts/test into .venv): what `imagegate source` sends parses in both content modes.
 
-mod common;
-
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{EmulatorServer, free_port};
+use crate::support::{EmulatorServer, Process, free_port};
 use serde_json::{Value, json};
 
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn python() -> PathBuf {
     if let Ok(p) = std::env::var("IMAGEGATE_PYTHON") {
@@ -47,42 +36,35 @@ async fn receive_one(mode: &str) -> Value {
     let out = dir.path().join("events.jsonl");
     let port = free_port();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/cloudevents_sink.py");
-    let _sink = Killed(
-        Command::new(python())
-            .arg(&script)
-            .arg(port.to_string())
-            .arg(&out)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("python runs (scripts/test installs the SDK into .venv)"),
+    let mut sink = Command::new(python());
+    sink.arg(&script).arg(port.to_string()).arg(&out);
+    let _sink = Process::start(
+        "the Python CloudEvents sink (scripts/test installs the SDK into .venv)",
+        sink,
     );
     let kubeconfig = dir.path().join("kubeconfig");
     emu.write_kubeconfig(&kubeconfig, "source");
     let admin = free_port();
-    let _source = Killed(
-        Command::new(env!("CARGO_BIN_EXE_imagegate"))
-            .args([
-                "source",
-                "--sink",
-                &format!("http://127.0.0.1:{port}/"),
-                "--content-mode",
-                mode,
-            ])
-            .args([
-                "--checkpoint-namespace",
-                "default",
-                "--backoff-delay",
-                "PT0.05S",
-            ])
-            .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
-            .env("KUBECONFIG", &kubeconfig)
-            .env("K_CE_OVERRIDES", r#"{"extensions": {"team": "notebooks"}}"#)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    common::wait_ready(admin).await;
+    let mut source = Command::new(env!("CARGO_BIN_EXE_imagegate"));
+    source
+        .args([
+            "source",
+            "--sink",
+            &format!("http://127.0.0.1:{port}/"),
+            "--content-mode",
+            mode,
+        ])
+        .args([
+            "--checkpoint-namespace",
+            "default",
+            "--backoff-delay",
+            "PT0.05S",
+        ])
+        .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("K_CE_OVERRIDES", r#"{"extensions": {"team": "notebooks"}}"#);
+    let _source = Process::start("imagegate source", source);
+    crate::support::wait_ready(admin).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     emu.import("ds", "nb", "candidate", B).await;
     loop {

@@ -1,14 +1,12 @@
 //! End to end: the real `imagegate source` binary against the API emulator over HTTP and a real
 //! HTTP sink built on the CloudEvents SDK.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::support::sink::Sink;
+use crate::support::source::Source;
+use crate::support::{EmulatorServer, rbac};
 use cloudevents::AttributesReader;
-use common::sink::Sink;
-use common::source::Source;
-use common::{EmulatorServer, rbac};
 use serde_json::{Value, json};
 
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -389,7 +387,7 @@ async fn two_replicas_send_each_change_once_and_hand_over_on_shutdown() {
     );
     let deadline = Instant::now() + Duration::from_secs(30);
     let leader = loop {
-        if let Some(h) = common::lease_holder(&emu.client(), "imagegate-source").await {
+        if let Some(h) = crate::support::lease_holder(&emu.client(), "imagegate-source").await {
             break h;
         }
         assert!(Instant::now() < deadline, "nobody took the lease");
@@ -419,7 +417,7 @@ async fn two_replicas_send_each_change_once_and_hand_over_on_shutdown() {
     lead.stop().await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        match common::lease_holder(&emu.client(), "imagegate-source").await {
+        match crate::support::lease_holder(&emu.client(), "imagegate-source").await {
             Some(h) if h != leader => break,
             _ => {}
         }

@@ -4,17 +4,15 @@
 //! emulator, through a scenario that takes every API path each program has. Then
 //! the emulator's request log is checked both ways: every call is allowed by the Roles,
 //! ClusterRoles and bindings in `config/`, and every granted verb was used, unless its comment
-//! says `unused-in-tests:` and why. The checker itself is `tests/common/rbac.rs`.
-
-mod common;
+//! says `unused-in-tests:` and why. The checker itself is `tests/it/support/rbac.rs`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::rbac::{self, Attributes, Policy};
-use common::sink::Sink;
-use common::{EmulatorServer, free_port};
+use crate::support::rbac::{self, Attributes, Policy};
+use crate::support::sink::Sink;
+use crate::support::{EmulatorServer, Process, free_port};
 use imagegate::api::CustomRun;
 use imagegate::source::checkpoint;
 use imagegate_emulator::control::RequestRecord;
@@ -43,19 +41,7 @@ fn read(path: &Path) -> String {
 /// A program run the way its Deployment in `config/` runs it.
 struct Program {
     name: &'static str,
-    child: Option<Child>,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
-    log: PathBuf,
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+    process: Process,
 }
 
 impl Program {
@@ -67,7 +53,6 @@ impl Program {
         file: &str,
         pod: &str,
         kubeconfig: &Path,
-        dir: &Path,
         overrides: &[(&str, &str)],
         extra_args: &[&str],
     ) -> Program {
@@ -106,62 +91,29 @@ impl Program {
             env.push((key, value));
         }
         env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
-        let mut p = Program {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
+        command.args(args).env_clear().envs(env);
+        Program {
             name,
-            child: None,
-            args,
-            env,
-            log: dir.join(format!("{pod}.log")),
-        };
-        p.start();
-        p
+            process: Process::start(format!("{name} ({pod})"), command),
+        }
     }
 
+    /// Starts it again after [`Program::stop`].
     fn start(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
-            .args(&self.args)
-            .env_clear()
-            .envs(self.env.iter().cloned())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
+        self.process.restart();
     }
 
     /// What the program logged, for failure messages.
     fn logs(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.process.log()
     }
 
     /// A graceful stop (SIGTERM, as the kubelet sends): the program flushes, releases its
     /// Lease and exits 0.
     async fn stop(&mut self) {
-        let Some(mut c) = self.child.take() else {
+        let Some(exit) = self.process.stop(Duration::from_secs(30)).await else {
             return;
-        };
-        let status = Command::new("kill")
-            .args(["-TERM", &c.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let exit = loop {
-            if let Some(exit) = c.try_wait().unwrap() {
-                break exit;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} did not stop on SIGTERM:\n{}",
-                self.name,
-                self.logs()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
         };
         assert!(
             exit.success(),
@@ -302,7 +254,6 @@ async fn the_source_makes_only_the_calls_config_grants_and_uses_every_grant() {
         "400-source-deployment.yaml",
         "imagegate-source-0",
         &kubeconfig,
-        dir.path(),
         &[("K_SINK", &sink.url)],
         &["--backoff-delay", "PT0.01S"],
     );
@@ -351,7 +302,7 @@ async fn the_source_makes_only_the_calls_config_grants_and_uses_every_grant() {
 }
 
 fn run_body(name: &str, params: &[(&str, &str)], spec: Value) -> CustomRun {
-    common::promotion_run(name, params, &json!({ "spec": spec }))
+    crate::support::promotion_run(name, params, &json!({ "spec": spec }))
 }
 
 /// Creates a run and waits until it is done; returns its final (status, reason).
@@ -405,7 +356,6 @@ async fn the_controller_makes_only_the_calls_config_grants_and_uses_every_grant(
         "401-controller-deployment.yaml",
         "imagegate-controller-0",
         &kubeconfig,
-        dir.path(),
         &[],
         &[],
     );
