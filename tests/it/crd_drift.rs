@@ -4,7 +4,7 @@
 //!
 //! To regenerate the manifest after changing the types:
 //! `cargo run -- crds > config/300-imagepromotion-crd.yaml`, or
-//! `IMAGEGATE_UPDATE_CRDS=1 cargo test --test crd_drift`.
+//! `IMAGEGATE_UPDATE_CRDS=1 cargo test --test it crd_drift`.
 
 use std::path::PathBuf;
 
@@ -32,7 +32,7 @@ fn the_committed_crd_matches_the_rust_types() {
     assert!(
         committed == generated,
         "{COMMITTED} differs from the ImagePromotion types; regenerate it with\n  \
-         cargo run -- crds > {COMMITTED}\n(or IMAGEGATE_UPDATE_CRDS=1 cargo test --test crd_drift) \
+         cargo run -- crds > {COMMITTED}\n(or IMAGEGATE_UPDATE_CRDS=1 cargo test --test it crd_drift) \
          and commit the result"
     );
 }

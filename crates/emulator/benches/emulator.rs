@@ -4,7 +4,7 @@
 //! list every stream (in pages, as a reflector does) and to replay the burst to a watch. Not a
 //! test.
 //!
-//! `cargo bench --bench emulator` (STREAMS=10000 by default).
+//! `cargo bench -p imagegate-emulator --bench emulator` (STREAMS=10000 by default).
 
 // The workspace's bench helpers, shared with the product's benchmarks by path.
 #[path = "../../../benches/common/shared.rs"]

@@ -119,7 +119,7 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         control = format!("{}{}", emu.url(), control::PREFIX),
         "emulator serving"
     );
-    println!("imagegate emulator serving at {}", emu.url());
+    println!("imagegate-emulator serving at {}", emu.url());
     println!("kubeconfig: {}", cli.kubeconfig.display());
     println!("  export KUBECONFIG={}", cli.kubeconfig.display());
     shutdown_signal().await;
