@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use imagegate::api::{CustomRun, ImageStream};
-use imagegate::emulator::{Config, Emulator};
+use imagegate_emulator::{Config, Emulator};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
@@ -258,7 +258,7 @@ async fn main() {
 
     let total_runs = (paced_n + runs_n) as f64;
     let writes = emu.mutating_requests();
-    let ok = |r: &&imagegate::emulator::control::RequestRecord| (200..300).contains(&r.code);
+    let ok = |r: &&imagegate_emulator::control::RequestRecord| (200..300).contains(&r.code);
     let by = |res: &str| {
         writes
             .iter()

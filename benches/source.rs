@@ -22,7 +22,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use imagegate::emulator::{Config, Emulator};
+use imagegate_emulator::{Config, Emulator};
 
 type Seen = Arc<Mutex<HashMap<String, Instant>>>;
 

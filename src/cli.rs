@@ -1,7 +1,6 @@
 //! The command line: one clap struct per subcommand.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -35,12 +34,8 @@ pub enum Command {
     Source(Box<SourceArgs>),
     /// Reconcile Tekton CustomRuns of kind ImagePromotion (validate-then-promote).
     Controller(ControllerArgs),
-    /// Run the API emulator: a Kubernetes/OpenShift API server for tests and demos.
-    Emulator(EmulatorArgs),
     /// Print the CustomResourceDefinitions imagegate owns, as YAML.
     Crds(CrdsArgs),
-    /// Run the whole loop on the embedded emulator and print a timeline.
-    Demo(DemoArgs),
 }
 
 /// `imagegate source`.
@@ -199,53 +194,3 @@ pub struct LeaderArgs {
 /// `imagegate crds`.
 #[derive(Debug, Args)]
 pub struct CrdsArgs {}
-
-/// `imagegate demo`.
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    /// After the scenarios, leave the emulator, the source, the controller and the Tekton
-    /// stand-in running (until Ctrl-C) and write a kubeconfig for kubectl.
-    #[arg(long)]
-    pub keep_running: bool,
-
-    /// Where `--keep-running` writes the kubeconfig.
-    #[arg(long, default_value = "/tmp/imagegate-demo.kubeconfig")]
-    pub kubeconfig: PathBuf,
-
-    /// Run the Tekton files of this directory (an edited copy of `tekton/`) instead of the ones
-    /// compiled into the binary.
-    #[arg(long, value_name = "DIR")]
-    pub tekton_dir: Option<PathBuf>,
-}
-
-/// `imagegate emulator`.
-#[derive(Debug, Args)]
-pub struct EmulatorArgs {
-    /// Where to write a kubeconfig that points kubectl and imagegate at the emulator.
-    #[arg(long, env = "KUBECONFIG_OUT")]
-    pub kubeconfig: PathBuf,
-
-    /// Address to listen on (port 0 picks a free port; the kubeconfig has the real one).
-    #[arg(long, default_value = "127.0.0.1:0")]
-    pub addr: SocketAddr,
-
-    /// YAML or JSON files of objects to store at start (multi-document; `kind: List` too).
-    #[arg(long = "seed", value_name = "FILE")]
-    pub seed: Vec<PathBuf>,
-
-    /// How many watch events are retained; a watch from an older resourceVersion gets
-    /// `410 Expired`.
-    #[arg(long, default_value_t = 100_000)]
-    pub retained_events: usize,
-
-    /// The internal registry host name the image API reports in `status.dockerImageRepository`.
-    #[arg(
-        long,
-        default_value = "image-registry.openshift-image-registry.svc:5000"
-    )]
-    pub internal_registry: String,
-
-    /// The user name the kubeconfig's token stands for in the request log.
-    #[arg(long, default_value = "admin")]
-    pub user: String,
-}

@@ -1,12 +1,13 @@
 //! imagegate: validate-then-promote for OpenShift ImageStreams.
 //!
-//! The crate is a library with one thin binary (`src/main.rs`). The modules follow the data:
+//! The crate is a library with one thin binary (`src/main.rs`: `source`, `controller`, `crds`).
+//! The API emulator (`crates/emulator`) and the demo (`crates/demo`) are members of the workspace
+//! beside it; the product uses the emulator only in its tests and benches. Every module is
+//! public because the `imagegate` binary, the demo or the integration tests use it. The modules
+//! follow the data:
 //!
 //! - [`api`]: Rust types for the APIs imagegate talks to but does not own (ImageStream,
 //!   ImageStreamTag, ImageStreamImage, Image, CustomRun), only the fields we use.
-//! - [`emulator`]: an HTTP server that speaks the Kubernetes REST API with the OpenShift and
-//!   Tekton behaviour imagegate depends on. It stands in for a cluster in tests and in the demo
-//!   and is never imported by product code except through `kube::Client`.
 //! - [`cli`]: the command line (one clap struct per subcommand).
 //! - [`telemetry`]: logging setup (`tracing`, human or JSON, `RUST_LOG`).
 //! - [`run`]: the entry points of the subcommands (the binary's edge, `anyhow` errors).
@@ -20,8 +21,6 @@ pub mod admin;
 pub mod api;
 pub mod cli;
 pub mod controller;
-pub mod demo;
-pub mod emulator;
 pub mod leader;
 pub mod run;
 pub mod source;

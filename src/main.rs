@@ -7,16 +7,10 @@ use imagegate::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The demo prints its own timeline; the programs' logs would drown it (RUST_LOG brings them
-    // back).
-    let default_level = match cli.command {
-        Command::Demo(_) => "error",
-        _ => "info",
-    };
-    imagegate::telemetry::init(cli.log_format, default_level);
+    imagegate::telemetry::init(cli.log_format, "info");
     imagegate::tls::install_crypto_provider();
     // The source waits on the network almost all the time: one thread keeps its memory small
-    // (one allocator arena, one stack). The controller and the emulator use all cores.
+    // (one allocator arena, one stack). The controller uses all cores.
     let runtime = match cli.command {
         Command::Source(_) => tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -34,11 +28,9 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Emulator(args) => imagegate::run::emulator(args).await,
             Command::Source(args) => imagegate::run::source(*args).await,
             Command::Controller(args) => imagegate::run::controller(args).await,
             Command::Crds(_) => imagegate::run::crds(),
-            Command::Demo(args) => imagegate::run::demo(args).await,
         }
     });
     match result {

@@ -5,21 +5,9 @@ use anyhow::Context;
 use std::sync::Arc;
 
 use crate::cli::{
-    BackoffPolicyArg, ContentModeArg, ControllerArgs, DemoArgs, EmulatorArgs, LeaderArgs,
-    SourceArgs, SourceMode,
+    BackoffPolicyArg, ContentModeArg, ControllerArgs, LeaderArgs, SourceArgs, SourceMode,
 };
-use crate::emulator::{Config, Emulator};
 use crate::leader::LeaderConfig;
-
-/// `imagegate demo`: the whole loop on the embedded emulator.
-pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
-    crate::demo::run(crate::demo::Options {
-        keep_running: args.keep_running,
-        kubeconfig: args.kubeconfig,
-        tekton_dir: args.tekton_dir,
-    })
-    .await
-}
 
 /// `imagegate crds`: the CustomResourceDefinitions imagegate owns, as YAML on stdout.
 pub fn crds() -> anyhow::Result<()> {
@@ -57,39 +45,6 @@ pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
     };
     let clock = Arc::new(k8s_openapi::jiff::Timestamp::now);
     crate::controller::run(client, settings, clock, shutdown_signal()).await
-}
-
-/// `imagegate emulator`: serve until interrupted.
-pub async fn emulator(args: EmulatorArgs) -> anyhow::Result<()> {
-    let emu = Emulator::start(Config {
-        addr: args.addr,
-        retained_events: args.retained_events,
-        internal_registry: args.internal_registry.clone(),
-        ..Config::default()
-    })
-    .await
-    .with_context(|| format!("cannot listen on {}", args.addr))?;
-    for file in &args.seed {
-        let names = emu
-            .seed_file(file)
-            .with_context(|| format!("cannot seed {}", file.display()))?;
-        tracing::info!(file = %file.display(), objects = names.len(), "seeded");
-    }
-    emu.write_kubeconfig(&args.kubeconfig, &args.user)
-        .with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;
-    tracing::info!(
-        url = %emu.url(),
-        kubeconfig = %args.kubeconfig.display(),
-        control = format!("{}{}", emu.url(), crate::emulator::control::PREFIX),
-        "emulator serving"
-    );
-    println!("imagegate emulator serving at {}", emu.url());
-    println!("kubeconfig: {}", args.kubeconfig.display());
-    println!("  export KUBECONFIG={}", args.kubeconfig.display());
-    shutdown_signal().await;
-    tracing::info!("shutting down");
-    emu.shutdown().await;
-    Ok(())
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -230,7 +230,7 @@ fn configs_that_could_lead_twice_are_invalid() {
 #[tokio::test]
 async fn a_write_from_a_stale_read_conflicts_and_changes_nothing() {
     crate::tls::install_crypto_provider();
-    let emu = crate::emulator::Emulator::start(Default::default())
+    let emu = imagegate_emulator::Emulator::start(Default::default())
         .await
         .unwrap();
     let api = Api::<Lease>::namespaced(emu.client().unwrap(), "default");

@@ -1,5 +1,5 @@
 """A CloudEvents HTTP receiver built on the official Python SDK (PyPI `cloudevents`), used by
-tests/python_interop.rs to check that what `imagegate source` sends parses in both content modes
+tests/it/python_interop.rs to check that what `imagegate source` sends parses in both content modes
 with an SDK nobody here wrote.
 
     python cloudevents_sink.py PORT OUTPUT.jsonl

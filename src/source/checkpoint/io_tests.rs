@@ -2,9 +2,9 @@
 //! crashes mid-split, the fixed layout of earlier versions, lost shards and refused writes.
 
 use super::*;
-use crate::emulator::control::Fault;
-use crate::emulator::{Config, Emulator};
 use crate::source::state::{TagState, TagStates};
+use imagegate_emulator::control::Fault;
+use imagegate_emulator::{Config, Emulator};
 use prometheus_client::registry::Registry;
 
 const NS: &str = "imagegate";

@@ -1,0 +1,75 @@
+//! What every benchmark of the workspace shares: percentiles, formatting, the resident set of a
+//! process, and the ImageStreams they seed. The emulator's benchmark
+//! (`crates/emulator/benches/emulator.rs`) includes this file by path, so it uses nothing of
+//! imagegate.
+
+#![allow(dead_code)]
+
+/// The `p` quantile of sorted samples (nearest rank), NaN when there are none.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Seconds as milliseconds with two decimals.
+pub fn ms(seconds: f64) -> String {
+    format!("{:.2} ms", seconds * 1000.0)
+}
+
+/// A field of `/proc/<pid>/status` in KiB (`VmRSS:` now, `VmHWM:` the peak), 0 if unreadable.
+pub fn rss_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The heading of a benchmark's report and its table header.
+pub fn report_header(title: &str, setup: &str) {
+    println!("## {title}");
+    println!();
+    println!(
+        "{setup}; {} cores",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0)
+    );
+    println!();
+    println!("| measure | value |");
+    println!("|---|---|");
+}
+
+/// The digest of tag `tag` of stream `i` in import round `round` (0: the seeded one).
+pub fn digest(i: usize, tag: usize, round: usize) -> String {
+    format!("sha256:{round:08x}{tag:08x}{}{i:016x}", "0".repeat(32))
+}
+
+/// `n` ImageStreams `bench/nb-<i>` with tags t0..t2, each with its seeded digest in its history.
+pub fn streams_yaml(n: usize) -> String {
+    let mut out = String::new();
+    for i in 0..n {
+        out.push_str(&format!(
+            "---\napiVersion: image.openshift.io/v1\nkind: ImageStream\nmetadata: {{name: nb-{i}, namespace: bench}}\nspec:\n  tags:\n"
+        ));
+        for t in 0..3 {
+            out.push_str(&format!(
+                "  - {{name: t{t}, from: {{kind: DockerImage, name: \"quay.io/org/nb-{i}:t{t}\"}}}}\n"
+            ));
+        }
+        out.push_str("status:\n  tags:\n");
+        for t in 0..3 {
+            let d = digest(i, t, 0);
+            out.push_str(&format!(
+                "  - tag: t{t}\n    items:\n    - {{created: \"2026-11-30T00:00:00Z\", dockerImageReference: \"quay.io/org/nb-{i}@{d}\", image: \"{d}\", generation: 1}}\n"
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,542 @@
+//! The demo's stand-in for Tekton's pipeline controller: it runs the PipelineRuns the
+//! EventListener stand-in renders, task by task, the way Tekton does for this Pipeline's shape:
+//! `runAfter` order, a failed task skipping the rest, `finally` tasks with `when` expressions over
+//! `$(tasks.<name>.status)`, and pipeline results.
+//!
+//! A task whose `taskRef` names a custom task becomes a real `tekton.dev/v1beta1` CustomRun in the
+//! API server, named `<pipelinerun>-<task>` with the pipeline task's params, `timeout` and
+//! `retries`, exactly as Tekton creates it; `imagegate controller` reconciles it and the runner
+//! waits for its `Succeeded` condition. A `Task` (a container) is handed to a [`Validator`]: the
+//! demo runs no containers.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use futures::future::BoxFuture;
+use kube::Api;
+use kube::api::PostParams;
+use serde_json::{Value, json};
+
+use imagegate::api::CustomRun;
+
+use super::tekton::{TektonFiles, defaults_of, list_at, params_of, str_at, substitute};
+use super::timeline::{Timeline, short_name};
+
+/// How a pipeline task ended, as `$(tasks.<name>.status)` reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskStatus {
+    /// It ran and succeeded.
+    Succeeded,
+    /// It ran and failed.
+    Failed,
+    /// It did not run (skipped).
+    None,
+}
+
+impl TaskStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Succeeded => "Succeeded",
+            TaskStatus::Failed => "Failed",
+            TaskStatus::None => "None",
+        }
+    }
+}
+
+/// One task's outcome.
+#[derive(Clone, Debug)]
+pub struct TaskOutcome {
+    /// Succeeded, Failed or None.
+    pub status: TaskStatus,
+    /// The condition's reason (`Promoted`, `CandidateMoved`, ...).
+    pub reason: String,
+    /// The condition's message.
+    pub message: String,
+    /// The task's results.
+    pub results: BTreeMap<String, String>,
+}
+
+impl TaskOutcome {
+    fn skipped(why: &str) -> TaskOutcome {
+        TaskOutcome {
+            status: TaskStatus::None,
+            reason: "Skipped".into(),
+            message: why.into(),
+            results: BTreeMap::new(),
+        }
+    }
+}
+
+/// A container Task the runner was asked to run.
+#[derive(Clone, Debug)]
+pub struct TaskCall {
+    /// The PipelineRun's name.
+    pub pipeline_run: String,
+    /// The pipeline task's name.
+    pub task: String,
+    /// Its params, resolved.
+    pub params: BTreeMap<String, String>,
+}
+
+/// Runs a container Task in the demo (which has no containers): decides its outcome.
+pub type Validator = Arc<dyn Fn(TaskCall) -> BoxFuture<'static, TaskOutcome> + Send + Sync>;
+
+/// A PipelineRun the runner knows.
+#[derive(Clone, Debug, Default)]
+pub struct RunRecord {
+    /// Its name.
+    pub name: String,
+    /// Its params, resolved with the Pipeline's defaults.
+    pub params: BTreeMap<String, String>,
+    /// Whether it finished.
+    pub done: bool,
+    /// Whether it succeeded (when done).
+    pub succeeded: bool,
+    /// Each task that ran or was skipped, in order.
+    pub tasks: Vec<(String, TaskOutcome)>,
+    /// The pipeline results that resolved.
+    pub results: BTreeMap<String, String>,
+}
+
+/// Creating a PipelineRun: created, or refused because the name is taken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Created {
+    /// A new run started.
+    Started(String),
+    /// A run of that name exists (the API server's AlreadyExists).
+    AlreadyExists(String),
+}
+
+struct Inner {
+    files: TektonFiles,
+    client: kube::Client,
+    namespace: String,
+    validator: Validator,
+    timeline: Arc<Timeline>,
+    runs: Mutex<BTreeMap<String, RunRecord>>,
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+/// The stand-in pipeline controller.
+#[derive(Clone)]
+pub struct Runner(Arc<Inner>);
+
+impl Runner {
+    /// A runner creating CustomRuns in `namespace` with `client` (the pipeline controller's
+    /// identity).
+    pub fn new(
+        files: TektonFiles,
+        client: kube::Client,
+        namespace: &str,
+        validator: Validator,
+        timeline: Arc<Timeline>,
+    ) -> Runner {
+        Runner(Arc::new(Inner {
+            files,
+            client,
+            namespace: namespace.to_string(),
+            validator,
+            timeline,
+            runs: Mutex::new(BTreeMap::new()),
+            changed: tokio::sync::watch::channel(0).0,
+        }))
+    }
+
+    /// Every run so far.
+    pub fn runs(&self) -> Vec<RunRecord> {
+        self.lock().values().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, RunRecord>> {
+        self.0.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn bump(&self) {
+        self.0.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Waits until a finished run matches `pred`, and returns it.
+    pub async fn wait_done(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&RunRecord) -> bool,
+    ) -> anyhow::Result<RunRecord> {
+        let mut rx = self.0.changed.subscribe();
+        let wait = async {
+            loop {
+                if let Some(r) = self.lock().values().find(|r| r.done && pred(r)) {
+                    return r.clone();
+                }
+                if rx.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .map_err(|_| anyhow!("no PipelineRun finished for {what} within {timeout:?}"))
+    }
+
+    /// Starts a PipelineRun (the object the TriggerTemplate rendered, or the rollback example).
+    pub fn start(&self, mut pipeline_run: Value) -> anyhow::Result<Created> {
+        let name = match pipeline_run
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+        {
+            Some(n) => n.to_string(),
+            None => {
+                let prefix = str_at(&pipeline_run, "/metadata/generateName")
+                    .context("a PipelineRun needs a name or a generateName")?;
+                let suffix = uuid::Uuid::new_v4().simple().to_string();
+                format!("{prefix}{}", &suffix[..5])
+            }
+        };
+        if name.len() > 63 {
+            bail!("PipelineRun name {name:?} is longer than 63 characters");
+        }
+        pipeline_run["metadata"]["name"] = Value::String(name.clone());
+        let spec = self.pipeline_spec(&pipeline_run)?;
+        let mut params = defaults_of(list_at(&spec, "/params"));
+        params.extend(params_of(list_at(&pipeline_run, "/spec/params"))?);
+        for p in list_at(&spec, "/params") {
+            let pname = str_at(p, "/name")?;
+            if !params.contains_key(pname) {
+                bail!("PipelineRun {name}: param {pname:?} has no value and no default");
+            }
+        }
+        {
+            let mut runs = self.lock();
+            if runs.contains_key(&name) {
+                return Ok(Created::AlreadyExists(name));
+            }
+            runs.insert(
+                name.clone(),
+                RunRecord {
+                    name: name.clone(),
+                    params: params.clone(),
+                    ..RunRecord::default()
+                },
+            );
+        }
+        self.bump();
+        let runner = self.clone();
+        let run_name = name.clone();
+        tokio::spawn(async move {
+            let outcome = runner.execute(&run_name, &spec, &params).await;
+            let mut runs = runner.lock();
+            if let Some(r) = runs.get_mut(&run_name) {
+                r.done = true;
+                match outcome {
+                    Ok(results) => {
+                        r.succeeded = r.tasks.iter().all(|(_, t)| t.status != TaskStatus::Failed);
+                        r.results = results;
+                    }
+                    Err(e) => {
+                        r.succeeded = false;
+                        runner.0.timeline.line(
+                            "pipeline",
+                            format!("{}: failed: {e:#}", short_name(&run_name)),
+                        );
+                    }
+                }
+            }
+            drop(runs);
+            runner.bump();
+        });
+        Ok(Created::Started(name))
+    }
+
+    fn pipeline_spec(&self, pipeline_run: &Value) -> anyhow::Result<Value> {
+        if let Some(spec) = pipeline_run.pointer("/spec/pipelineSpec") {
+            return Ok(spec.clone());
+        }
+        let name = str_at(pipeline_run, "/spec/pipelineRef/name")?;
+        let pipeline = self.0.files.get("Pipeline", name)?;
+        pipeline
+            .get("spec")
+            .cloned()
+            .ok_or_else(|| anyhow!("Pipeline {name} has no spec"))
+    }
+
+    fn record(&self, run: &str, task: &str, outcome: &TaskOutcome) {
+        if let Some(r) = self.lock().get_mut(run) {
+            r.tasks.push((task.to_string(), outcome.clone()));
+        }
+        self.bump();
+    }
+
+    fn status_of(&self, run: &str) -> BTreeMap<String, TaskOutcome> {
+        self.lock()
+            .get(run)
+            .map(|r| r.tasks.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Runs the tasks, then `finally`, then resolves the pipeline results.
+    async fn execute(
+        &self,
+        run: &str,
+        spec: &Value,
+        params: &BTreeMap<String, String>,
+    ) -> anyhow::Result<BTreeMap<String, String>> {
+        let tasks = list_at(spec, "/tasks");
+        let mut failed = false;
+        for task in tasks {
+            let name = str_at(task, "/name")?;
+            let after: Vec<&str> = list_at(task, "/runAfter")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            let statuses = self.status_of(run);
+            let blocked = after.iter().find(|a| {
+                statuses
+                    .get(**a)
+                    .is_none_or(|o| o.status != TaskStatus::Succeeded)
+            });
+            let outcome = if failed {
+                TaskOutcome::skipped("an earlier task failed")
+            } else if let Some(b) = blocked {
+                TaskOutcome::skipped(&format!("parent task {b} did not succeed"))
+            } else {
+                self.run_task(run, task, params).await?
+            };
+            if outcome.status == TaskStatus::Failed {
+                failed = true;
+            }
+            self.report(run, name, &outcome);
+            self.record(run, name, &outcome);
+        }
+        for task in list_at(spec, "/finally") {
+            let name = str_at(task, "/name")?;
+            let outcome = self.run_task(run, task, params).await?;
+            self.report(run, name, &outcome);
+            self.record(run, name, &outcome);
+        }
+        let statuses = self.status_of(run);
+        let lookup = |expr: &str| lookup_results(expr, &statuses);
+        let mut results = BTreeMap::new();
+        for r in list_at(spec, "/results") {
+            let rname = str_at(r, "/name")?;
+            // Tekton leaves out a pipeline result whose task did not run.
+            if let Ok(v) = substitute(str_at(r, "/value")?, &lookup) {
+                results.insert(rname.to_string(), v);
+            }
+        }
+        Ok(results)
+    }
+
+    fn report(&self, run: &str, task: &str, o: &TaskOutcome) {
+        let mark = match o.status {
+            TaskStatus::Succeeded => "ok",
+            TaskStatus::Failed => "FAILED",
+            TaskStatus::None => "skipped",
+        };
+        let mut text = format!("{} {task}: {mark}", short_name(run));
+        if o.status != TaskStatus::None {
+            text.push_str(&format!(" ({})", o.reason));
+        }
+        if !o.message.is_empty() {
+            text.push_str(&format!(": {}", o.message));
+        }
+        self.0.timeline.line("task", text);
+    }
+
+    /// Resolves a task's `when` and params, then runs it as a CustomRun or through the validator.
+    async fn run_task(
+        &self,
+        run: &str,
+        task: &Value,
+        params: &BTreeMap<String, String>,
+    ) -> anyhow::Result<TaskOutcome> {
+        let name = str_at(task, "/name")?;
+        let statuses = self.status_of(run);
+        let lookup = |expr: &str| -> Option<String> {
+            if let Some(p) = expr.strip_prefix("params.") {
+                return params.get(p).cloned();
+            }
+            match expr {
+                "context.pipelineRun.name" => return Some(run.to_string()),
+                "context.pipelineRun.namespace" => return Some(self.0.namespace.clone()),
+                _ => {}
+            }
+            lookup_results(expr, &statuses)
+        };
+        for w in list_at(task, "/when") {
+            let input = substitute(str_at(w, "/input")?, &lookup)?;
+            let values: Vec<&str> = list_at(w, "/values")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            let holds = match str_at(w, "/operator")? {
+                "in" => values.contains(&input.as_str()),
+                "notin" => !values.contains(&input.as_str()),
+                other => bail!("task {name}: unknown when operator {other:?}"),
+            };
+            if !holds {
+                return Ok(TaskOutcome::skipped(&format!(
+                    "when: {input:?} is not {} {values:?}",
+                    str_at(w, "/operator")?
+                )));
+            }
+        }
+        let mut resolved = BTreeMap::new();
+        for (pname, value) in params_of(list_at(task, "/params"))? {
+            resolved.insert(pname, substitute(&value, &lookup)?);
+        }
+        let task_ref = task
+            .get("taskRef")
+            .ok_or_else(|| anyhow!("task {name}: the demo runs tasks with a taskRef"))?;
+        let api_version = task_ref.get("apiVersion").and_then(Value::as_str);
+        match api_version {
+            Some(av) if !av.starts_with("tekton.dev/") => {
+                self.custom_run(run, name, task, task_ref, &resolved).await
+            }
+            _ => {
+                let task_name = str_at(task_ref, "/name")?;
+                // The Task must exist in tekton/ and take exactly these params.
+                let declared = self.0.files.get("Task", task_name)?;
+                for p in resolved.keys() {
+                    if !list_at(declared, "/spec/params")
+                        .iter()
+                        .any(|d| d.get("name").and_then(Value::as_str) == Some(p))
+                    {
+                        bail!("task {name} passes {p:?}, which Task {task_name} does not declare");
+                    }
+                }
+                Ok((self.0.validator)(TaskCall {
+                    pipeline_run: run.to_string(),
+                    task: name.to_string(),
+                    params: resolved,
+                })
+                .await)
+            }
+        }
+    }
+
+    /// Creates the CustomRun Tekton would create for a custom task and waits for it to finish.
+    async fn custom_run(
+        &self,
+        run: &str,
+        task: &str,
+        pipeline_task: &Value,
+        task_ref: &Value,
+        params: &BTreeMap<String, String>,
+    ) -> anyhow::Result<TaskOutcome> {
+        let name = format!("{run}-{task}");
+        let mut spec = json!({
+            "customRef": task_ref,
+            "params": params.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
+            "serviceAccountName": "default",
+        });
+        if let Some(t) = pipeline_task.get("timeout") {
+            spec["timeout"] = t.clone();
+        }
+        if let Some(r) = pipeline_task.get("retries") {
+            spec["retries"] = r.clone();
+        }
+        let object = json!({
+            "apiVersion": "tekton.dev/v1beta1",
+            "kind": "CustomRun",
+            "metadata": {
+                "name": name,
+                "namespace": self.0.namespace,
+                "labels": {
+                    "tekton.dev/pipelineRun": run,
+                    "tekton.dev/pipelineTask": task,
+                    "app.kubernetes.io/managed-by": "tekton-pipelines",
+                },
+            },
+            "spec": spec,
+        });
+        let custom_run: CustomRun =
+            serde_json::from_value(object).context("building the CustomRun")?;
+        let api: Api<CustomRun> = Api::namespaced(self.0.client.clone(), &self.0.namespace);
+        api.create(&PostParams::default(), &custom_run)
+            .await
+            .with_context(|| format!("creating CustomRun {name}"))?;
+        let done = kube::runtime::wait::await_condition(api, &name, |r: Option<&CustomRun>| {
+            r.is_some_and(CustomRun::is_done)
+        });
+        let finished = tokio::time::timeout(Duration::from_secs(20), done)
+            .await
+            .map_err(|_| anyhow!("CustomRun {name} did not finish within 20 s"))?
+            .with_context(|| format!("watching CustomRun {name}"))?
+            .ok_or_else(|| anyhow!("CustomRun {name} was deleted"))?;
+        let condition = finished.succeeded_condition().cloned().unwrap_or_default();
+        Ok(TaskOutcome {
+            status: if condition.is_true() {
+                TaskStatus::Succeeded
+            } else {
+                TaskStatus::Failed
+            },
+            reason: condition.reason.unwrap_or_default(),
+            message: condition.message.unwrap_or_default(),
+            results: finished
+                .status
+                .map(|s| s.results.into_iter().map(|r| (r.name, r.value)).collect())
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// `tasks.<t>.status`, `tasks.<t>.results.<r>` and `finally.<t>.results.<r>`.
+fn lookup_results(expr: &str, statuses: &BTreeMap<String, TaskOutcome>) -> Option<String> {
+    let rest = expr
+        .strip_prefix("tasks.")
+        .or_else(|| expr.strip_prefix("finally."))?;
+    let (task, what) = rest.split_once('.')?;
+    let outcome = statuses.get(task);
+    if what == "status" {
+        return Some(outcome.map_or("None", |o| o.status.as_str()).to_string());
+    }
+    let result = what.strip_prefix("results.")?;
+    outcome?
+        .results
+        .get(result)
+        .cloned()
+        .filter(|_| outcome.is_some_and(|o| o.status != TaskStatus::None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(status: TaskStatus, results: &[(&str, &str)]) -> TaskOutcome {
+        TaskOutcome {
+            status,
+            reason: String::new(),
+            message: String::new(),
+            results: results
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn task_status_and_results_resolve_like_tekton() {
+        let mut s = BTreeMap::new();
+        s.insert(
+            "promote".to_string(),
+            outcome(TaskStatus::Succeeded, &[("phase", "Promoted")]),
+        );
+        s.insert("reject".to_string(), outcome(TaskStatus::None, &[]));
+        assert_eq!(
+            lookup_results("tasks.promote.status", &s).as_deref(),
+            Some("Succeeded")
+        );
+        assert_eq!(
+            lookup_results("tasks.validate.status", &s).as_deref(),
+            Some("None")
+        );
+        assert_eq!(
+            lookup_results("finally.promote.results.phase", &s).as_deref(),
+            Some("Promoted")
+        );
+        assert_eq!(lookup_results("finally.reject.results.phase", &s), None);
+        assert_eq!(lookup_results("params.x", &s), None);
+    }
+}

@@ -1,0 +1,151 @@
+//! The `imagegate-emulator` binary: parse the command line, serve until SIGINT or SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, ValueEnum};
+use imagegate_emulator::{Config, Emulator, control};
+use tracing_subscriber::EnvFilter;
+
+/// imagegate-emulator: a Kubernetes/OpenShift API server for tests and demos.
+#[derive(Debug, Parser)]
+#[command(name = "imagegate-emulator", version, about, long_about = None)]
+struct Cli {
+    /// Log format: `human` (for a terminal) or `json` (one object per line, for log shippers).
+    /// The level comes from `RUST_LOG` (default `info`).
+    #[arg(long, value_enum, default_value_t = LogFormat::Human, env = "IMAGEGATE_LOG_FORMAT")]
+    log_format: LogFormat,
+
+    /// Where to write a kubeconfig that points kubectl and imagegate at the emulator.
+    #[arg(long, env = "KUBECONFIG_OUT")]
+    kubeconfig: PathBuf,
+
+    /// Address to listen on (port 0 picks a free port; the kubeconfig has the real one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    addr: SocketAddr,
+
+    /// YAML or JSON files of objects to store at start (multi-document; `kind: List` too).
+    #[arg(long = "seed", value_name = "FILE")]
+    seed: Vec<PathBuf>,
+
+    /// How many watch events are retained; a watch from an older resourceVersion gets
+    /// `410 Expired`.
+    #[arg(long, default_value_t = 100_000)]
+    retained_events: usize,
+
+    /// The internal registry host name the image API reports in `status.dockerImageRepository`.
+    #[arg(
+        long,
+        default_value = "image-registry.openshift-image-registry.svc:5000"
+    )]
+    internal_registry: String,
+
+    /// The user name the kubeconfig's token stands for in the request log.
+    #[arg(long, default_value = "admin")]
+    user: String,
+}
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Human,
+    /// JSON lines.
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("imagegate-emulator: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "imagegate-emulator failed");
+            eprintln!("imagegate-emulator: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs to stderr (stdout says where the emulator serves), level from `RUST_LOG`.
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Human => builder.try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+    };
+}
+
+/// Starts the emulator, seeds it, writes the kubeconfig, and serves until interrupted.
+async fn serve(cli: Cli) -> anyhow::Result<()> {
+    let emu = Emulator::start(Config {
+        addr: cli.addr,
+        retained_events: cli.retained_events,
+        internal_registry: cli.internal_registry.clone(),
+        ..Config::default()
+    })
+    .await
+    .with_context(|| format!("cannot listen on {}", cli.addr))?;
+    for file in &cli.seed {
+        let names = emu
+            .seed_file(file)
+            .with_context(|| format!("cannot seed {}", file.display()))?;
+        tracing::info!(file = %file.display(), objects = names.len(), "seeded");
+    }
+    emu.write_kubeconfig(&cli.kubeconfig, &cli.user)
+        .with_context(|| format!("cannot write {}", cli.kubeconfig.display()))?;
+    tracing::info!(
+        url = %emu.url(),
+        kubeconfig = %cli.kubeconfig.display(),
+        control = format!("{}{}", emu.url(), control::PREFIX),
+        "emulator serving"
+    );
+    println!("imagegate-emulator serving at {}", emu.url());
+    println!("kubeconfig: {}", cli.kubeconfig.display());
+    println!("  export KUBECONFIG={}", cli.kubeconfig.display());
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    emu.shutdown().await;
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

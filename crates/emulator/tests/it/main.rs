@@ -1,0 +1,21 @@
+//! The emulator's integration tests, one test binary: its REST semantics over raw HTTP
+//! ([`emulator_http`]), kube-rs against it ([`emulator_kube`]), its control API
+//! ([`emulator_control`]), kubectl against the real binary ([`kubectl`]) and the binary's
+//! command line ([`cli`]). [`process`] runs the binary and prints its log when a test fails.
+
+mod cli;
+mod emulator_control;
+mod emulator_http;
+mod emulator_kube;
+mod kubectl;
+// The workspace's helper for programs under test (the product's tests share it); this binary
+// uses only part of it.
+#[allow(dead_code)]
+#[path = "../../../../tests/it/support/process.rs"]
+mod process;
+
+/// ring as the process's rustls provider, as the programs install it before they build a client
+/// (kube and reqwest build theirs on rustls).
+fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -1,0 +1,298 @@
+//! Reconcile tests: the real `reconcile` function against the emulated API over HTTP, with an
+//! injected clock, asserting the exact requests it makes (method, resource, body) in Tekton's
+//! fixed order.
+
+use std::sync::{Arc, Mutex};
+
+use imagegate::api::{CustomRun, ImageStream};
+use imagegate::controller::metrics::Metrics;
+use imagegate::controller::reconcile::{Context, reconcile};
+use imagegate_emulator::control::RequestRecord;
+use imagegate_emulator::{Config, Emulator};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Recorder, Reporter};
+use serde_json::{Value, json};
+
+const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+struct Harness {
+    emu: Emulator,
+    ctx: Arc<Context>,
+    now: Arc<Mutex<Timestamp>>,
+}
+
+async fn harness() -> Harness {
+    imagegate::tls::install_crypto_provider();
+    let emu = Emulator::start(Config::default()).await.unwrap();
+    emu.seed_str(
+        r#"
+apiVersion: image.openshift.io/v1
+kind: ImageStream
+metadata: {name: nb, namespace: ds}
+spec:
+  tags:
+  - name: candidate
+    from: {kind: DockerImage, name: "quay.io/org/nb:latest"}
+"#,
+    )
+    .unwrap();
+    emu.import("ds", "nb", "candidate", Some(A)).unwrap();
+    emu.import("ds", "nb", "candidate", Some(B)).unwrap();
+    let client = emu.client_as("controller").unwrap();
+    let now = Arc::new(Mutex::new(
+        "2026-12-01T10:00:00Z".parse::<Timestamp>().unwrap(),
+    ));
+    let clock_now = now.clone();
+    let mut registry = prometheus_client::registry::Registry::default();
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        recorder: Recorder::new(client, Reporter::from("imagegate-test")),
+        metrics: Metrics::register(&mut registry),
+        clock: Arc::new(move || *clock_now.lock().unwrap()),
+        last_written: Default::default(),
+    });
+    Harness { emu, ctx, now }
+}
+
+impl Harness {
+    fn runs(&self) -> Api<CustomRun> {
+        Api::namespaced(self.ctx.client.clone(), "ds")
+    }
+
+    async fn create(&self, params: Value, spec_extra: Value) -> CustomRun {
+        let mut body = json!({
+            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+            "metadata": {"name": "run-1", "namespace": "ds"},
+            "spec": {"customRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion"},
+                     "params": params}
+        });
+        for (k, v) in spec_extra.as_object().unwrap() {
+            body["spec"][k] = v.clone();
+        }
+        self.runs()
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(body).unwrap(),
+            )
+            .await
+            .unwrap()
+    }
+
+    async fn get(&self) -> CustomRun {
+        self.runs().get("run-1").await.unwrap()
+    }
+
+    /// The controller's requests since the last call, as "verb resource[/sub]".
+    fn take_requests(&self) -> Vec<String> {
+        let out = self
+            .emu
+            .requests()
+            .into_iter()
+            .filter(|r: &RequestRecord| r.user == "controller" && r.resource != "events")
+            .map(|r| {
+                let sub = if r.subresource.is_empty() {
+                    String::new()
+                } else {
+                    format!("/{}", r.subresource)
+                };
+                format!("{} {}{sub}", r.verb, r.resource)
+            })
+            .collect();
+        self.emu.clear_requests();
+        out
+    }
+}
+
+fn condition(run: &CustomRun) -> (String, String) {
+    let c = run.succeeded_condition().unwrap();
+    (c.status.clone(), c.reason.clone().unwrap_or_default())
+}
+
+#[tokio::test]
+async fn a_promotion_reads_writes_and_finishes_in_the_fixed_order() {
+    let h = harness().await;
+    let run = h
+        .create(
+            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
+            json!({}),
+        )
+        .await;
+    h.take_requests();
+    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
+    assert_eq!(
+        h.take_requests(),
+        vec![
+            "update customruns/status",
+            "get imagestreams",
+            "patch imagestreams",
+            "update customruns/status"
+        ],
+        "start, read, the one write, finish"
+    );
+    let run = h.get().await;
+    assert_eq!(condition(&run), ("True".into(), "Promoted".into()));
+    assert_eq!(
+        run.status.as_ref().unwrap().start_time.as_ref().unwrap().0,
+        *h.now.lock().unwrap()
+    );
+    let target = &run.status.as_ref().unwrap().extra_fields["target"];
+    assert_eq!(target["digest"], B);
+    assert_eq!(target["action"], "promote");
+
+    // Done: nothing more to do, nothing read.
+    h.take_requests();
+    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
+    assert!(h.take_requests().is_empty());
+}
+
+#[tokio::test]
+async fn bad_params_end_the_run_in_one_write() {
+    let h = harness().await;
+    let run = h
+        .create(json!([{"name": "imagestream", "value": "nb"}]), json!({}))
+        .await;
+    h.take_requests();
+    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
+    assert_eq!(h.take_requests(), vec!["update customruns/status"]);
+    let run = h.get().await;
+    assert_eq!(condition(&run), ("False".into(), "InvalidParams".into()));
+    let names: Vec<_> = run
+        .status
+        .unwrap()
+        .results
+        .iter()
+        .map(|r| r.name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["promoted-digest", "previous-digest", "phase", "checks"]
+    );
+}
+
+#[tokio::test]
+async fn the_injected_clock_decides_timeouts_and_nil_means_sixty_minutes() {
+    let h = harness().await;
+    // Make the work fail so the run stays started, then move the clock.
+    h.emu.inject_fault(imagegate_emulator::control::Fault {
+        verb: Some("get".into()),
+        resource: Some("imagestreams".into()),
+        count: 100,
+        status: Some(500),
+        ..Default::default()
+    });
+    let run = h
+        .create(
+            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
+            json!({}),
+        )
+        .await;
+    assert!(reconcile(Arc::new(run), h.ctx.clone()).await.is_err());
+    let started = h.get().await;
+    assert_eq!(condition(&started), ("Unknown".into(), "Started".into()));
+
+    *h.now.lock().unwrap() += SignedDuration::from_mins(59);
+    assert!(
+        reconcile(Arc::new(started.clone()), h.ctx.clone())
+            .await
+            .is_err(),
+        "59 minutes in: still working"
+    );
+    *h.now.lock().unwrap() += SignedDuration::from_mins(2);
+    reconcile(Arc::new(h.get().await), h.ctx.clone())
+        .await
+        .unwrap();
+    let run = h.get().await;
+    assert_eq!(
+        condition(&run),
+        ("False".into(), "CustomRunTimedOut".into())
+    );
+    assert!(
+        run.succeeded_condition()
+            .unwrap()
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("1h0m0s, the default")
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_run_that_wrote_nothing_is_cancelled_with_the_message() {
+    let h = harness().await;
+    let run = h
+        .create(
+            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
+            json!({"status": "RunCancelled", "statusMessage": "CustomRun cancelled as the PipelineRun it belongs to has timed out."}),
+        )
+        .await;
+    h.take_requests();
+    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
+    assert_eq!(
+        h.take_requests(),
+        vec!["update customruns/status"],
+        "no ImageStream request at all"
+    );
+    let run = h.get().await;
+    assert_eq!(
+        condition(&run),
+        ("False".into(), "CustomRunCancelled".into())
+    );
+    assert_eq!(
+        run.succeeded_condition().unwrap().message.as_deref(),
+        Some("CustomRun cancelled as the PipelineRun it belongs to has timed out.")
+    );
+}
+
+#[tokio::test]
+async fn a_run_cancelled_after_its_promotion_landed_reports_the_promotion() {
+    let h = harness().await;
+    let run = h
+        .create(
+            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
+            json!({}),
+        )
+        .await;
+    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
+    let done = h.get().await;
+    assert_eq!(condition(&done), ("True".into(), "Promoted".into()));
+
+    // As if the final status write had been lost: the run is back to Started (its target
+    // recorded), and the pipeline cancels it.
+    let api = h.runs();
+    api.patch(
+        "run-1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"status": "RunCancelled", "statusMessage": "late"}})),
+    )
+    .await
+    .unwrap();
+    let mut current = api.get("run-1").await.unwrap();
+    let status = current.status.as_mut().unwrap();
+    status.conditions[0].status = "Unknown".into();
+    status.conditions[0].reason = Some("Started".into());
+    status.completion_time = None;
+    status.results.clear();
+    let current = api
+        .replace_status("run-1", &PostParams::default(), &current)
+        .await
+        .unwrap();
+    h.take_requests();
+    reconcile(Arc::new(current), h.ctx.clone()).await.unwrap();
+    let run = api.get("run-1").await.unwrap();
+    assert_eq!(
+        condition(&run),
+        ("True".into(), "Promoted".into()),
+        "the landed promotion wins over a late cancel"
+    );
+    assert!(
+        !h.take_requests().iter().any(|r| r == "patch imagestreams"),
+        "and it is not written twice"
+    );
+    let streams: Api<ImageStream> = Api::namespaced(h.ctx.client.clone(), "ds");
+    assert_eq!(
+        streams.get("nb").await.unwrap().current_digest("latest"),
+        Some(B)
+    );
+}

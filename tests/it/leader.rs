@@ -1,0 +1,265 @@
+//! Leader election against the emulator over HTTP: two contenders, one leads; the standby
+//! waits while the leader renews, takes over at once when the leader releases on shutdown,
+//! and after expiry when the leader's renewals fail.
+//!
+//! Durations are short (lease 2 s, renew 1 s, retry 200 ms) but the assertions are about
+//! order and state, with generous overall deadlines, because test machines are shared.
+
+use std::time::Duration;
+
+use imagegate::leader::{self, LeaderConfig};
+use imagegate_emulator::control::Fault;
+use imagegate_emulator::{Config, Emulator};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::SignedDuration;
+use kube::api::{Api, PostParams};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+const LEASE: &str = "imagegate-controller";
+const NS: &str = "default";
+/// How long any one condition may take to come true before the test fails.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn config(identity: &str) -> LeaderConfig {
+    LeaderConfig {
+        lease_duration: Duration::from_secs(2),
+        renew_deadline: Duration::from_secs(1),
+        retry_period: Duration::from_millis(200),
+        ..LeaderConfig::new(LEASE, NS, identity)
+    }
+}
+
+/// One contender: its leadership, its task and the trigger of its shutdown.
+struct Contender {
+    leading: watch::Receiver<bool>,
+    task: JoinHandle<()>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Contender {
+    fn start(emu: &Emulator, cfg: LeaderConfig) -> Contender {
+        let client = emu.client_as(&cfg.identity).unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (leading, task) = leader::spawn(client, cfg, async {
+            let _ = stopped.await;
+        });
+        Contender {
+            leading,
+            task,
+            stop: Some(stop),
+        }
+    }
+
+    fn leads(&self) -> bool {
+        *self.leading.borrow()
+    }
+
+    async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        tokio::time::timeout(PATIENCE, self.task)
+            .await
+            .expect("the election task ends on shutdown")
+            .unwrap();
+    }
+}
+
+async fn start_emulator() -> Emulator {
+    imagegate::tls::install_crypto_provider();
+    Emulator::start(Config::default()).await.unwrap()
+}
+
+fn leases(emu: &Emulator) -> Api<Lease> {
+    Api::namespaced(emu.client().unwrap(), NS)
+}
+
+async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn spec(lease: &Lease) -> &k8s_openapi::api::coordination::v1::LeaseSpec {
+    lease.spec.as_ref().unwrap()
+}
+
+/// The successful writes `user` made to the Lease.
+fn successful_writes(emu: &Emulator, user: &str) -> usize {
+    emu.mutating_requests()
+        .iter()
+        .filter(|r| r.user == user && r.resource == "leases" && r.code < 300)
+        .count()
+}
+
+#[tokio::test]
+async fn one_of_two_contenders_leads_and_the_standby_waits_while_it_renews() {
+    let emu = start_emulator().await;
+    let a = Contender::start(&emu, config("a"));
+    let b = Contender::start(&emu, config("b"));
+    wait_for("a leader", || a.leads() || b.leads()).await;
+    let (leader, standby, standby_id) = if a.leads() { (a, b, "b") } else { (b, a, "a") };
+    let leader_id = if standby_id == "a" { "b" } else { "a" };
+
+    // Three lease durations: the lease would have expired twice without renewals.
+    let writes_before = successful_writes(&emu, standby_id);
+    let until = Instant::now() + Duration::from_secs(6);
+    while Instant::now() < until {
+        assert!(leader.leads(), "the leader keeps leading while it renews");
+        assert!(!standby.leads(), "the standby never leads meanwhile");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(successful_writes(&emu, standby_id), writes_before);
+    assert!(
+        successful_writes(&emu, leader_id) >= 2,
+        "the leader renewed"
+    );
+
+    let lease = leases(&emu).get(LEASE).await.unwrap();
+    assert_eq!(spec(&lease).holder_identity.as_deref(), Some(leader_id));
+    assert_eq!(spec(&lease).lease_duration_seconds, Some(2));
+    assert_eq!(spec(&lease).lease_transitions, Some(0));
+    assert!(spec(&lease).renew_time > spec(&lease).acquire_time);
+
+    // A standby that shuts down leaves the lease alone.
+    standby.shutdown().await;
+    let after = leases(&emu).get(LEASE).await.unwrap();
+    assert_eq!(spec(&after).holder_identity.as_deref(), Some(leader_id));
+    assert_eq!(successful_writes(&emu, standby_id), writes_before);
+    leader.shutdown().await;
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_standby_takes_over_at_once_when_the_leader_shuts_down() {
+    let emu = start_emulator().await;
+    // A long lease, so taking over before it could expire shows the release at work.
+    let long = |id: &str| LeaderConfig {
+        lease_duration: Duration::from_secs(30),
+        ..config(id)
+    };
+    let a = Contender::start(&emu, long("a"));
+    wait_for("a to lead", || a.leads()).await;
+    let b = Contender::start(&emu, long("b"));
+    wait_for("b to stand by", || {
+        emu.requests()
+            .iter()
+            .any(|r| r.user == "b" && r.verb == "get" && r.resource == "leases")
+    })
+    .await;
+    assert!(!b.leads());
+
+    let mut a_leading = a.leading.clone();
+    a.shutdown().await;
+    assert!(
+        !*a_leading.borrow_and_update(),
+        "a stops leading on shutdown"
+    );
+    let released = Instant::now();
+    wait_for("b to take over", || b.leads()).await;
+    let took = released.elapsed();
+    assert!(
+        took < Duration::from_secs(30),
+        "b took over in {took:?}, before a's 30 s lease could expire"
+    );
+
+    let lease = leases(&emu).get(LEASE).await.unwrap();
+    assert_eq!(spec(&lease).holder_identity.as_deref(), Some("b"));
+    assert_eq!(spec(&lease).lease_duration_seconds, Some(30));
+    assert_eq!(spec(&lease).lease_transitions, Some(1));
+    b.shutdown().await;
+
+    // b released too: an empty holder with a one-second lease.
+    let lease = leases(&emu).get(LEASE).await.unwrap();
+    assert_eq!(spec(&lease).holder_identity.as_deref(), Some(""));
+    assert_eq!(spec(&lease).lease_duration_seconds, Some(1));
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn failing_renewals_stop_the_leader_and_the_standby_takes_over_after_expiry() {
+    let emu = start_emulator().await;
+    let a = Contender::start(&emu, config("a"));
+    wait_for("a to lead", || a.leads()).await;
+    let b = Contender::start(&emu, config("b"));
+
+    for verb in ["update", "patch"] {
+        emu.inject_fault(Fault {
+            verb: Some(verb.into()),
+            resource: Some("leases".into()),
+            count: 1000,
+            status: Some(500),
+            ..Default::default()
+        });
+    }
+    let failing = Instant::now();
+    wait_for("a to stop leading", || !a.leads()).await;
+    let stepped_down = failing.elapsed();
+    assert!(!b.leads(), "nobody leads while the lease cannot be written");
+    assert!(
+        stepped_down < Duration::from_secs(20),
+        "a stopped leading {stepped_down:?} after its renewals began to fail"
+    );
+    tokio::time::timeout(PATIENCE, a.task)
+        .await
+        .expect("losing the lease ends the election task")
+        .unwrap();
+
+    // The lease as a last renewed it; b may take it only once that has expired.
+    let last = leases(&emu).get(LEASE).await.unwrap();
+    assert_eq!(spec(&last).holder_identity.as_deref(), Some("a"));
+    let last_renewal = spec(&last).renew_time.clone().unwrap().0;
+
+    emu.clear_faults();
+    wait_for("b to take over", || b.leads()).await;
+    let lease = leases(&emu).get(LEASE).await.unwrap();
+    assert_eq!(spec(&lease).holder_identity.as_deref(), Some("b"));
+    assert_eq!(spec(&lease).lease_transitions, Some(1));
+    let acquired = spec(&lease).acquire_time.clone().unwrap().0;
+    assert!(
+        acquired >= last_renewal + SignedDuration::from_secs(2),
+        "b acquired at {acquired}, a's lease expired at {last_renewal} + 2 s"
+    );
+    b.shutdown().await;
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_leader_that_finds_another_holder_stops_leading() {
+    let emu = start_emulator().await;
+    let a = Contender::start(&emu, config("a"));
+    wait_for("a to lead", || a.leads()).await;
+
+    // Someone else writes itself into the lease with a conditional update, as a contender
+    // would; a 409 means a renewed in between, so read again.
+    let api = leases(&emu);
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let mut lease = api.get(LEASE).await.unwrap();
+        let spec = lease.spec.as_mut().unwrap();
+        spec.holder_identity = Some("intruder".into());
+        spec.lease_duration_seconds = Some(3600);
+        match api.replace(LEASE, &PostParams::default(), &lease).await {
+            Ok(_) => break,
+            Err(kube::Error::Api(s)) if s.code == 409 && Instant::now() < deadline => {}
+            Err(e) => panic!("writing the intruder failed: {e}"),
+        }
+    }
+
+    wait_for("a to stop leading", || !a.leads()).await;
+    tokio::time::timeout(PATIENCE, a.task)
+        .await
+        .expect("losing the lease ends the election task")
+        .unwrap();
+    let lease = api.get(LEASE).await.unwrap();
+    assert_eq!(
+        lease.spec.unwrap().holder_identity.as_deref(),
+        Some("intruder"),
+        "a never overwrites the new holder"
+    );
+    emu.shutdown().await;
+}

@@ -1,0 +1,28 @@
+//! imagegate's integration tests, one test binary. Each module is the tests of one subject; what
+//! they share (the emulator, the programs as processes, a CloudEvents sink, the RBAC checker) is
+//! in [`support`].
+//!
+//! - [`api_types`]: the types of `imagegate::api` pinned to the real APIs and fixtures.
+//! - [`kube_clients`]: HTTPS clients with one crypto provider; the typed API types over HTTP.
+//! - [`cli`]: the `imagegate` binary's command line.
+//! - [`crd_drift`]: the committed ImagePromotion CRD matches the Rust types.
+//! - [`leader`]: Lease leader election against the emulator.
+//! - [`controller_reconcile`]: the real `reconcile` against the emulated API, request by request.
+//! - [`controller_e2e`], [`source_e2e`], [`source_checkpoint`]: the real binaries end to end.
+//! - [`python_interop`]: what the source sends, parsed by the official Python SDK.
+//! - [`rbac`]: the RBAC of `config/` against what the programs really do.
+//! - [`realcluster`]: `config/` and `tekton/` against a real kube-apiserver.
+
+mod api_types;
+mod cli;
+mod controller_e2e;
+mod controller_reconcile;
+mod crd_drift;
+mod kube_clients;
+mod leader;
+mod python_interop;
+mod rbac;
+mod realcluster;
+mod source_checkpoint;
+mod source_e2e;
+mod support;

@@ -1,0 +1,736 @@
+//! The RBAC of `config/` against what the programs really do. The real `imagegate source` and
+//! `imagegate controller` binaries run as their Deployments in `config/` run them (the
+//! container's args and env), each under its ServiceAccount's user name, against the API
+//! emulator, through a scenario that takes every API path each program has. Then
+//! the emulator's request log is checked both ways: every call is allowed by the Roles,
+//! ClusterRoles and bindings in `config/`, and every granted verb was used, unless its comment
+//! says `unused-in-tests:` and why. The checker itself is `tests/it/support/rbac.rs`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::support::rbac::{self, Attributes, Policy};
+use crate::support::sink::Sink;
+use crate::support::{EmulatorServer, Process, free_port};
+use imagegate::api::CustomRun;
+use imagegate::source::checkpoint;
+use imagegate_emulator::control::RequestRecord;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+const NAMESPACE: &str = "imagegate-system";
+const SOURCE_SA: &str = "system:serviceaccount:imagegate-system:imagegate-source";
+const CONTROLLER_SA: &str = "system:serviceaccount:imagegate-system:imagegate-controller";
+
+const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+const C: &str = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+
+fn config(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("config")
+        .join(file)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A program run the way its Deployment in `config/` runs it.
+struct Program {
+    name: &'static str,
+    process: Process,
+}
+
+impl Program {
+    /// The first container of the Deployment in `file`: its args, and its env with the
+    /// downward API resolved for a pod named `pod` (`overrides` replace values, e.g. the sink).
+    /// The admin server moves to a free port, and the program connects through `kubeconfig`.
+    fn from_deployment(
+        name: &'static str,
+        file: &str,
+        pod: &str,
+        kubeconfig: &Path,
+        overrides: &[(&str, &str)],
+        extra_args: &[&str],
+    ) -> Program {
+        let text = read(&config(file));
+        let deployment: Value = serde_yaml::Deserializer::from_str(&text)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .find(|v: &Value| v["kind"] == "Deployment")
+            .unwrap_or_else(|| panic!("{file} has no Deployment"));
+        let namespace = deployment["metadata"]["namespace"].as_str().unwrap();
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        let mut args: Vec<String> = container["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect();
+        args.push("--admin-addr".into());
+        args.push(format!("127.0.0.1:{}", free_port()));
+        args.extend(extra_args.iter().map(|a| a.to_string()));
+        let mut env: Vec<(String, String)> = Vec::new();
+        for e in container["env"].as_array().unwrap() {
+            let key = e["name"].as_str().unwrap().to_string();
+            let value = match (
+                &e["value"],
+                e["valueFrom"]["fieldRef"]["fieldPath"].as_str(),
+            ) {
+                (Value::String(v), _) => v.clone(),
+                (_, Some("metadata.namespace")) => namespace.to_string(),
+                (_, Some("metadata.name")) => pod.to_string(),
+                _ => panic!("{file}: env {key} comes from something this test cannot resolve"),
+            };
+            let value = overrides
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or(value, |(_, v)| v.to_string());
+            env.push((key, value));
+        }
+        env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
+        command.args(args).env_clear().envs(env);
+        Program {
+            name,
+            process: Process::start(format!("{name} ({pod})"), command),
+        }
+    }
+
+    /// Starts it again after [`Program::stop`].
+    fn start(&mut self) {
+        self.process.restart();
+    }
+
+    /// What the program logged, for failure messages.
+    fn logs(&self) -> String {
+        self.process.log()
+    }
+
+    /// A graceful stop (SIGTERM, as the kubelet sends): the program flushes, releases its
+    /// Lease and exits 0.
+    async fn stop(&mut self) {
+        let Some(exit) = self.process.stop(Duration::from_secs(30)).await else {
+            return;
+        };
+        assert!(
+            exit.success(),
+            "{} exited with {exit}:\n{}",
+            self.name,
+            self.logs()
+        );
+    }
+}
+
+/// Polls `check` until it holds, failing with `what` after 30 s.
+async fn eventually<F, Fut>(what: &str, program: &Program, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(
+            Instant::now() < deadline,
+            "{what} never happened; {} logged:\n{}",
+            program.name,
+            program.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// An emulator with imagegate's namespace and the ImagePromotion CRD, both from `config/`.
+async fn emulator() -> EmulatorServer {
+    let emu = EmulatorServer::start().await;
+    emu.seed_str(&read(&config("100-namespace.yaml"))).await;
+    emu.seed_str(&read(&config("300-imagepromotion-crd.yaml")))
+        .await;
+    // Tekton's CustomRun CRD (tests/crds/tekton-pipeline_300-customrun.yaml) is
+    // served from the start, as on a cluster with Tekton installed.
+    emu
+}
+
+/// Checks the request log of `sa` both ways and fails naming every problem.
+fn assert_least_privilege(records: &[RequestRecord], sa: &str) {
+    let policy = Policy::load(&config(""));
+    let audit = rbac::audit(&policy, records, sa, sa);
+    assert!(audit.requests > 0, "{sa} made no request at all");
+    let problems: Vec<String> = [audit.denied, audit.unused, audit.stale_markers].concat();
+    assert!(
+        problems.is_empty(),
+        "{} problems with the RBAC of config/ ({} requests checked):\n{}",
+        problems.len(),
+        audit.requests,
+        problems.join("\n")
+    );
+}
+
+async fn checkpoint_shards(admin: &kube::Client) -> Vec<ConfigMap> {
+    Api::<ConfigMap>::namespaced(admin.clone(), NAMESPACE)
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|cm| {
+            cm.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("imagegate-source-checkpoint-"))
+        })
+        .collect()
+}
+
+async fn checkpoint_holds(admin: &kube::Client, digest: &str) -> bool {
+    checkpoint_shards(admin).await.iter().any(|cm| {
+        cm.data.as_ref().is_some_and(|d| {
+            d.values()
+                .filter_map(|v| checkpoint::decode_state(v))
+                .any(|s| {
+                    s.tags
+                        .iter()
+                        .any(|(_, t)| t.digest.as_deref() == Some(digest))
+                })
+        })
+    })
+}
+
+/// The checkpoint an earlier version (16 ConfigMaps of a fixed layout) left, holding `digest`
+/// as delivered for the stream: what an upgrade finds.
+async fn seed_legacy_checkpoint(emu: &EmulatorServer, digest: &str) {
+    let is = Api::<imagegate::api::ImageStream>::namespaced(emu.client(), "notebooks")
+        .get("nb")
+        .await
+        .unwrap();
+    let is = serde_json::to_value(is).unwrap();
+    let generation = is["status"]["tags"][0]["items"][0]["generation"]
+        .as_i64()
+        .unwrap();
+    let key = ("notebooks".to_string(), "nb".to_string());
+    let home = checkpoint::legacy_shard_of(&key, 16);
+    for i in 0..16 {
+        let mut data = serde_json::Map::new();
+        if i == home {
+            let entry = json!({"u": is["metadata"]["uid"], "t": {"candidate": {"d": digest, "g": generation}}});
+            data.insert("notebooks_nb".into(), entry.to_string().into());
+        }
+        emu.seed(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {
+                "name": format!("imagegate-source-checkpoint-{i:02}"), "namespace": NAMESPACE,
+                "labels": {"app.kubernetes.io/name": "imagegate", "app.kubernetes.io/component": "source-checkpoint"},
+                "annotations": {checkpoint::SHARDS_ANNOTATION: "16"},
+            },
+            "data": data,
+        }))
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn the_source_makes_only_the_calls_config_grants_and_uses_every_grant() {
+    let emu = emulator().await;
+    let admin = &emu.client();
+    emu.seed(json!({
+        "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+        "metadata": {"name": "nb", "namespace": "notebooks"},
+        "spec": {"tags": [{"name": "candidate", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"}, "importPolicy": {"scheduled": true}}]}
+    }))
+    .await;
+    emu.import("notebooks", "nb", "candidate", A).await;
+    let sink = Sink::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    emu.write_kubeconfig(&kubeconfig, SOURCE_SA);
+
+    // An upgrade: the checkpoint of an earlier version (16 ConfigMaps of a fixed layout) is read,
+    // moved into the self-sizing layout, the marker written and the old shards deleted.
+    seed_legacy_checkpoint(&emu, A).await;
+    let mut source = Program::from_deployment(
+        "imagegate source",
+        "400-source-deployment.yaml",
+        "imagegate-source-0",
+        &kubeconfig,
+        &[("K_SINK", &sink.url)],
+        &["--backoff-delay", "PT0.01S"],
+    );
+    eventually(
+        "the checkpoint moved into one new shard and the marker",
+        &source,
+        move || async move {
+            let names: Vec<String> = (checkpoint_shards(admin).await.iter())
+                .filter_map(|cm| cm.metadata.name.clone())
+                .collect();
+            names == ["imagegate-source-checkpoint-h"]
+        },
+    )
+    .await;
+    assert!(checkpoint_holds(admin, A).await);
+    // An import becomes an event, and the delivered digest is checkpointed.
+    emu.import("notebooks", "nb", "candidate", B).await;
+    let events = sink.wait_accepted(1).await;
+    assert_eq!(
+        events[0].extension("imagedigest").map(|v| v.to_string()),
+        Some(B.to_string()),
+        "A was delivered by the earlier version: only B is new"
+    );
+    eventually("a checkpoint write of B", &source, move || async move {
+        checkpoint_holds(admin, B).await
+    })
+    .await;
+    source.stop().await;
+
+    // While it is down: an import, which the restart sends.
+    emu.import("notebooks", "nb", "candidate", C).await;
+    source.start();
+    let events = sink.wait_accepted(2).await;
+    assert_eq!(
+        events[1].extension("imagedigest").map(|v| v.to_string()),
+        Some(C.to_string()),
+        "the restart sends the change made while down"
+    );
+    eventually("a checkpoint write of C", &source, move || async move {
+        checkpoint_holds(admin, C).await
+    })
+    .await;
+    source.stop().await;
+
+    assert_least_privilege(&emu.requests().await, SOURCE_SA);
+}
+
+fn run_body(name: &str, params: &[(&str, &str)], spec: Value) -> CustomRun {
+    crate::support::promotion_run(name, params, &json!({ "spec": spec }))
+}
+
+/// Creates a run and waits until it is done; returns its final (status, reason).
+async fn run_to_end(
+    runs: &Api<CustomRun>,
+    controller: &Program,
+    run: CustomRun,
+) -> (String, String) {
+    let name = run.metadata.name.clone().unwrap();
+    runs.create(&PostParams::default(), &run).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let run = runs.get(&name).await.unwrap();
+        if run.is_done() {
+            let c = run.succeeded_condition().unwrap();
+            return (c.status.clone(), c.reason.clone().unwrap_or_default());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "CustomRun {name} never finished: {:?}; {} logged:\n{}",
+            run.status,
+            controller.name,
+            controller.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_controller_makes_only_the_calls_config_grants_and_uses_every_grant() {
+    let emu = emulator().await;
+    let admin = emu.client();
+    // ds/nb: the candidate imported A then B, the served tag on A.
+    emu.seed_promotion_stream("ds", A, B).await;
+    emu.set_image_metadata(
+        B,
+        json!({"Config": {"Labels": {"io.k8s.display-name": "nb"}}}),
+    )
+    .await;
+    emu.seed(json!({
+        "apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+        "metadata": {"name": "notebooks", "namespace": "ds"},
+        "spec": {"checks": {"requiredLabels": ["io.k8s.display-name"]}}
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    emu.write_kubeconfig(&kubeconfig, CONTROLLER_SA);
+    let mut controller = Program::from_deployment(
+        "imagegate controller",
+        "401-controller-deployment.yaml",
+        "imagegate-controller-0",
+        &kubeconfig,
+        &[],
+        &[],
+    );
+    let runs: Api<CustomRun> = Api::namespaced(admin.clone(), "ds");
+
+    // begin: the served tag is marked Validating (ImageStream get and patch, status, Events).
+    let begin = run_body(
+        "begin-b",
+        &[("imagestream", "nb"), ("digest", B), ("action", "begin")],
+        json!({}),
+    );
+    assert_eq!(
+        run_to_end(&runs, &controller, begin).await,
+        ("True".into(), "Validating".into())
+    );
+    // A failed validation with two retries: each attempt fails again, so the second Retrying
+    // Event of the run is a patch of the first.
+    let failing = run_body(
+        "fail-b",
+        &[
+            ("imagestream", "nb"),
+            ("digest", B),
+            ("validation-status", "Failed"),
+        ],
+        json!({"retries": 2}),
+    );
+    assert_eq!(
+        run_to_end(&runs, &controller, failing).await,
+        ("False".into(), "ValidationFailed".into())
+    );
+    // A promotion through a named ImagePromotion with checks (ImagePromotion get,
+    // ImageStreamImage get).
+    let promote = run_body(
+        "promote-b",
+        &[
+            ("imagestream", "nb"),
+            ("digest", B),
+            ("validation-status", "Succeeded"),
+        ],
+        json!({"customRef": {"name": "notebooks"}}),
+    );
+    assert_eq!(
+        run_to_end(&runs, &controller, promote).await,
+        ("True".into(), "Promoted".into())
+    );
+    controller.stop().await;
+
+    let records = emu.requests().await;
+    assert!(
+        !records.iter().any(|r| r.user == CONTROLLER_SA
+            && !r.namespace.is_empty()
+            && r.namespace != "ds"
+            && r.namespace != NAMESPACE),
+        "the controller acts only in the runs' namespace and its own"
+    );
+    assert_least_privilege(&records, CONTROLLER_SA);
+}
+
+// The checker itself: it must be able to fail.
+
+const SA: &str = "system:serviceaccount:imagegate-system:test";
+
+fn record(method: &str, path: &str, query: &str) -> RequestRecord {
+    RequestRecord {
+        method: method.into(),
+        path: path.into(),
+        query: query.into(),
+        verb: String::new(),
+        group: String::new(),
+        resource: String::new(),
+        subresource: String::new(),
+        namespace: String::new(),
+        name: String::new(),
+        user_agent: String::new(),
+        user: SA.into(),
+        code: 200,
+    }
+}
+
+const BINDINGS: &str = r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: test}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: test}
+subjects:
+- {kind: ServiceAccount, name: test, namespace: imagegate-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: test, namespace: imagegate-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: test}
+subjects:
+- {kind: ServiceAccount, name: test}
+"#;
+
+const ROLES: &str = r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: test}
+rules:
+# core
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs:
+  - list   # read them
+- apiGroups: ["tekton.dev"]
+  resources: ["customruns/status"]
+  verbs:
+  - update # write the status
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: test, namespace: imagegate-system}
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  resourceNames: ["mine"]
+  verbs:
+  - get    # read it
+  - update # write it
+"#;
+
+fn test_policy() -> Policy {
+    let mut p = Policy::default();
+    p.add("roles.yaml", ROLES);
+    p.add("bindings.yaml", BINDINGS);
+    p
+}
+
+fn denied(requests: &[RequestRecord]) -> Vec<String> {
+    rbac::audit(&test_policy(), requests, SA, SA).denied
+}
+
+#[test]
+fn a_request_no_rule_grants_is_rejected_and_named() {
+    let delete = record("DELETE", "/api/v1/namespaces/ds/configmaps/cm", "");
+    let problems = denied(&[
+        record("GET", "/api/v1/namespaces/ds/configmaps", "limit=500"),
+        delete,
+    ]);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].contains("DELETE /api/v1/namespaces/ds/configmaps/cm")
+            && problems[0].contains("verb=delete"),
+        "{}",
+        problems[0]
+    );
+}
+
+#[test]
+fn a_role_allows_only_in_its_namespace_and_only_the_names_it_lists() {
+    let lease = |ns: &str, name: &str| {
+        record(
+            "PUT",
+            &format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}"),
+            "",
+        )
+    };
+    assert!(denied(&[lease("imagegate-system", "mine")]).is_empty());
+    assert_eq!(denied(&[lease("other", "mine")]).len(), 1);
+    assert_eq!(denied(&[lease("imagegate-system", "theirs")]).len(), 1);
+    // A create has no name, so resourceNames never allow it.
+    let create = record(
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/imagegate-system/leases",
+        "",
+    );
+    assert_eq!(denied(&[create]).len(), 1);
+}
+
+#[test]
+fn a_subresource_is_granted_apart_from_its_resource() {
+    let status = record(
+        "PUT",
+        "/apis/tekton.dev/v1beta1/namespaces/ds/customruns/r/status",
+        "",
+    );
+    let spec = record(
+        "PUT",
+        "/apis/tekton.dev/v1beta1/namespaces/ds/customruns/r",
+        "",
+    );
+    assert!(denied(&[status]).is_empty());
+    assert_eq!(denied(&[spec]).len(), 1);
+}
+
+#[test]
+fn a_grant_never_used_fails_unless_its_comment_says_why() {
+    let used = [record("GET", "/api/v1/configmaps", "")];
+    let a = rbac::audit(&test_policy(), &used, SA, SA);
+    assert_eq!(a.unused.len(), 3, "{:?}", a.unused);
+    assert!(a.unused.iter().any(|u| u.contains("customruns/status")));
+
+    let marked = ROLES.replace("# write the status", "# unused-in-tests: no run here");
+    let mut p = Policy::default();
+    p.add("roles.yaml", &marked);
+    p.add("bindings.yaml", BINDINGS);
+    let a = rbac::audit(&p, &used, SA, SA);
+    assert_eq!(a.unused.len(), 2, "{:?}", a.unused);
+    assert!(p.convention_problems().is_empty());
+
+    // A marker on a verb that is used is stale.
+    let stale = ROLES.replace("# read them", "# unused-in-tests: never");
+    let mut p = Policy::default();
+    p.add("roles.yaml", &stale);
+    p.add("bindings.yaml", BINDINGS);
+    assert_eq!(rbac::audit(&p, &used, SA, SA).stale_markers.len(), 1);
+
+    // A marker without a reason breaks the convention.
+    let bare = ROLES.replace("# read them", "# unused-in-tests:");
+    let mut p = Policy::default();
+    p.add("roles.yaml", &bare);
+    assert_eq!(p.convention_problems().len(), 1);
+}
+
+#[test]
+fn rules_that_break_the_conventions_are_reported() {
+    let cases = [
+        ("verbs: [get]", "as a block list"),
+        ("verbs:\n  - get\n", "has no `# why` comment"),
+        ("verbs:\n  - '*' # all", "a wildcard"),
+        ("verbs:\n  - get # unused-in-tests:", "needs the reason"),
+    ];
+    for (verbs, want) in cases {
+        let text = format!(
+            "kind: ClusterRole\nmetadata: {{name: x}}\nrules:\n- apiGroups: [\"\"]\n  resources: [\"configmaps\"]\n  {verbs}\n"
+        );
+        let mut p = Policy::default();
+        p.add("x.yaml", &text);
+        let problems = p.convention_problems();
+        assert!(
+            problems.iter().any(|m| m.contains(want)),
+            "{verbs:?} should be reported ({want}): {problems:?}"
+        );
+    }
+    let two_groups = "kind: ClusterRole\nmetadata: {name: x}\nrules:\n- apiGroups: [\"\", \"apps\"]\n  resources: [\"configmaps\"]\n  verbs:\n  - get  # why\n";
+    let mut p = Policy::default();
+    p.add("x.yaml", two_groups);
+    assert_eq!(p.convention_problems().len(), 1);
+}
+
+#[test]
+fn requests_are_authorized_as_the_api_server_sees_them() {
+    let res = |verb: &str, group: &str, resource: &str, sub: &str, ns: &str, name: &str| {
+        Attributes::Resource {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            subresource: sub.into(),
+            namespace: ns.into(),
+            name: name.into(),
+        }
+    };
+    let cases = [
+        (
+            (
+                "GET",
+                "/apis/image.openshift.io/v1/imagestreams",
+                "limit=500",
+            ),
+            res("list", "image.openshift.io", "imagestreams", "", "", ""),
+        ),
+        (
+            (
+                "GET",
+                "/apis/image.openshift.io/v1/namespaces/ns/imagestreams",
+                "watch=true&resourceVersion=5",
+            ),
+            res("watch", "image.openshift.io", "imagestreams", "", "ns", ""),
+        ),
+        (
+            ("GET", "/api/v1/watch/namespaces/ns/configmaps", ""),
+            res("watch", "", "configmaps", "", "ns", ""),
+        ),
+        (
+            (
+                "GET",
+                "/apis/coordination.k8s.io/v1/namespaces/ns/leases",
+                "fieldSelector=metadata.name%3Dl",
+            ),
+            res("list", "coordination.k8s.io", "leases", "", "ns", "l"),
+        ),
+        (
+            (
+                "GET",
+                "/apis/image.openshift.io/v1/namespaces/ds/imagestreamimages/nb%40sha256:ab",
+                "",
+            ),
+            res(
+                "get",
+                "image.openshift.io",
+                "imagestreamimages",
+                "",
+                "ds",
+                "nb@sha256:ab",
+            ),
+        ),
+        (
+            (
+                "PUT",
+                "/apis/tekton.dev/v1beta1/namespaces/ds/customruns/r/status",
+                "",
+            ),
+            res("update", "tekton.dev", "customruns", "status", "ds", "r"),
+        ),
+        (
+            (
+                "PATCH",
+                "/apis/events.k8s.io/v1/namespaces/ds/events/e.1",
+                "",
+            ),
+            res("patch", "events.k8s.io", "events", "", "ds", "e.1"),
+        ),
+        (
+            ("POST", "/api/v1/namespaces/ns/configmaps", ""),
+            res("create", "", "configmaps", "", "ns", ""),
+        ),
+        (
+            ("DELETE", "/api/v1/namespaces/ns/configmaps", ""),
+            res("deletecollection", "", "configmaps", "", "ns", ""),
+        ),
+        (
+            ("GET", "/api/v1/namespaces/ns", ""),
+            res("get", "", "namespaces", "", "ns", "ns"),
+        ),
+        (
+            ("PUT", "/api/v1/namespaces/ns/finalize", ""),
+            res("update", "", "namespaces", "finalize", "ns", "ns"),
+        ),
+    ];
+    for ((method, path, query), want) in cases {
+        assert_eq!(
+            Attributes::of(method, path, query),
+            want,
+            "{method} {path}?{query}"
+        );
+    }
+    for path in ["/apis", "/api/v1", "/apis/tekton.dev/v1beta1", "/version"] {
+        assert_eq!(
+            Attributes::of("GET", path, ""),
+            Attributes::NonResource {
+                verb: "get".into(),
+                path: path.into()
+            }
+        );
+    }
+    // Discovery is open to every authenticated user; anything else off the API is not.
+    assert!(denied(&[record("GET", "/apis/tekton.dev/v1beta1", "")]).is_empty());
+    assert_eq!(denied(&[record("GET", "/metrics", "")]).len(), 1);
+}
+
+#[test]
+fn config_follows_the_rbac_conventions_and_binds_both_service_accounts() {
+    let policy = Policy::load(&config(""));
+    let problems = policy.convention_problems();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    for sa in [SOURCE_SA, CONTROLLER_SA] {
+        let grants = policy.grants(sa);
+        assert!(!grants.is_empty(), "config/ grants {sa} nothing");
+        // The namespaced state (Leases, checkpoint ConfigMaps) is granted only in the
+        // programs' own namespace.
+        for g in &grants {
+            let namespaced_state = g
+                .rule
+                .resources
+                .iter()
+                .any(|r| r == "leases" || r == "configmaps");
+            if namespaced_state {
+                assert_eq!(
+                    g.namespace.as_deref(),
+                    Some(NAMESPACE),
+                    "{}: granted beyond {NAMESPACE}",
+                    g.rule.at
+                );
+            }
+        }
+    }
+}

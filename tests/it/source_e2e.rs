@@ -1,0 +1,443 @@
+//! End to end: the real `imagegate source` binary against the API emulator over HTTP and a real
+//! HTTP sink built on the CloudEvents SDK.
+
+use std::time::{Duration, Instant};
+
+use crate::support::sink::Sink;
+use crate::support::source::Source;
+use crate::support::{EmulatorServer, rbac};
+use cloudevents::AttributesReader;
+use serde_json::{Value, json};
+
+const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+const C: &str = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+const D: &str = "sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd";
+
+fn stream(name: &str, ns: &str, labels: Value) -> String {
+    json!({
+        "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {"tags": [
+            {"name": "candidate", "from": {"kind": "DockerImage", "name": format!("quay.io/org/{name}:latest")}, "importPolicy": {"scheduled": true}},
+            {"name": "other", "from": {"kind": "DockerImage", "name": format!("quay.io/org/{name}:other")}}
+        ]}
+    })
+    .to_string()
+}
+
+fn ext(e: &cloudevents::Event, name: &str) -> Option<String> {
+    e.extension(name).map(|v| v.to_string())
+}
+
+fn data(e: &cloudevents::Event) -> Value {
+    match e.data() {
+        Some(cloudevents::Data::Json(v)) => v.clone(),
+        Some(cloudevents::Data::Binary(b)) => serde_json::from_slice(b).unwrap(),
+        Some(cloudevents::Data::String(s)) => serde_json::from_str(s).unwrap(),
+        None => Value::Null,
+    }
+}
+
+async fn setup() -> (EmulatorServer, tempfile::TempDir, Sink) {
+    let emu = EmulatorServer::start().await;
+    // The checkpoint and the Lease live where config/ installs the source.
+    emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: imagegate-system\n")
+        .await;
+    emu.seed_str(&stream("nb", "ds", json!({"team": "a"})))
+        .await;
+    emu.import("ds", "nb", "candidate", A).await;
+    (emu, tempfile::tempdir().unwrap(), Sink::start().await)
+}
+
+#[tokio::test]
+async fn an_import_becomes_one_updated_event_with_every_attribute() {
+    let (emu, dir, sink) = setup().await;
+    let src = Source::new(&emu, &dir, &sink.url, &[]);
+    src.ready().await;
+    assert!(
+        sink.accepted().is_empty(),
+        "a first start records the existing state silently"
+    );
+    emu.import("ds", "nb", "candidate", B).await;
+    let events = sink.wait_accepted(1).await;
+    let e = &events[0];
+    assert_eq!(e.ty(), "dev.imagegate.imagestreamtag.updated");
+    assert_eq!(
+        e.source().to_string(),
+        "/apis/image.openshift.io/v1/namespaces/ds/imagestreams/nb"
+    );
+    assert_eq!(e.subject(), Some("nb:candidate"));
+    assert!(
+        e.id().len() <= 40
+            && e.id()
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    );
+    assert!(e.time().is_some());
+    assert!(
+        e.dataschema()
+            .unwrap()
+            .to_string()
+            .ends_with("imagestreamtag-updated.json")
+    );
+    assert_eq!(ext(e, "namespace").as_deref(), Some("ds"));
+    assert_eq!(ext(e, "imagestream").as_deref(), Some("nb"));
+    assert_eq!(ext(e, "imagetag").as_deref(), Some("candidate"));
+    assert_eq!(ext(e, "imagedigest").as_deref(), Some(B));
+    let d = data(e);
+    assert_eq!(d["digest"], B);
+    assert_eq!(d["previousDigest"], A);
+    assert_eq!(d["dockerImageReference"], format!("quay.io/org/nb@{B}"));
+    assert_eq!(d["imageStream"], "nb");
+    assert_eq!(d["tag"], "candidate");
+    assert!(d["imageStreamUID"].as_str().is_some_and(|u| !u.is_empty()));
+    assert!(
+        sink.received()[0]
+            .content_type
+            .starts_with("application/json"),
+        "binary mode by default"
+    );
+    assert!(src.metrics().await.contains(
+        r#"imagegate_source_events_sent_total{type="dev.imagegate.imagestreamtag.updated"} 1"#
+    ));
+    rbac::assert_config_allows(&emu, "source").await;
+}
+
+#[tokio::test]
+async fn structured_mode_sends_the_whole_event_as_json() {
+    let (emu, dir, sink) = setup().await;
+    let src = Source::new(&emu, &dir, &sink.url, &["--content-mode", "structured"]);
+    src.ready().await;
+    emu.import("ds", "nb", "candidate", B).await;
+    sink.wait_accepted(1).await;
+    assert!(
+        sink.received()[0]
+            .content_type
+            .starts_with("application/cloudevents+json")
+    );
+    rbac::assert_config_allows(&emu, "source").await;
+}
+
+#[tokio::test]
+async fn changes_made_while_down_are_sent_oldest_first_and_never_twice() {
+    let (emu, dir, sink) = setup().await;
+    let mut src = Source::new(&emu, &dir, &sink.url, &[]);
+    src.ready().await;
+    emu.import("ds", "nb", "candidate", B).await;
+    sink.wait_accepted(1).await;
+    src.stop().await;
+    emu.import("ds", "nb", "candidate", C).await;
+    emu.import("ds", "nb", "candidate", D).await;
+    src.start();
+    src.ready().await;
+    let events = sink.wait_accepted(3).await;
+    let digests: Vec<(Value, Value)> = events
+        .iter()
+        .map(|e| {
+            let d = data(e);
+            (d["digest"].clone(), d["previousDigest"].clone())
+        })
+        .collect();
+    assert_eq!(
+        digests,
+        vec![
+            (json!(B), json!(A)),
+            (json!(C), json!(B)),
+            (json!(D), json!(C))
+        ]
+    );
+    // A clean restart re-sends nothing.
+    src.stop().await;
+    src.start();
+    src.ready().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sink.accepted().len(), 3);
+    rbac::assert_config_allows(&emu, "source").await;
+}
+
+#[tokio::test]
+async fn a_failing_sink_gets_the_same_id_on_every_attempt_until_it_recovers() {
+    let (emu, dir, sink) = setup().await;
+    let src = Source::new(&emu, &dir, &sink.url, &[]);
+    src.ready().await;
+    sink.fail_next(&[503, 500, 429]);
+    emu.import("ds", "nb", "candidate", B).await;
+    sink.wait_accepted(1).await;
+    let all = sink.received();
+    assert_eq!(all.len(), 4);
+    assert!(all.iter().all(|r| r.event.id() == all[0].event.id()));
+    assert_eq!(
+        all.iter().map(|r| r.answered).collect::<Vec<_>>(),
+        vec![503, 500, 429, 202]
+    );
+    assert!(
+        src.metrics().await.contains(
+            r#"imagegate_source_delivery_attempts_failed_total{type="dev.imagegate.imagestreamtag.updated"} 3"#
+        ),
+        "each failed attempt is counted"
+    );
+    rbac::assert_config_allows(&emu, "source").await;
+}
+
+#[tokio::test]
+async fn events_the_sink_refuses_go_to_the_dead_letter_sink() {
+    let (emu, dir, sink) = setup().await;
+    let dlq = Sink::start().await;
+    let src = Source::new(
+        &emu,
+        &dir,
+        &sink.url,
+        &["--retry", "2", "--dead-letter-sink", &dlq.url],
+    );
+    src.ready().await;
+    sink.always(Some(503));
+    emu.import("ds", "nb", "candidate", B).await;
+    let dead = dlq.wait_accepted(1).await;
+    assert_eq!(
+        sink.received().len(),
+        3,
+        "the first attempt and two retries"
+    );
+    let e = &dead[0];
+    assert_eq!(e.id(), sink.received()[0].event.id());
+    assert_eq!(
+        ext(e, "knativeerrordest").as_deref(),
+        Some(sink.url.as_str())
+    );
+    assert_eq!(ext(e, "knativeerrorcode").as_deref(), Some("503"));
+    assert!(ext(e, "knativeerrordata").is_some());
+    assert!(
+        src.metrics()
+            .await
+            .contains("imagegate_source_events_dead_lettered_total")
+    );
+    rbac::assert_config_allows(&emu, "source").await;
+}
+
+#[tokio::test]
+async fn a_dropped_watch_and_a_410_during_changes_lose_nothing_and_repeat_nothing() {
+    let (emu, dir, sink) = setup().await;
+    let src = Source::new(&emu, &dir, &sink.url, &[]);
+    src.ready().await;
+    emu.import("ds", "nb", "candidate", B).await;
+    emu.drop_watches().await;
+    emu.import("ds", "nb", "candidate", C).await;
+    emu.compact().await;
+    emu.drop_watches().await;
+    emu.import("ds", "nb", "candidate", D).await;
+    let events = sink.wait_accepted(3).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let digests: Vec<Value> = sink
+        .accepted()
+        .iter()
+        .map(|e| data(e)["digest"].clone())
+        .collect();
+    assert_eq!(digests, vec![json!(B), json!(C), json!(D)]);
+    assert_eq!(events.len(), 3);
+    rbac::assert_config_allows(&emu, "source").await;
+}
+
+#[tokio::test]
+async fn deleted_tags_and_import_failures_have_their_own_events() {
+    let (emu, dir, sink) = setup().await;
+    let src = Source::new(&emu, &dir, &sink.url, &[]);
+    src.ready().await;
+    emu.import_failure("ds", "nb", "candidate", "NotFound")
+        .await;
+    let e = sink.wait_accepted(1).await[0].clone();
+    assert_eq!(e.ty(), "dev.imagegate.imagestreamtag.importfailed");
+    assert_eq!(data(&e)["reason"], "NotFound");
+    let istags: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        emu.client(),
+        "ds",
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("image.openshift.io", "v1", "ImageStreamTag"),
+            "imagestreamtags",
+        ),
+    );
+    istags
+        .delete("nb:candidate", &Default::default())
+        .await
+        .unwrap();
+    let e = sink.wait_accepted(2).await[1].clone();
+    assert_eq!(e.ty(), "dev.imagegate.imagestreamtag.deleted");
+    assert_eq!(e.subject(), Some("nb:candidate"));
+    rbac::assert_config_allows(&emu, "source").await;
+}
+
+#[tokio::test]
+async fn filters_select_namespaces_labels_and_tags() {
+    let (emu, dir, sink) = setup().await;
+    emu.seed_str(&stream("nb", "other", json!({"team": "a"})))
+        .await;
+    emu.seed_str(&stream("nb2", "ds", json!({"team": "b"})))
+        .await;
+    let src = Source::new(
+        &emu,
+        &dir,
+        &sink.url,
+        &[
+            "--namespace",
+            "ds",
+            "--selector",
+            "team=a",
+            "--tag",
+            "candidate",
+        ],
+    );
+    src.ready().await;
+    emu.import("other", "nb", "candidate", B).await;
+    emu.import("ds", "nb2", "candidate", B).await;
+    emu.import("ds", "nb", "other", B).await;
+    emu.import("ds", "nb", "candidate", C).await;
+    let events = sink.wait_accepted(1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        sink.accepted().len(),
+        1,
+        "{:?}",
+        sink.accepted()
+            .iter()
+            .map(|e| e.subject().map(str::to_string))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(events[0].subject(), Some("nb:candidate"));
+    assert_eq!(ext(&events[0], "namespace").as_deref(), Some("ds"));
+    rbac::assert_config_allows(&emu, "source").await;
+}
+
+#[tokio::test]
+async fn resource_and_reference_modes_send_what_apiserversource_sends() {
+    let (emu, dir, sink) = setup().await;
+    let src = Source::new(&emu, &dir, &sink.url, &["--mode", "resource"]);
+    src.ready().await;
+    let adds = sink.wait_accepted(1).await;
+    assert_eq!(adds[0].ty(), "dev.knative.apiserver.resource.add");
+    assert_eq!(ext(&adds[0], "kind").as_deref(), Some("ImageStream"));
+    assert_eq!(data(&adds[0])["metadata"]["name"], "nb");
+    emu.import("ds", "nb", "candidate", B).await;
+    let ev = sink.wait_accepted(2).await;
+    assert_eq!(ev[1].ty(), "dev.knative.apiserver.resource.update");
+    drop(src);
+
+    let refs = Sink::start().await;
+    let src = Source::new(&emu, &dir, &refs.url, &["--mode", "reference"]);
+    src.ready().await;
+    let ev = refs.wait_accepted(1).await;
+    assert_eq!(ev[0].ty(), "dev.knative.apiserver.ref.add");
+    assert_eq!(
+        data(&ev[0]),
+        json!({"kind": "ImageStream", "namespace": "ds", "name": "nb", "apiVersion": "image.openshift.io/v1"})
+    );
+    rbac::assert_config_allows(&emu, "source").await;
+}
+
+#[tokio::test]
+async fn a_malformed_imagestream_is_skipped_and_the_others_still_flow() {
+    let (emu, dir, sink) = setup().await;
+    emu.seed(json!({
+        "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+        "metadata": {"name": "broken", "namespace": "ds", "annotations": {"huge": "x".repeat(200_000)}},
+        "spec": {"tags": null, "unknownField": {"a": 1}},
+        "status": {"tags": [{"tag": "t", "items": null}, {"tag": "u", "items": [{"image": "", "dockerImageReference": ""}]}]}
+    }))
+    .await;
+    // Not an ImageStream a Go server would ever serve: the wrong JSON types.
+    emu.seed(json!({
+        "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+        "metadata": {"name": "garbage", "namespace": "ds"},
+        "spec": {"tags": "not-a-list"},
+        "status": {"tags": {"x": 1}}
+    }))
+    .await;
+    let src = Source::new(&emu, &dir, &sink.url, &[]);
+    src.ready().await;
+    emu.import("ds", "nb", "candidate", B).await;
+    let events = sink.wait_accepted(1).await;
+    assert_eq!(events[0].subject(), Some("nb:candidate"));
+    assert!(
+        src.metrics()
+            .await
+            .contains("imagegate_source_malformed_objects_total 1")
+    );
+    rbac::assert_config_allows(&emu, "source").await;
+}
+
+#[tokio::test]
+async fn two_replicas_send_each_change_once_and_hand_over_on_shutdown() {
+    let (emu, dir, sink) = setup().await;
+    let elect = [
+        "--leader-elect",
+        "--lease-namespace",
+        "imagegate-system",
+        "--identity",
+    ];
+    let mut a = Source::new(
+        &emu,
+        &dir,
+        &sink.url,
+        &[&elect[..], &["replica-a"]].concat(),
+    );
+    let mut b = Source::new(
+        &emu,
+        &dir,
+        &sink.url,
+        &[&elect[..], &["replica-b"]].concat(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let leader = loop {
+        if let Some(h) = crate::support::lease_holder(&emu.client(), "imagegate-source").await {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "nobody took the lease");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // The leader records the first list; give it the time to be watching.
+    let (lead, standby) = if leader == "replica-a" {
+        (&mut a, &mut b)
+    } else {
+        (&mut b, &mut a)
+    };
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !http
+        .get(format!("http://127.0.0.1:{}/metrics", lead.admin))
+        .send()
+        .await
+        .map(|r| r.status() == 200)
+        .unwrap_or(false)
+    {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    emu.import("ds", "nb", "candidate", B).await;
+    sink.wait_accepted(1).await;
+    lead.stop().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match crate::support::lease_holder(&emu.client(), "imagegate-source").await {
+            Some(h) if h != leader => break,
+            _ => {}
+        }
+        assert!(Instant::now() < deadline, "the standby never took over");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    standby.ready().await;
+    emu.import("ds", "nb", "candidate", C).await;
+    let events = sink.wait_accepted(2).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let digests: Vec<Value> = sink
+        .accepted()
+        .iter()
+        .map(|e| data(e)["digest"].clone())
+        .collect();
+    assert_eq!(
+        digests,
+        vec![json!(B), json!(C)],
+        "each change once: the standby resumed from the checkpoint"
+    );
+    assert_eq!(events.len(), 2);
+    rbac::assert_config_allows(&emu, "source").await;
+}

@@ -1,0 +1,136 @@
+//! A real CloudEvents HTTP receiver for tests, built on the CloudEvents SDK's HTTP binding:
+//! it records every request it parses (attempts included), and can be told to answer the next
+//! requests with an error status.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use cloudevents::AttributesReader;
+
+/// One request the sink received.
+#[derive(Clone, Debug)]
+pub struct Received {
+    /// The parsed event.
+    pub event: cloudevents::Event,
+    /// The request's content type (binary mode: the data's; structured: cloudevents+json).
+    pub content_type: String,
+    /// The status the sink answered.
+    pub answered: u16,
+}
+
+#[derive(Default)]
+struct Inner {
+    received: Vec<Received>,
+    /// Statuses to answer next, in order; 202 when empty.
+    script: Vec<u16>,
+    /// Answer every request with this status (after the script).
+    always: Option<u16>,
+}
+
+/// A running sink.
+#[derive(Clone)]
+pub struct Sink {
+    /// Its URL.
+    pub url: String,
+    inner: Arc<Mutex<Inner>>,
+}
+
+async fn receive(
+    State(inner): State<Arc<Mutex<Inner>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let event = match cloudevents::binding::http::to_event(&headers, body.to_vec()) {
+        Ok(e) => e,
+        Err(_) => return StatusCode::BAD_REQUEST,
+    };
+    let mut i = inner.lock().unwrap();
+    let answered = if i.script.is_empty() {
+        i.always.unwrap_or(202)
+    } else {
+        i.script.remove(0)
+    };
+    i.received.push(Received {
+        event,
+        content_type,
+        answered,
+    });
+    StatusCode::from_u16(answered).unwrap_or(StatusCode::ACCEPTED)
+}
+
+impl Sink {
+    /// Starts a sink on 127.0.0.1:0.
+    pub async fn start() -> Sink {
+        let inner = Arc::new(Mutex::new(Inner::default()));
+        let app = Router::new()
+            .route("/", post(receive))
+            .with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Sink { url, inner }
+    }
+
+    /// Answers the next requests with these statuses, then 202 again.
+    pub fn fail_next(&self, statuses: &[u16]) {
+        self.inner
+            .lock()
+            .unwrap()
+            .script
+            .extend_from_slice(statuses);
+    }
+
+    /// Answers every request with `status` (None: back to 202).
+    pub fn always(&self, status: Option<u16>) {
+        self.inner.lock().unwrap().always = status;
+    }
+
+    /// Every request received.
+    pub fn received(&self) -> Vec<Received> {
+        self.inner.lock().unwrap().received.clone()
+    }
+
+    /// The events accepted (2xx), in arrival order.
+    pub fn accepted(&self) -> Vec<cloudevents::Event> {
+        self.received()
+            .into_iter()
+            .filter(|r| (200..300).contains(&r.answered))
+            .map(|r| r.event)
+            .collect()
+    }
+
+    /// Waits until `n` events were accepted and returns them.
+    pub async fn wait_accepted(&self, n: usize) -> Vec<cloudevents::Event> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let got = self.accepted();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "only {} of {n} events arrived: {:?}",
+                got.len(),
+                got.iter()
+                    .map(|e| (e.ty().to_string(), e.subject().map(str::to_string)))
+                    .collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
