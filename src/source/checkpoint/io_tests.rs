@@ -5,7 +5,10 @@ use super::*;
 use crate::source::state::{TagState, TagStates};
 use imagegate_emulator::control::Fault;
 use imagegate_emulator::{Config, Emulator};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use prometheus_client::registry::Registry;
+use serde_json::json;
+use std::collections::BTreeMap;
 
 const NS: &str = "imagegate";
 const PRE: &str = "imagegate-source-checkpoint";

@@ -2,6 +2,7 @@
 //! start reads back from every state a crash can leave.
 
 use super::*;
+use crate::source::state::StreamState;
 use crate::source::state::TagState;
 
 const D: &str = "sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";

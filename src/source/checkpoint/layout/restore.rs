@@ -1,0 +1,267 @@
+//! Reading a checkpoint back ([`restore`]): each stream from the shard with the highest epoch
+//! that covers its hash; the [`Coverage`] of the shards read tells a lost stream from a new
+//! one.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::{Layout, Leaf, MAX_DEPTH, Prefix, ShardId};
+use crate::source::checkpoint::entry::{self, StreamKey, place};
+use crate::source::state::StreamState;
+
+/// The hash of the stream an entry is about.
+pub(super) fn hash_of_entry(data_key: &str, value: &str) -> Option<u64> {
+    match entry::key_of_data_key(data_key) {
+        Some(key) if !data_key.starts_with('_') => Some(place(&key)),
+        _ => entry::decode(data_key, value)
+            .ok()
+            .map(|(key, _)| place(&key)),
+    }
+}
+
+/// A shard as read from the cluster.
+#[derive(Debug)]
+pub enum Found {
+    /// A leaf of the trie, with its epoch (None: the annotation is missing or unreadable).
+    Leaf {
+        prefix: Prefix,
+        epoch: Option<u64>,
+        data: BTreeMap<String, String>,
+    },
+    /// A shard of the fixed layout, with the shard count it was written for.
+    Legacy {
+        index: u32,
+        written_for: Option<u32>,
+        data: BTreeMap<String, String>,
+    },
+}
+
+/// Which hashes the shards read hold: a stream outside them was lost with its shard, one inside
+/// them and not recorded is new.
+#[derive(Debug, Default)]
+pub struct Coverage {
+    leaves: BTreeSet<Prefix>,
+    /// The fixed layout's shard count and the indexes present.
+    legacy: Option<(u32, BTreeSet<u32>)>,
+}
+
+impl Coverage {
+    /// Whether the shards read hold whatever was recorded about `key`.
+    pub fn covers(&self, key: &StreamKey) -> bool {
+        let hash = place(key);
+        let in_leaf = (0..=MAX_DEPTH)
+            .map(|d| Prefix::of(hash, d))
+            .any(|p| self.leaves.contains(&p));
+        in_leaf
+            || (self.legacy.as_ref())
+                .is_some_and(|(n, present)| present.contains(&entry::legacy_shard_of(key, *n)))
+    }
+
+    /// Coverage of one shard holding every stream (for tests).
+    #[cfg(test)]
+    pub fn everything() -> Coverage {
+        Coverage {
+            leaves: [Prefix::of(0, 0)].into(),
+            legacy: None,
+        }
+    }
+
+    /// Whether any shard of the fixed layout was read.
+    pub fn has_legacy(&self) -> bool {
+        self.legacy.is_some()
+    }
+
+    /// Whether no shard at all was read.
+    pub fn is_empty(&self) -> bool {
+        self.leaves.is_empty() && self.legacy.is_none()
+    }
+}
+
+/// What a checkpoint read back holds.
+#[derive(Debug, Default)]
+pub struct Restored {
+    /// The layout to go on writing (leaves kept where they are clean, new leaves elsewhere).
+    pub layout: Layout,
+    /// The recorded state of every stream.
+    pub states: HashMap<StreamKey, StreamState>,
+    /// Which hashes were read.
+    pub coverage: Coverage,
+    /// Streams whose entry was there but could not be read.
+    pub unreadable: BTreeSet<StreamKey>,
+}
+
+/// Reads the shards back (see the module docs): each stream from the shard with the highest
+/// epoch covering its hash; the shards no newer one overlaps stay leaves, the rest of the hash
+/// space gets new leaves, every other shard becomes obsolete.
+pub fn restore(found: Vec<Found>, marker: bool) -> Restored {
+    let mut leaves: BTreeMap<Prefix, (u64, BTreeMap<String, String>)> = BTreeMap::new();
+    let mut legacy: BTreeMap<u32, (Option<u32>, BTreeMap<String, String>)> = BTreeMap::new();
+    for f in found {
+        match f {
+            // A leaf without its epoch is taken as the oldest leaf, still newer than the fixed layout.
+            Found::Leaf {
+                prefix,
+                epoch,
+                data,
+            } => {
+                leaves.insert(prefix, (epoch.unwrap_or(1).max(1), data));
+            }
+            Found::Legacy {
+                index,
+                written_for,
+                data,
+            } => {
+                legacy.insert(index, (written_for, data));
+            }
+        }
+    }
+    let max_depth = leaves.keys().map(|p| p.depth()).max().unwrap_or(0);
+    // The epoch of the newest leaf read that covers `hash`.
+    let newest = |hash: u64| -> Option<(Prefix, u64)> {
+        (0..=max_depth)
+            .map(|d| Prefix::of(hash, d))
+            .filter_map(|p| leaves.get(&p).map(|(e, _)| (p, *e)))
+            .max_by_key(|(p, e)| (*e, p.depth()))
+    };
+    let legacy_count = legacy_shard_count(&legacy);
+    let mut out = Restored::default();
+    out.coverage.leaves = leaves.keys().copied().collect();
+    if !legacy.is_empty() {
+        out.coverage.legacy = Some((legacy_count, legacy.keys().copied().collect()));
+    }
+
+    // The legacy entries, where no leaf covers them; a stream in two legacy shards (a shard
+    // count change interrupted) is taken from the shard its count puts it in.
+    for (index, (_, data)) in &legacy {
+        for (dk, value) in data {
+            match entry::decode(dk, value) {
+                Ok((key, state)) => {
+                    if newest(place(&key)).is_some() {
+                        continue;
+                    }
+                    let home = entry::legacy_shard_of(&key, legacy_count) == *index;
+                    if home || !out.states.contains_key(&key) {
+                        out.states.insert(key, state);
+                    }
+                }
+                Err(reason) => unreadable(&mut out, dk, &reason, ShardId::Legacy(*index)),
+            }
+        }
+    }
+
+    // A leaf is kept when no leaf read with a higher epoch overlaps it.
+    let clean: BTreeSet<Prefix> = (leaves.iter())
+        .filter(|(p, (e, _))| {
+            !leaves
+                .iter()
+                .any(|(q, (f, _))| q != *p && q.overlaps(**p) && f > e)
+        })
+        .map(|(p, _)| *p)
+        .collect();
+    let next_epoch = leaves.values().map(|(e, _)| *e).max().unwrap_or(0) + 1;
+    let mut layout = Layout {
+        leaves: BTreeMap::new(),
+        max_depth: 0,
+        obsolete: BTreeSet::new(),
+        next_epoch: next_epoch + 1,
+        changes: 0,
+        marker,
+    };
+    layout
+        .obsolete
+        .extend(legacy.keys().map(|i| ShardId::Legacy(*i)));
+    for (prefix, (epoch, data)) in leaves.iter() {
+        let keep = clean.contains(prefix);
+        if !keep {
+            layout.obsolete.insert(ShardId::Leaf(*prefix));
+        }
+        let mut leaf = Leaf {
+            epoch: *epoch,
+            written: true,
+            ..Leaf::default()
+        };
+        for (dk, value) in data {
+            let taken = match entry::decode(dk, value) {
+                Ok((key, state)) => {
+                    let hash = place(&key);
+                    let ours = prefix.covers(hash) && newest(hash).map(|(p, _)| p) == Some(*prefix);
+                    if ours {
+                        out.states.insert(key, state);
+                    }
+                    ours
+                }
+                Err(reason) => {
+                    unreadable(&mut out, dk, &reason, ShardId::Leaf(*prefix));
+                    false
+                }
+            };
+            if keep && taken {
+                leaf.insert_clean(dk.clone(), value.clone());
+            } else if keep {
+                // Unreadable, or not this leaf's: removed from it by the next write.
+                layout.changes += 1;
+                leaf.dirty.insert(dk.clone(), layout.changes);
+            }
+        }
+        if keep {
+            layout.leaves.insert(*prefix, leaf);
+        }
+    }
+    // The rest of the hash space gets new leaves, filled from the states.
+    let mut fresh = Vec::new();
+    gaps(Prefix::ROOT, &clean, &mut fresh);
+    for p in &fresh {
+        layout.leaves.insert(*p, Leaf::new(next_epoch));
+    }
+    layout.max_depth = layout.leaves.keys().map(|p| p.depth()).max().unwrap_or(0);
+    if !fresh.is_empty() {
+        for (key, state) in &out.states {
+            let at = layout.leaf_of(place(key));
+            if let Some(leaf) = layout.leaves.get_mut(&at).filter(|l| !l.written) {
+                let dk = entry::data_key(key);
+                let value = entry::encode(key, &dk, state);
+                leaf.insert_clean(dk, value);
+            }
+        }
+    }
+    let states = &out.states;
+    out.unreadable.retain(|k| !states.contains_key(k));
+    out.layout = layout;
+    out
+}
+
+/// The shard count most legacy shards were written for (the highest index + 1 if none says).
+fn legacy_shard_count(legacy: &BTreeMap<u32, (Option<u32>, BTreeMap<String, String>)>) -> u32 {
+    let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
+    for (n, _) in legacy.values() {
+        if let Some(n) = n {
+            *counts.entry(*n).or_default() += 1;
+        }
+    }
+    (counts
+        .into_iter()
+        .max_by_key(|(n, c)| (*c, *n))
+        .map(|(n, _)| n))
+    .or_else(|| legacy.keys().max().map(|i| i + 1))
+    .unwrap_or(1)
+}
+
+fn unreadable(out: &mut Restored, data_key: &str, reason: &str, shard: ShardId) {
+    tracing::warn!(?shard, key = %data_key, %reason, "an unreadable checkpoint entry: its stream's current tags are sent again");
+    if let Some(key) = entry::key_of_data_key(data_key).filter(|_| !data_key.starts_with('_')) {
+        out.unreadable.insert(key);
+    }
+}
+
+/// The largest ranges inside `p` that no range of `clean` overlaps.
+fn gaps(p: Prefix, clean: &BTreeSet<Prefix>, out: &mut Vec<Prefix>) {
+    if clean.contains(&p) {
+        return;
+    }
+    if !clean.iter().any(|q| p.contains(*q)) {
+        out.push(p);
+        return;
+    }
+    for child in p.children() {
+        gaps(child, clean, out);
+    }
+}

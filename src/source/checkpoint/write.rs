@@ -1,0 +1,258 @@
+//! The checkpoint's writes: each shard as a whole ConfigMap or a merge patch of its changed
+//! keys, the marker, the deletion of replaced shards; each retried a few times when the API
+//! server may take it on a second try. The answers (whole shards) are drained, never parsed.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use super::health::FailureKind;
+use super::layout::{Prefix, ShardId};
+use super::{
+    Checkpoint, CheckpointError, EPOCH_ANNOTATION, FORMAT_KEY, LABELS, MAX_SHARD_BYTES,
+    WRITE_ATTEMPTS,
+};
+
+impl Checkpoint {
+    /// Writes one leaf: whole, or as a merge patch of its changes (whole if it turns out gone).
+    pub(super) async fn write_leaf(
+        &self,
+        prefix: Prefix,
+        whole: bool,
+    ) -> Result<(), CheckpointError> {
+        let name = ShardId::Leaf(prefix).name(&self.cfg.prefix);
+        let mut whole = whole;
+        loop {
+            let Some((epoch, upto, body)) = self.leaf_body(prefix, &name, whole)? else {
+                return Ok(());
+            };
+            let result = self
+                .retrying(|| async {
+                    if whole {
+                        self.write_whole(&name, &body).await
+                    } else {
+                        self.patch(&name, Patch::Merge(&body)).await
+                    }
+                })
+                .await;
+            match result {
+                Ok(()) => {
+                    self.layout().written(prefix, epoch, upto, whole);
+                    return Ok(());
+                }
+                // Deleted by hand: written whole again, right away.
+                Err(e) if !whole && code(&e) == Some(404) => {
+                    self.layout().lost(prefix);
+                    whole = true;
+                }
+                Err(source) => {
+                    let kind = FailureKind::of_status(code(&source), whole);
+                    return Err(CheckpointError::Write {
+                        verb: if whole { "writing" } else { "patching" },
+                        namespace: self.cfg.namespace.clone(),
+                        name,
+                        kind,
+                        source: Box::new(source),
+                    });
+                }
+            }
+        }
+    }
+
+    /// A leaf's epoch, the change number its body carries, and the body: the whole ConfigMap,
+    /// or the merge patch of its changes. None: nothing (left) to write.
+    fn leaf_body(
+        &self,
+        prefix: Prefix,
+        name: &str,
+        whole: bool,
+    ) -> Result<Option<(u64, u64, Box<RawValue>)>, CheckpointError> {
+        let layout = self.layout();
+        let Some(leaf) = layout.leaf(prefix) else {
+            return Ok(None);
+        };
+        if leaf.bytes > MAX_SHARD_BYTES {
+            return Err(CheckpointError::ShardTooLarge {
+                name: name.to_string(),
+                bytes: leaf.bytes,
+                limit: MAX_SHARD_BYTES,
+            });
+        }
+        let meta = json!({
+            "labels": BTreeMap::from(LABELS),
+            "annotations": {EPOCH_ANNOTATION: leaf.epoch.to_string()},
+        });
+        let body = if whole {
+            let data: BTreeMap<&str, &str> = leaf
+                .data
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            serde_json::value::to_raw_value(&json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": self.cfg.namespace, "labels": meta["labels"], "annotations": meta["annotations"]},
+                "data": data,
+            }))
+        } else {
+            let changes: BTreeMap<&str, Option<&str>> = leaf.pending().collect();
+            serde_json::value::to_raw_value(&json!({"metadata": meta, "data": changes}))
+        };
+        let body = body.unwrap_or_else(|_| RawValue::NULL.to_owned());
+        Ok(Some((leaf.epoch, layout.change_number(), body)))
+    }
+
+    /// A whole shard: created, or, where a stale ConfigMap of that name is left, its labels,
+    /// annotations and data replaced in one JSON patch (a write either holds all of it or none).
+    async fn write_whole(&self, name: &str, body: &RawValue) -> Result<(), kube::Error> {
+        match self.create(body.get().as_bytes().to_vec()).await {
+            Err(e) if code(&e) == Some(409) => {
+                let whole: serde_json::Value =
+                    serde_json::from_str(body.get()).map_err(kube::Error::SerdeError)?;
+                let ops = json!([
+                    {"op": "add", "path": "/metadata/labels", "value": whole["metadata"]["labels"]},
+                    {"op": "add", "path": "/metadata/annotations", "value": whole["metadata"]["annotations"]},
+                    {"op": "add", "path": "/data", "value": whole["data"]},
+                ]);
+                let patch: json_patch::Patch =
+                    serde_json::from_value(ops).map_err(kube::Error::SerdeError)?;
+                self.patch(name, Patch::<()>::Json(patch)).await
+            }
+            other => other,
+        }
+    }
+
+    /// The marker: written once the first complete checkpoint is, so that a later start can
+    /// tell a lost checkpoint from a first start.
+    pub(super) async fn write_marker(&self) -> Result<(), CheckpointError> {
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": self.cfg.prefix, "namespace": self.cfg.namespace, "labels": BTreeMap::from(LABELS)},
+            "data": {
+                FORMAT_KEY: "2",
+                "written": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                "about": "imagegate source: the checkpoint exists. Without this ConfigMap the next start is taken for a first start, which sends nothing for the streams that exist then.",
+            },
+        });
+        let result = self
+            .retrying(|| async {
+                match self.create(body.to_string().into_bytes()).await {
+                    Err(e) if code(&e) == Some(409) => Ok(()),
+                    other => other,
+                }
+            })
+            .await;
+        match result {
+            Ok(()) => {
+                self.layout().marker = true;
+                tracing::info!(namespace = %self.cfg.namespace, name = %self.cfg.prefix, "checkpoint marker written");
+                Ok(())
+            }
+            Err(source) => Err(CheckpointError::Write {
+                verb: "creating",
+                namespace: self.cfg.namespace.clone(),
+                name: self.cfg.prefix.clone(),
+                kind: FailureKind::of_status(code(&source), true),
+                source: Box::new(source),
+            }),
+        }
+    }
+
+    /// Deletes a shard a split, a merge or a migration replaced.
+    pub(super) async fn delete_shard(&self, id: ShardId) -> Result<(), CheckpointError> {
+        let name = id.name(&self.cfg.prefix);
+        let result = self
+            .retrying(|| async {
+                match self.api.delete(&name, &DeleteParams::default()).await {
+                    Err(e) if code(&e) == Some(404) => Ok(()),
+                    other => other.map(drop),
+                }
+            })
+            .await;
+        match result {
+            Ok(()) => {
+                tracing::debug!(shard = %name, "deleted a replaced checkpoint shard");
+                self.layout().deleted(id);
+                Ok(())
+            }
+            Err(source) => Err(CheckpointError::Write {
+                verb: "deleting",
+                namespace: self.cfg.namespace.clone(),
+                name,
+                kind: FailureKind::of_status(code(&source), false),
+                source: Box::new(source),
+            }),
+        }
+    }
+
+    /// Runs `op` until it succeeds, fails for good, or has been tried [`WRITE_ATTEMPTS`]
+    /// times, waiting 200 ms, 400 ms, 800 ms between tries.
+    async fn retrying<F, Fut>(&self, op: F) -> Result<(), kube::Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<(), kube::Error>>,
+    {
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(200))
+            .with_factor(2.0)
+            .with_max_delay(Duration::from_secs(5))
+            .with_max_times(WRITE_ATTEMPTS as usize - 1);
+        op.retry(backoff)
+            .when(retriable)
+            .notify(|error, wait| {
+                tracing::debug!(%error, wait_ms = wait.as_millis() as u64, "checkpoint write failed; retrying")
+            })
+            .await
+    }
+
+    async fn create(&self, body: Vec<u8>) -> Result<(), kube::Error> {
+        let request = kube::core::Request::new(self.api.resource_url());
+        let mut req = request
+            .create(&PostParams::default(), body)
+            .map_err(kube::Error::BuildRequest)?;
+        req.extensions_mut().insert("create");
+        self.send(req).await
+    }
+
+    async fn patch<P: serde::Serialize>(
+        &self,
+        name: &str,
+        patch: Patch<P>,
+    ) -> Result<(), kube::Error> {
+        let request = kube::core::Request::new(self.api.resource_url());
+        let mut req = request
+            .patch(name, &PatchParams::default(), &patch)
+            .map_err(kube::Error::BuildRequest)?;
+        req.extensions_mut().insert("patch");
+        self.send(req).await
+    }
+
+    /// Sends a write; its answer (the whole shard) is read and dropped as it arrives, never
+    /// held or parsed: nothing in it is needed.
+    async fn send(&self, req: http::Request<Vec<u8>>) -> Result<(), kube::Error> {
+        let answer = self.client.request_stream(req).await?;
+        futures::io::copy(answer, &mut futures::io::sink())
+            .await
+            .map(drop)
+            .map_err(kube::Error::ReadEvents)
+    }
+}
+
+pub(super) fn code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// Conflicts (a create that raced), throttling, server errors and transport errors may pass;
+/// anything else (forbidden, invalid) will not by retrying now.
+fn retriable(e: &kube::Error) -> bool {
+    code(e).is_none_or(|c| c == 409 || c == 429 || c >= 500)
+}
