@@ -13,6 +13,8 @@
 //! - [`tls`]: the one rustls crypto provider of the binary.
 //! - [`admin`]: the admin HTTP server of both programs (`/livez`, `/readyz`, `/metrics`).
 //! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease (client-go semantics).
+//! - [`runtime`]: what both programs run inside: the admin server, the Lease wait and loss,
+//!   and shutdown, on a cancellation token.
 //! - [`source`]: `imagegate source`, ImageStream tag changes as CloudEvents (in progress).
 //! - [`controller`]: `imagegate controller`, the ImagePromotion Tekton custom task.
 
@@ -24,6 +26,7 @@ pub mod demo;
 pub mod emulator;
 pub mod leader;
 pub mod run;
+pub mod runtime;
 pub mod source;
 pub mod telemetry;
 pub mod tls;

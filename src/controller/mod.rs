@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use backon::{ExponentialBuilder, Retryable};
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action as Requeue, Config as ControllerConfig, Controller};
@@ -26,11 +27,13 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use prometheus_client::registry::Registry;
-use tracing::{info, warn};
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
 
-use crate::admin::{self, Health};
+use crate::admin::Health;
 use crate::api::CustomRun;
-use crate::leader::{self, LeaderConfig};
+use crate::leader::LeaderConfig;
+use crate::runtime::{self, Runtime};
 
 use self::metrics::{ErrorLabels, Metrics};
 use self::reconcile::{Clock, Context, Error};
@@ -106,55 +109,30 @@ pub async fn run(
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let health = Health::new();
-    health.set_not_ready("the CustomRun watch has not listed yet");
-    let listener = tokio::net::TcpListener::bind(settings.admin_addr).await?;
-    info!(addr = %listener.local_addr()?, "admin server listening");
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let stopped = {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        }
+    let wiring = runtime::Settings {
+        admin_addr: settings.admin_addr,
+        leader: settings.leader.clone(),
+        until_ready: "the CustomRun watch has not listed yet",
     };
-    let admin_task = tokio::spawn(admin::serve(
-        listener,
-        admin::router(health.clone(), Arc::new(registry)),
-        stopped,
-    ));
-    tokio::spawn({
-        let stop_tx = stop_tx.clone();
-        async move {
-            shutdown.await;
-            let _ = stop_tx.send(true);
-        }
-    });
+    let runtime =
+        Runtime::start(client.clone(), wiring, registry, health.clone(), shutdown).await?;
+    runtime
+        .run(|stop| async move {
+            reconcile_runs(client, settings.concurrency, metrics, clock, health, stop).await;
+            Ok(())
+        })
+        .await
+}
 
-    let mut leading = None;
-    let mut election = None;
-    if let Some(cfg) = settings.leader.clone() {
-        let mut rx = stop_rx.clone();
-        let (is_leader, task) = leader::spawn(client.clone(), cfg.clone(), async move {
-            let _ = rx.wait_for(|s| *s).await;
-        });
-        election = Some(task);
-        let mut waiting = is_leader.clone();
-        info!(lease = %cfg.lease_name, identity = %cfg.identity, "waiting to lead");
-        health.set_ready(true);
-        let mut stop = stop_rx.clone();
-        tokio::select! {
-            _ = crate::leader::until(&mut waiting, true) => info!(lease = %cfg.lease_name, "leading"),
-            _ = crate::leader::until(&mut stop, true) => {
-                if let Some(task) = election {
-                    let _ = task.await;
-                }
-                let _ = admin_task.await;
-                return Ok(());
-            }
-        }
-        health.set_not_ready("the CustomRun watch has not listed yet");
-        leading = Some(is_leader);
-    }
-
+/// Reconciles CustomRuns until `stop` is cancelled.
+async fn reconcile_runs(
+    client: Client,
+    concurrency: u16,
+    metrics: Metrics,
+    clock: Clock,
+    health: Arc<Health>,
+    stop: CancellationToken,
+) {
     let reporter = Reporter {
         controller: "imagegate-controller".into(),
         instance: std::env::var("POD_NAME").ok(),
@@ -172,54 +150,10 @@ pub async fn run(
     });
     let runs: Api<CustomRun> = Api::all(client.clone());
     let controller = Controller::new(runs, watcher::Config::default())
-        .with_config(ControllerConfig::default().concurrency(settings.concurrency));
-    // Ready once CustomRuns can be listed (the API is reachable and RBAC allows the watch).
-    tokio::spawn({
-        let health = health.clone();
-        let runs: Api<CustomRun> = Api::all(client.clone());
-        async move {
-            let mut delay = Duration::from_millis(200);
-            loop {
-                match runs
-                    .list_metadata(&kube::api::ListParams::default().limit(1))
-                    .await
-                {
-                    Ok(_) => {
-                        health.set_ready(true);
-                        return;
-                    }
-                    Err(e) => {
-                        health.set_not_ready(format!("cannot list CustomRuns: {e}"));
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(10));
-                    }
-                }
-            }
-        }
-    });
-    let mut stop = stop_rx.clone();
-    let lost = async move {
-        match leading {
-            Some(mut l) => {
-                let _ = l.wait_for(|l| !*l).await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
-    let (lost_tx, mut lost_rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        lost.await;
-        let _ = lost_tx.send(());
-    });
-    let graceful = async move {
-        tokio::select! {
-            _ = crate::leader::until(&mut stop, true) => {},
-            _ = &mut lost_rx => {},
-        }
-    };
-    let backoff_shared = shared.clone();
+        .with_config(ControllerConfig::default().concurrency(concurrency));
+    tokio::spawn(ready_once_listed(Api::all(client), health));
     controller
-        .graceful_shutdown_on(graceful)
+        .graceful_shutdown_on(stop.cancelled_owned())
         .run(
             |run, shared: Arc<Shared>| async move {
                 let k = key(&run);
@@ -234,17 +168,23 @@ pub async fn run(
         )
         .for_each(|_| futures::future::ready(()))
         .await;
-    drop(backoff_shared);
-    let lost_leadership = !*stop_rx.borrow();
-    let _ = stop_tx.send(true);
-    // Let the election release the Lease, so that a standby takes over at once.
-    if let Some(task) = election {
-        let _ = task.await;
+}
+
+/// Marks the controller ready once CustomRuns can be listed (the API is reachable and RBAC
+/// allows the watch), retrying from 200 ms up to every 10 s.
+async fn ready_once_listed(runs: Api<CustomRun>, health: Arc<Health>) {
+    let one = kube::api::ListParams::default().limit(1);
+    let list = || runs.list_metadata(&one);
+    let backoff = ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(200))
+        .with_max_delay(Duration::from_secs(10))
+        .with_factor(2.0)
+        .without_max_times();
+    let listed = list
+        .retry(backoff)
+        .notify(|e, _| health.set_not_ready(format!("cannot list CustomRuns: {e}")))
+        .await;
+    if listed.is_ok() {
+        health.set_ready(true);
     }
-    info!("stopped");
-    let _ = admin_task.await;
-    if lost_leadership && settings.leader.is_some() {
-        anyhow::bail!("lost the leader lease; exiting so that a standby takes over");
-    }
-    Ok(())
 }
