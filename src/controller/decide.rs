@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use crate::api::ImageStream;
 
-use super::checks::{self, CheckOutcome, ImageFacts, ParsedChecks};
+use super::checks::{self, CheckOutcome, ImageFacts};
+use super::params::checks::ParsedChecks;
 
 use super::params::Action;
 use super::status::{Outcome, Target, phase, reason};
