@@ -1,9 +1,10 @@
 //! The decision of a run, as a pure function of what it asks for and what the ImageStream and
 //! the candidate image look like now: which one write (if any) to make to the served tag, and
 //! the outcome to report. [`decide`] first recognises a write of this run that already landed,
-//! then hands over to the run's action, one function each ([`actions`]); what a write puts on
-//! the served tag is built in [`served`]. Every write is conditional on the resourceVersion the
-//! decision was made from, so a concurrent change makes the caller re-read and decide again.
+//! then hands over to the run's action, one function each (`decide/actions.rs`); what a write
+//! puts on the served tag is built in `decide/served.rs`. Every write is conditional on the
+//! resourceVersion the decision was made from, so a concurrent change makes the caller re-read
+//! and decide again.
 
 mod actions;
 mod served;

@@ -1,18 +1,24 @@
 //! `imagegate controller`: a Tekton custom-task controller for `imagegate.dev/v1alpha1
-//! ImagePromotion`. It reads the data in one direction:
+//! ImagePromotion`. One module per step of a run, in the order the data flows:
 //!
-//! CustomRun -> [`params`] (pure: what the run asks, with its [`crd`] spec) -> [`decide`]
-//! (pure: over the ImageStream and the candidate's [`checks`]) -> the one write of the served
-//! tag -> [`status`] (pure: conditions and results in one write). [`reconcile`] does the I/O
-//! in Tekton's fixed order; [`metrics`] counts it. [`run`] wires the watch, leader election
-//! and the admin server.
+//! CustomRun -> [`reconcile`] (Tekton's fixed order; it only hands off) -> [`params`] (pure:
+//! what the run asks, over its [`crd`] spec, the checks parsed) -> [`promote`] (the one
+//! ImageStream write: read, [`decide`] (pure, one function per action, with the candidate's
+//! [`checks`]), write conditionally, read again on a conflict) -> [`status`] (pure: conditions
+//! and results), written by [`report`] with a Kubernetes Event.
+//!
+//! [`error`] names what failed and [`metrics`] counts it. [`run`] reconciles CustomRuns inside
+//! the shared [`crate::runtime`] (admin server, leader election, shutdown).
 
 pub mod checks;
 pub mod crd;
 pub mod decide;
+pub mod error;
 pub mod metrics;
 pub mod params;
+pub mod promote;
 pub mod reconcile;
+pub mod report;
 pub mod status;
 
 use std::collections::HashMap;
@@ -35,8 +41,9 @@ use crate::api::CustomRun;
 use crate::leader::LeaderConfig;
 use crate::runtime::{self, Runtime};
 
+use self::error::Error;
 use self::metrics::{ErrorLabels, Metrics};
-use self::reconcile::{Clock, Context, Error};
+use self::reconcile::{Clock, Context};
 
 /// How the controller runs.
 #[derive(Clone, Debug)]
