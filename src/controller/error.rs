@@ -1,5 +1,18 @@
-//! Why a reconcile could not finish: [`Error`] names the API call that failed. Bad input is
-//! never an error: it ends the run with a reason (see `reconcile`).
+//! Why a reconcile could not finish, and what happens then: [`Error`] names the API call that
+//! failed, and [`error_policy`] only counts it, logs it and requeues the run with a per-run
+//! backoff. Bad input is never an error: it ends the run with a reason (see `reconcile`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use tracing::warn;
+
+use crate::api::CustomRun;
+
+use super::metrics::ErrorLabels;
+use super::reconcile::{Context, deadline};
 
 /// A reconcile that could not finish; retried with backoff by the error policy.
 #[derive(Debug, thiserror::Error)]
@@ -81,5 +94,52 @@ pub(super) fn api_message(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) => s.message.clone(),
         other => other.to_string(),
+    }
+}
+
+/// Counts the failure by kind, logs it, and requeues the run after its backoff, never later
+/// than the attempt's deadline (a timeout must be reported when it happens).
+pub fn error_policy(run: Arc<CustomRun>, error: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics
+        .reconcile_errors
+        .get_or_create(&ErrorLabels { kind: error.kind() })
+        .inc();
+    let mut delay = retry_delay(ctx.runs.failed(&run));
+    if let Ok(Some(deadline)) = deadline(&run) {
+        let left = deadline.as_second() - (ctx.clock)().as_second();
+        delay = delay.min(Duration::from_secs(left.max(0) as u64 + 1));
+    }
+    warn!(
+        namespace = %run.namespace().unwrap_or_default(),
+        customrun = %run.name_any(),
+        error = %error,
+        retry_in = ?delay,
+        "reconcile failed; retrying"
+    );
+    Action::requeue(delay)
+}
+
+/// The wait after the `failures`-th failure in a row: 0.5 s, doubling up to 60 s.
+pub fn retry_delay(failures: u32) -> Duration {
+    let doublings = failures.clamp(1, 8) - 1;
+    Duration::from_millis(500u64 << doublings).min(Duration::from_secs(60))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_retry_delay_doubles_from_half_a_second_up_to_a_minute() {
+        let delays: Vec<u64> = (1..=10)
+            .map(|n| retry_delay(n).as_millis() as u64)
+            .collect();
+        assert_eq!(
+            delays,
+            [
+                500, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000
+            ]
+        );
+        assert_eq!(retry_delay(u32::MAX), Duration::from_secs(60));
     }
 }

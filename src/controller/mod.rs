@@ -7,8 +7,10 @@
 //! [`checks`]), write conditionally, read again on a conflict) -> [`status`] (pure: conditions
 //! and results), written by [`report`] with a Kubernetes Event.
 //!
-//! [`error`] names what failed and [`metrics`] counts it. [`run`] reconciles CustomRuns inside
-//! the shared [`crate::runtime`] (admin server, leader election, shutdown).
+//! [`error`] names what failed and requeues the run, [`metrics`] counts, and [`runs`] is what
+//! the controller remembers per run (bounded; [`watch`] forgets deleted runs). [`run`]
+//! reconciles CustomRuns inside the shared [`crate::runtime`] (admin server, leader election,
+//! shutdown).
 
 pub mod checks;
 pub mod crd;
@@ -19,31 +21,30 @@ pub mod params;
 pub mod promote;
 pub mod reconcile;
 pub mod report;
+pub mod runs;
 pub mod status;
+pub mod watch;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
 use futures::StreamExt;
+use kube::Client;
 use kube::api::Api;
-use kube::runtime::controller::{Action as Requeue, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::watcher;
-use kube::{Client, ResourceExt};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
-use tracing::warn;
 
 use crate::admin::Health;
 use crate::api::CustomRun;
 use crate::leader::LeaderConfig;
 use crate::runtime::{self, Runtime};
 
-use self::error::Error;
-use self::metrics::{ErrorLabels, Metrics};
+use self::metrics::Metrics;
 use self::reconcile::{Clock, Context};
+use self::runs::RunStates;
 
 /// How the controller runs.
 #[derive(Clone, Debug)]
@@ -54,55 +55,6 @@ pub struct Settings {
     pub concurrency: u16,
     /// Lead through a Lease before reconciling (for more than one replica).
     pub leader: Option<LeaderConfig>,
-}
-
-/// Per-run retry backoff of the error policy: 0.5 s doubling to 60 s, reset by a success.
-#[derive(Default)]
-struct Backoff(Mutex<HashMap<String, u32>>);
-
-impl Backoff {
-    fn next(&self, key: &str) -> Duration {
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let n = m.entry(key.to_string()).or_insert(0);
-        *n = (*n + 1).min(8);
-        Duration::from_millis((500u64 << (*n - 1)).min(60_000))
-    }
-
-    fn reset(&self, key: &str) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
-    }
-}
-
-struct Shared {
-    ctx: Arc<Context>,
-    backoff: Backoff,
-}
-
-fn key(run: &CustomRun) -> String {
-    format!("{}/{}", run.namespace().unwrap_or_default(), run.name_any())
-}
-
-fn error_policy(run: Arc<CustomRun>, error: &Error, shared: Arc<Shared>) -> Requeue {
-    shared
-        .ctx
-        .metrics
-        .reconcile_errors
-        .get_or_create(&ErrorLabels { kind: error.kind() })
-        .inc();
-    let mut delay = shared.backoff.next(&key(&run));
-    // Never sleep past the attempt's timeout: it must be reported when it happens.
-    if let Ok(Some(deadline)) = reconcile::deadline(&run) {
-        let left = deadline.as_second() - (shared.ctx.clock)().as_second();
-        delay = delay.min(Duration::from_secs(left.max(0) as u64 + 1));
-    }
-    warn!(
-        namespace = %run.namespace().unwrap_or_default(),
-        customrun = %run.name_any(),
-        error = %error,
-        retry_in = ?delay,
-        "reconcile failed; retrying"
-    );
-    Requeue::requeue(delay)
 }
 
 /// Runs the controller until `shutdown` resolves (or leadership is lost, which is an error so
@@ -149,30 +101,14 @@ async fn reconcile_runs(
         recorder: Recorder::new(client.clone(), reporter),
         metrics,
         clock,
-        last_written: Default::default(),
+        runs: Arc::new(RunStates::default()),
     });
-    let shared = Arc::new(Shared {
-        ctx,
-        backoff: Backoff::default(),
-    });
-    let runs: Api<CustomRun> = Api::all(client.clone());
-    let controller = Controller::new(runs, watcher::Config::default())
-        .with_config(ControllerConfig::default().concurrency(concurrency));
+    let (store, runs) = watch::customruns(Api::all(client.clone()), ctx.runs.clone());
     tokio::spawn(ready_once_listed(Api::all(client), health));
-    controller
+    Controller::for_stream(runs, store)
+        .with_config(ControllerConfig::default().concurrency(concurrency))
         .graceful_shutdown_on(stop.cancelled_owned())
-        .run(
-            |run, shared: Arc<Shared>| async move {
-                let k = key(&run);
-                let result = reconcile::reconcile(run, shared.ctx.clone()).await;
-                if result.is_ok() {
-                    shared.backoff.reset(&k);
-                }
-                result
-            },
-            error_policy,
-            shared,
-        )
+        .run(reconcile::reconcile, error::error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

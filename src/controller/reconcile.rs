@@ -2,7 +2,8 @@
 //! -> timed out -> start and validate input -> work. It only orders the steps and hands off:
 //! [`super::params`] reads the input, [`super::promote`] makes the one ImageStream write and
 //! [`super::report`] writes the statuses [`super::status`] computes: at most one status write to
-//! start, one ImageStream write, one status write to finish.
+//! start, one ImageStream write, one status write to finish. A failed reconcile goes to
+//! [`super::error::error_policy`].
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use super::crd::{ImagePromotion, ImagePromotionSpec};
 use super::error::{Error, api_status};
 use super::metrics::Metrics;
 use super::params::{self, Request, SpecSource};
+use super::runs::{RunKey, RunStates};
 use super::status::{Outcome, Target, reason};
 use super::{promote, report};
 
@@ -33,63 +35,26 @@ pub struct Context {
     pub metrics: Metrics,
     /// Now.
     pub clock: Clock,
-    /// The resourceVersion of the last status this controller wrote, per CustomRun uid, so a
-    /// reconcile of a cached copy older than our own write is skipped (the watch event of the
-    /// write triggers the next one) instead of ending in a refused write.
-    pub last_written: std::sync::Mutex<std::collections::HashMap<String, String>>,
-}
-
-impl Context {
-    /// Whether `run` is a cached copy older than a status this controller already wrote.
-    fn is_stale(&self, run: &CustomRun) -> bool {
-        let (Some(uid), Some(rv)) = (
-            run.metadata.uid.as_ref(),
-            run.metadata.resource_version.as_ref(),
-        ) else {
-            return false;
-        };
-        let written = self.last_written.lock().unwrap_or_else(|p| p.into_inner());
-        // resourceVersions are opaque; when they are not integers, never skip.
-        match (
-            written.get(uid).and_then(|w| w.parse::<u64>().ok()),
-            rv.parse::<u64>().ok(),
-        ) {
-            (Some(w), Some(r)) => r < w,
-            _ => false,
-        }
-    }
-
-    fn forget(&self, run: &CustomRun) {
-        if let Some(uid) = &run.metadata.uid {
-            self.last_written
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(uid);
-        }
-    }
-
-    /// Records the status this controller just wrote.
-    pub(super) fn remember(&self, run: &CustomRun) {
-        if let (Some(uid), Some(rv)) = (&run.metadata.uid, &run.metadata.resource_version) {
-            self.last_written
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(uid.clone(), rv.clone());
-        }
-    }
+    /// What the controller remembers per run between reconciles.
+    pub runs: Arc<RunStates>,
 }
 
 /// Reconciles one CustomRun.
 pub async fn reconcile(run: Arc<CustomRun>, ctx: Arc<Context>) -> Result<Action, Error> {
-    if !params::is_ours(&run) || ctx.is_stale(&run) {
+    // A cached copy older than our own status write: the write's watch event comes next.
+    if !params::is_ours(&run) || ctx.runs.is_stale(&run) {
         return Ok(Action::await_change());
     }
     if run.is_done() {
-        ctx.forget(&run);
+        ctx.runs.forget(&RunKey::of(&run));
         return Ok(Action::await_change());
     }
     let _timer = ctx.metrics.reconcile_duration.start_timer();
-    reconcile_ours(&run, &ctx).await
+    let result = reconcile_ours(&run, &ctx).await;
+    if result.is_ok() {
+        ctx.runs.succeeded(&run);
+    }
+    result
 }
 
 async fn reconcile_ours(run: &CustomRun, ctx: &Context) -> Result<Action, Error> {

@@ -102,7 +102,7 @@ async fn write_status(
             source,
         })?;
     ctx.metrics.status_writes.inc();
-    ctx.remember(&written);
+    ctx.runs.wrote(run);
     Ok(written)
 }
 
