@@ -41,7 +41,8 @@ pub struct Context {
 
 /// Reconciles one CustomRun.
 pub async fn reconcile(run: Arc<CustomRun>, ctx: Arc<Context>) -> Result<Action, Error> {
-    // A cached copy older than our own status write: the write's watch event comes next.
+    // A cached copy older than our own status write is skipped: the write's watch event
+    // brings the next reconcile.
     if !params::is_ours(&run) || ctx.runs.is_stale(&run) {
         return Ok(Action::await_change());
     }

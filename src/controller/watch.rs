@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use futures::{Stream, TryStreamExt};
 use kube::api::Api;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
-use kube::runtime::{WatchStreamExt, reflector::reflector};
 
 use crate::api::CustomRun;
 
@@ -27,7 +27,7 @@ pub fn customruns(
     let (store, writer) = reflector::store();
     let known = store.clone();
     let events = watcher::watcher(api, watcher::Config::default());
-    let applied = reflector(writer, events)
+    let applied = reflector::reflector(writer, events)
         .inspect_ok(move |event| forget_gone(&runs, &known, event))
         .applied_objects();
     (store, applied)
