@@ -12,11 +12,12 @@
 //! `ReleaseOnCancel`) so a standby takes over at once.
 //!
 //! The decisions (who may acquire when, what to write) are pure functions over the Lease and
-//! the time; the loop around them only reads, writes, sleeps and logs.
+//! the time; around them, `backon` retries a round every `retry_period` and the loop only logs.
 
 use std::future::Future;
 use std::time::Duration;
 
+use backon::{ConstantBuilder, Retryable};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -326,29 +327,61 @@ async fn run(
     }
 }
 
+/// Why a round did not leave this process holding the Lease: what the retries below see.
+#[derive(Debug)]
+enum NotHeld {
+    /// Someone else holds it and it has not expired.
+    HeldBy(String),
+    /// Someone else wrote between our read and our write.
+    Conflict,
+    /// An API call failed.
+    Failed(LeaseError),
+}
+
+/// One round, as a result: the Lease held, or why not.
+async fn hold(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<(Lease, Instant), NotHeld> {
+    match attempt(api, cfg).await {
+        Ok(Attempt::Held { lease, at }) => Ok((*lease, at)),
+        Ok(Attempt::HeldBy(h)) => Err(NotHeld::HeldBy(h)),
+        Ok(Attempt::Conflict) => Err(NotHeld::Conflict),
+        Err(e) => Err(NotHeld::Failed(e)),
+    }
+}
+
+/// A round every `retry_period`, as often as it takes.
+fn every_retry_period(cfg: &LeaderConfig) -> ConstantBuilder {
+    ConstantBuilder::new()
+        .with_delay(cfg.retry_period)
+        .without_max_times()
+}
+
 /// Tries every `retry_period` until this process holds the Lease.
 async fn acquire(api: &Api<Lease>, cfg: &LeaderConfig) -> (Lease, Instant) {
     let mut seen_holder = None;
     loop {
-        match attempt(api, cfg).await {
-            Ok(Attempt::Held { lease, at }) => return (*lease, at),
-            Ok(Attempt::HeldBy(h)) => {
-                if seen_holder.as_ref() != Some(&h) {
-                    tracing::info!(lease = %cfg.lease_name, identity = %cfg.identity,
-                        holder = %h, "another process leads; standing by");
-                    seen_holder = Some(h);
+        let tries = (|| hold(api, cfg))
+            .retry(every_retry_period(cfg))
+            .notify(|why, _| match why {
+                NotHeld::HeldBy(h) => {
+                    if seen_holder.as_ref() != Some(h) {
+                        tracing::info!(lease = %cfg.lease_name, identity = %cfg.identity,
+                            holder = %h, "another process leads; standing by");
+                        seen_holder = Some(h.clone());
+                    }
                 }
-            }
-            Ok(Attempt::Conflict) => {
-                tracing::debug!(lease = %cfg.lease_name, identity = %cfg.identity,
-                    "the lease changed while acquiring; re-reading");
-            }
-            Err(e) => {
-                tracing::warn!(lease = %cfg.lease_name, identity = %cfg.identity,
-                    error = %e, "acquiring the lease failed; retrying");
-            }
+                NotHeld::Conflict => {
+                    tracing::debug!(lease = %cfg.lease_name, identity = %cfg.identity,
+                        "the lease changed while acquiring; re-reading");
+                }
+                NotHeld::Failed(e) => {
+                    tracing::warn!(lease = %cfg.lease_name, identity = %cfg.identity,
+                        error = %e, "acquiring the lease failed; retrying");
+                }
+            });
+        // Without a limit on the tries, only success ends them.
+        if let Ok(held) = tries.await {
+            return held;
         }
-        tokio::time::sleep(cfg.retry_period).await;
     }
 }
 
@@ -359,31 +392,34 @@ async fn keep(api: &Api<Lease>, cfg: &LeaderConfig, held: &mut (Lease, Instant))
         // renewTime it wrote, so we stop leading before others may take over.
         let deadline = held.1 + cfg.renew_deadline;
         tokio::time::sleep(cfg.retry_period).await;
-        match tokio::time::timeout_at(deadline, attempt(api, cfg)).await {
-            Ok(Ok(Attempt::Held { lease, at })) => {
-                *held = (*lease, at);
-                continue;
-            }
-            Ok(Ok(Attempt::HeldBy(h))) => {
+        let renewal = (|| hold(api, cfg))
+            .retry(every_retry_period(cfg))
+            .when(|why| !matches!(why, NotHeld::HeldBy(_)))
+            .notify(|why, _| match why {
+                NotHeld::Failed(e) => {
+                    tracing::warn!(lease = %cfg.lease_name, identity = %cfg.identity,
+                        error = %e, "renewing the lease failed; retrying");
+                }
+                NotHeld::Conflict => {
+                    tracing::debug!(lease = %cfg.lease_name, identity = %cfg.identity,
+                        "the lease changed while renewing; re-reading");
+                }
+                // Not retried: ends the renewal below.
+                NotHeld::HeldBy(_) => {}
+            });
+        match tokio::time::timeout_at(deadline, renewal).await {
+            Ok(Ok(renewed)) => *held = renewed,
+            Ok(Err(NotHeld::HeldBy(h))) => {
                 tracing::warn!(lease = %cfg.lease_name, identity = %cfg.identity,
                     holder = %h, "another process took the lease; stopping leading");
                 return;
             }
-            Ok(Ok(Attempt::Conflict)) => {
-                tracing::debug!(lease = %cfg.lease_name, identity = %cfg.identity,
-                    "the lease changed while renewing; re-reading");
-            }
-            Ok(Err(e)) => {
+            Ok(Err(_)) | Err(_) => {
                 tracing::warn!(lease = %cfg.lease_name, identity = %cfg.identity,
-                    error = %e, "renewing the lease failed; retrying");
+                    renew_deadline = ?cfg.renew_deadline,
+                    "no renewal succeeded within the renew deadline; stopping leading");
+                return;
             }
-            Err(_elapsed) => {}
-        }
-        if Instant::now() >= deadline {
-            tracing::warn!(lease = %cfg.lease_name, identity = %cfg.identity,
-                renew_deadline = ?cfg.renew_deadline,
-                "no renewal succeeded within the renew deadline; stopping leading");
-            return;
         }
     }
 }

@@ -14,6 +14,8 @@
 //! - [`tls`]: the one rustls crypto provider of the binary.
 //! - [`admin`]: the admin HTTP server of both programs (`/livez`, `/readyz`, `/metrics`).
 //! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease (client-go semantics).
+//! - [`runtime`]: what both programs run inside: the admin server, the Lease wait and loss,
+//!   and shutdown, on a cancellation token.
 //! - [`source`]: `imagegate source`, ImageStream tag changes as CloudEvents (in progress).
 //! - [`controller`]: `imagegate controller`, the ImagePromotion Tekton custom task.
 
@@ -23,6 +25,7 @@ pub mod cli;
 pub mod controller;
 pub mod leader;
 pub mod run;
+pub mod runtime;
 pub mod source;
 pub mod telemetry;
 pub mod tls;

@@ -398,6 +398,12 @@ pub enum ParseDurationError {
 
 /// Parses a Go duration string such as `1h0m0s`, `90s`, `1.5h` or `300ms` (units `ns`, `us`,
 /// `µs`, `ms`, `s`, `m`, `h`; `0` alone is allowed). Negative durations are rejected.
+///
+/// Written here because no crate parses exactly Go's `time.ParseDuration` grammar, which Tekton
+/// writes `spec.timeout` in: `go-parse-duration` (0.1.1) panics on `µs` and refuses the largest
+/// durations Go accepts; `go-duration` (0.2) refuses `0`, Tekton's "no timeout"; `humantime` (2)
+/// and `duration-str` (0.17) read another grammar (`1h 30m`, `1d`) and refuse parts of Go's
+/// (`+5s`, `.5s`; `duration-str` also `1.5h`).
 pub fn parse_go_duration(text: &str) -> Result<Duration, ParseDurationError> {
     let invalid = || ParseDurationError::Invalid(text.to_owned());
     let (negative, unsigned) = match text.strip_prefix('-') {
@@ -464,3 +470,6 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, ParseDurationError> {
     }
     Ok(Duration::from_nanos(nanos))
 }
+
+#[cfg(test)]
+mod tests;

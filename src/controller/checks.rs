@@ -1,5 +1,5 @@
 //! The checks a candidate image must pass before promotion: pure functions over the image's
-//! metadata ([`ImageFacts`], fetched by the caller) and the parsed checks of an ImagePromotion.
+//! metadata ([`ImageFacts`], fetched by the caller) and the parsed checks of an ImagePromotion ([`super::params::checks`]).
 //!
 //! Each configured check yields one [`CheckOutcome`], in a fixed order, and the outcomes go into
 //! the CustomRun's `checks` result as JSON. A check whose metadata is missing fails and says what
@@ -12,6 +12,8 @@ use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use serde::Serialize;
 
 use crate::api::Image;
+
+use super::params::checks::{LabelRequirement, Limit, ParsedChecks};
 
 /// `requiredLabels`: the JSON field name, used as the outcome's name.
 pub const REQUIRED_LABELS: &str = "requiredLabels";
@@ -27,51 +29,6 @@ pub const MAX_AGE: &str = "maxAge";
 pub const MAX_SIZE: &str = "maxSize";
 /// `nonRootUser`.
 pub const NON_ROOT_USER: &str = "nonRootUser";
-
-/// One entry of `requiredLabels`: `key` (present and non-empty) or `key=value` (equal).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LabelRequirement {
-    /// The label key.
-    pub key: String,
-    /// The required value; `None` requires any non-empty value.
-    pub value: Option<String>,
-}
-
-/// A parsed limit and the text it was written as, which the messages quote back.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Limit<T> {
-    /// The parsed value.
-    pub value: T,
-    /// The text from the ImagePromotion (`720h`, `5Gi`).
-    pub text: String,
-}
-
-/// The checks of an ImagePromotion, validated and parsed ([`super::crd::Checks::parse`]).
-/// An empty list, `None` or `false` means the check is not configured.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ParsedChecks {
-    /// Labels the image config must carry.
-    pub required_labels: Vec<LabelRequirement>,
-    /// Pull-spec prefixes, without a trailing `/`.
-    pub allowed_registries: Vec<String>,
-    /// Allowed CPU architectures.
-    pub allowed_architectures: Vec<String>,
-    /// Allowed operating systems.
-    pub allowed_os: Vec<String>,
-    /// Maximum age since the image was built.
-    pub max_age: Option<Limit<Duration>>,
-    /// Maximum size in bytes.
-    pub max_size: Option<Limit<u64>>,
-    /// Whether the image must name a non-root user.
-    pub non_root_user: bool,
-}
-
-impl ParsedChecks {
-    /// True when no check is configured, so [`evaluate`] returns no outcomes.
-    pub fn is_empty(&self) -> bool {
-        self == &ParsedChecks::default()
-    }
-}
 
 /// What the checks read about a candidate image.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

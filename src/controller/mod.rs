@@ -1,39 +1,50 @@
 //! `imagegate controller`: a Tekton custom-task controller for `imagegate.dev/v1alpha1
-//! ImagePromotion`. It reads the data in one direction:
+//! ImagePromotion`. One module per step of a run, in the order the data flows:
 //!
-//! CustomRun -> [`params`] (pure: what the run asks, with its [`crd`] spec) -> [`decide`]
-//! (pure: over the ImageStream and the candidate's [`checks`]) -> the one write of the served
-//! tag -> [`status`] (pure: conditions and results in one write). [`reconcile`] does the I/O
-//! in Tekton's fixed order; [`metrics`] counts it. [`run`] wires the watch, leader election
-//! and the admin server.
+//! CustomRun -> [`reconcile`] (Tekton's fixed order; it only hands off) -> [`params`] (pure:
+//! what the run asks, over its [`crd`] spec, the checks parsed) -> [`promote`] (the one
+//! ImageStream write: read, [`decide`] (pure, one function per action, with the candidate's
+//! [`checks`]), write conditionally, read again on a conflict) -> [`status`] (pure: conditions
+//! and results), written by [`report`] with a Kubernetes Event.
+//!
+//! [`error`] names what failed and requeues the run, [`metrics`] counts, and [`runs`] is what
+//! the controller remembers per run (bounded; [`watch`] forgets deleted runs). [`run`]
+//! reconciles CustomRuns inside the shared [`crate::runtime`] (admin server, leader election,
+//! shutdown).
 
 pub mod checks;
 pub mod crd;
 pub mod decide;
+pub mod error;
 pub mod metrics;
 pub mod params;
+pub mod promote;
 pub mod reconcile;
+pub mod report;
+pub mod runs;
 pub mod status;
+pub mod watch;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use backon::{ExponentialBuilder, Retryable};
 use futures::StreamExt;
+use kube::Client;
 use kube::api::Api;
-use kube::runtime::controller::{Action as Requeue, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::watcher;
-use kube::{Client, ResourceExt};
 use prometheus_client::registry::Registry;
-use tracing::{info, warn};
+use tokio_util::sync::CancellationToken;
 
-use crate::admin::{self, Health};
+use crate::admin::Health;
 use crate::api::CustomRun;
-use crate::leader::{self, LeaderConfig};
+use crate::leader::LeaderConfig;
+use crate::runtime::{self, Runtime};
 
-use self::metrics::{ErrorLabels, Metrics};
-use self::reconcile::{Clock, Context, Error};
+use self::metrics::Metrics;
+use self::reconcile::{Clock, Context};
+use self::runs::RunStates;
 
 /// How the controller runs.
 #[derive(Clone, Debug)]
@@ -44,55 +55,6 @@ pub struct Settings {
     pub concurrency: u16,
     /// Lead through a Lease before reconciling (for more than one replica).
     pub leader: Option<LeaderConfig>,
-}
-
-/// Per-run retry backoff of the error policy: 0.5 s doubling to 60 s, reset by a success.
-#[derive(Default)]
-struct Backoff(Mutex<HashMap<String, u32>>);
-
-impl Backoff {
-    fn next(&self, key: &str) -> Duration {
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let n = m.entry(key.to_string()).or_insert(0);
-        *n = (*n + 1).min(8);
-        Duration::from_millis((500u64 << (*n - 1)).min(60_000))
-    }
-
-    fn reset(&self, key: &str) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
-    }
-}
-
-struct Shared {
-    ctx: Arc<Context>,
-    backoff: Backoff,
-}
-
-fn key(run: &CustomRun) -> String {
-    format!("{}/{}", run.namespace().unwrap_or_default(), run.name_any())
-}
-
-fn error_policy(run: Arc<CustomRun>, error: &Error, shared: Arc<Shared>) -> Requeue {
-    shared
-        .ctx
-        .metrics
-        .reconcile_errors
-        .get_or_create(&ErrorLabels { kind: error.kind() })
-        .inc();
-    let mut delay = shared.backoff.next(&key(&run));
-    // Never sleep past the attempt's timeout: it must be reported when it happens.
-    if let Ok(Some(deadline)) = reconcile::deadline(&run) {
-        let left = deadline.as_second() - (shared.ctx.clock)().as_second();
-        delay = delay.min(Duration::from_secs(left.max(0) as u64 + 1));
-    }
-    warn!(
-        namespace = %run.namespace().unwrap_or_default(),
-        customrun = %run.name_any(),
-        error = %error,
-        retry_in = ?delay,
-        "reconcile failed; retrying"
-    );
-    Requeue::requeue(delay)
 }
 
 /// Runs the controller until `shutdown` resolves (or leadership is lost, which is an error so
@@ -106,55 +68,30 @@ pub async fn run(
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let health = Health::new();
-    health.set_not_ready("the CustomRun watch has not listed yet");
-    let listener = tokio::net::TcpListener::bind(settings.admin_addr).await?;
-    info!(addr = %listener.local_addr()?, "admin server listening");
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let stopped = {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        }
+    let wiring = runtime::Settings {
+        admin_addr: settings.admin_addr,
+        leader: settings.leader.clone(),
+        until_ready: "the CustomRun watch has not listed yet",
     };
-    let admin_task = tokio::spawn(admin::serve(
-        listener,
-        admin::router(health.clone(), Arc::new(registry)),
-        stopped,
-    ));
-    tokio::spawn({
-        let stop_tx = stop_tx.clone();
-        async move {
-            shutdown.await;
-            let _ = stop_tx.send(true);
-        }
-    });
+    let runtime =
+        Runtime::start(client.clone(), wiring, registry, health.clone(), shutdown).await?;
+    runtime
+        .run(|stop| async move {
+            reconcile_runs(client, settings.concurrency, metrics, clock, health, stop).await;
+            Ok(())
+        })
+        .await
+}
 
-    let mut leading = None;
-    let mut election = None;
-    if let Some(cfg) = settings.leader.clone() {
-        let mut rx = stop_rx.clone();
-        let (is_leader, task) = leader::spawn(client.clone(), cfg.clone(), async move {
-            let _ = rx.wait_for(|s| *s).await;
-        });
-        election = Some(task);
-        let mut waiting = is_leader.clone();
-        info!(lease = %cfg.lease_name, identity = %cfg.identity, "waiting to lead");
-        health.set_ready(true);
-        let mut stop = stop_rx.clone();
-        tokio::select! {
-            _ = crate::leader::until(&mut waiting, true) => info!(lease = %cfg.lease_name, "leading"),
-            _ = crate::leader::until(&mut stop, true) => {
-                if let Some(task) = election {
-                    let _ = task.await;
-                }
-                let _ = admin_task.await;
-                return Ok(());
-            }
-        }
-        health.set_not_ready("the CustomRun watch has not listed yet");
-        leading = Some(is_leader);
-    }
-
+/// Reconciles CustomRuns until `stop` is cancelled.
+async fn reconcile_runs(
+    client: Client,
+    concurrency: u16,
+    metrics: Metrics,
+    clock: Clock,
+    health: Arc<Health>,
+    stop: CancellationToken,
+) {
     let reporter = Reporter {
         controller: "imagegate-controller".into(),
         instance: std::env::var("POD_NAME").ok(),
@@ -164,87 +101,33 @@ pub async fn run(
         recorder: Recorder::new(client.clone(), reporter),
         metrics,
         clock,
-        last_written: Default::default(),
+        runs: Arc::new(RunStates::default()),
     });
-    let shared = Arc::new(Shared {
-        ctx,
-        backoff: Backoff::default(),
-    });
-    let runs: Api<CustomRun> = Api::all(client.clone());
-    let controller = Controller::new(runs, watcher::Config::default())
-        .with_config(ControllerConfig::default().concurrency(settings.concurrency));
-    // Ready once CustomRuns can be listed (the API is reachable and RBAC allows the watch).
-    tokio::spawn({
-        let health = health.clone();
-        let runs: Api<CustomRun> = Api::all(client.clone());
-        async move {
-            let mut delay = Duration::from_millis(200);
-            loop {
-                match runs
-                    .list_metadata(&kube::api::ListParams::default().limit(1))
-                    .await
-                {
-                    Ok(_) => {
-                        health.set_ready(true);
-                        return;
-                    }
-                    Err(e) => {
-                        health.set_not_ready(format!("cannot list CustomRuns: {e}"));
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(10));
-                    }
-                }
-            }
-        }
-    });
-    let mut stop = stop_rx.clone();
-    let lost = async move {
-        match leading {
-            Some(mut l) => {
-                let _ = l.wait_for(|l| !*l).await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
-    let (lost_tx, mut lost_rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        lost.await;
-        let _ = lost_tx.send(());
-    });
-    let graceful = async move {
-        tokio::select! {
-            _ = crate::leader::until(&mut stop, true) => {},
-            _ = &mut lost_rx => {},
-        }
-    };
-    let backoff_shared = shared.clone();
-    controller
-        .graceful_shutdown_on(graceful)
-        .run(
-            |run, shared: Arc<Shared>| async move {
-                let k = key(&run);
-                let result = reconcile::reconcile(run, shared.ctx.clone()).await;
-                if result.is_ok() {
-                    shared.backoff.reset(&k);
-                }
-                result
-            },
-            error_policy,
-            shared,
-        )
+    let (store, runs) = watch::customruns(Api::all(client.clone()), ctx.runs.clone());
+    tokio::spawn(ready_once_listed(Api::all(client), health));
+    Controller::for_stream(runs, store)
+        .with_config(ControllerConfig::default().concurrency(concurrency))
+        .graceful_shutdown_on(stop.cancelled_owned())
+        .run(reconcile::reconcile, error::error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
-    drop(backoff_shared);
-    let lost_leadership = !*stop_rx.borrow();
-    let _ = stop_tx.send(true);
-    // Let the election release the Lease, so that a standby takes over at once.
-    if let Some(task) = election {
-        let _ = task.await;
+}
+
+/// Marks the controller ready once CustomRuns can be listed (the API is reachable and RBAC
+/// allows the watch), retrying from 200 ms up to every 10 s.
+async fn ready_once_listed(runs: Api<CustomRun>, health: Arc<Health>) {
+    let one = kube::api::ListParams::default().limit(1);
+    let list = || runs.list_metadata(&one);
+    let backoff = ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(200))
+        .with_max_delay(Duration::from_secs(10))
+        .with_factor(2.0)
+        .without_max_times();
+    let listed = list
+        .retry(backoff)
+        .notify(|e, _| health.set_not_ready(format!("cannot list CustomRuns: {e}")))
+        .await;
+    if listed.is_ok() {
+        health.set_ready(true);
     }
-    info!("stopped");
-    let _ = admin_task.await;
-    if lost_leadership && settings.leader.is_some() {
-        anyhow::bail!("lost the leader lease; exiting so that a standby takes over");
-    }
-    Ok(())
 }

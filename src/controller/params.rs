@@ -1,13 +1,16 @@
 //! What a CustomRun asks for: its params read together with its ImagePromotion spec (the named
-//! object's defaults and checks, or the inline `customSpec`). Pure: bad input is a message
-//! that ends the run with `InvalidParams`, never a retried error.
+//! object's defaults and checks, or the inline `customSpec`), the checks parsed by [`checks`].
+//! Pure: bad input is a message that ends the run with `InvalidParams`, never a retried error.
 
 use std::collections::BTreeMap;
 
 use crate::api::{CustomRun, ParamValue};
 
-use super::checks::ParsedChecks;
 use super::crd::ImagePromotionSpec;
+
+pub mod checks;
+
+use self::checks::ParsedChecks;
 
 /// The custom task's `apiVersion`.
 pub const API_VERSION: &str = "imagegate.dev/v1alpha1";
@@ -173,111 +176,15 @@ pub fn is_digest(s: &str) -> bool {
 }
 
 /// Reads the params of `run` over `spec` (the merged ImagePromotion spec). The namespace is
-/// always the run's own: an `imagestream` naming another namespace is refused.
+/// always the run's own: an `imagestream` naming another namespace is refused. The first
+/// problem found is the message, in the order of the steps below.
 pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, String> {
     let namespace = run.metadata.namespace.clone().unwrap_or_default();
-    let mut values: BTreeMap<&str, String> = BTreeMap::new();
-    for p in &run.spec.params {
-        let Some(known) = names::ALL.iter().find(|n| **n == p.name) else {
-            return Err(format!(
-                "unknown param {:?}; ImagePromotion takes {}",
-                p.name,
-                names::ALL.join(", ")
-            ));
-        };
-        match &p.value {
-            ParamValue::String(s) => {
-                if values.insert(known, s.trim().to_string()).is_some() {
-                    return Err(format!("param {:?} is given twice", p.name));
-                }
-            }
-            _ => return Err(format!("param {:?} must be a string", p.name)),
-        }
-    }
-    let pick = |name: &str, default: Option<&String>, fallback: &str| -> String {
-        values
-            .get(name)
-            .filter(|v| !v.is_empty())
-            .cloned()
-            .or_else(|| default.filter(|d| !d.is_empty()).cloned())
-            .unwrap_or_else(|| fallback.to_string())
-    };
-    let raw_stream = pick(names::IMAGESTREAM, spec.image_stream.as_ref(), "");
-    if raw_stream.is_empty() {
-        return Err(format!(
-            "param {:?} is required (the ImageStream whose served tag is promoted)",
-            names::IMAGESTREAM
-        ));
-    }
-    let imagestream = match raw_stream.split_once('/') {
-        Some((ns, name)) if ns == namespace => name.to_string(),
-        Some((ns, _)) => {
-            return Err(format!(
-                "a CustomRun in namespace {namespace:?} may only promote ImageStreams in its own \
-                 namespace, not in {ns:?} (param {:?} is {raw_stream:?})",
-                names::IMAGESTREAM
-            ));
-        }
-        None => raw_stream.clone(),
-    };
-    if !is_dns_subdomain(&imagestream) {
-        return Err(format!(
-            "param {:?}: {imagestream:?} is not a valid ImageStream name",
-            names::IMAGESTREAM
-        ));
-    }
-    let candidate_tag = pick(
-        names::CANDIDATE_TAG,
-        spec.candidate_tag.as_ref(),
-        DEFAULT_CANDIDATE_TAG,
-    );
-    let served_tag = pick(
-        names::SERVED_TAG,
-        spec.served_tag.as_ref(),
-        DEFAULT_SERVED_TAG,
-    );
-    for (name, tag) in [
-        (names::CANDIDATE_TAG, &candidate_tag),
-        (names::SERVED_TAG, &served_tag),
-    ] {
-        if !is_tag_name(tag) {
-            return Err(format!("param {name:?}: {tag:?} is not a valid tag name"));
-        }
-    }
-    if candidate_tag == served_tag {
-        return Err(format!(
-            "the candidate tag and the served tag are both {served_tag:?}; they must differ"
-        ));
-    }
-    let action = match values.get(names::ACTION).map(String::as_str) {
-        None | Some("") | Some("promote") => Action::Promote,
-        Some("begin") => Action::Begin,
-        Some("reject") => Action::Reject,
-        Some("rollback") => Action::Rollback,
-        Some(other) => {
-            return Err(format!(
-                "param {:?}: {other:?} is not one of begin, promote, reject, rollback",
-                names::ACTION
-            ));
-        }
-    };
-    let digest = values.get(names::DIGEST).filter(|d| !d.is_empty()).cloned();
-    match &digest {
-        Some(d) if !is_digest(d) => {
-            return Err(format!(
-                "param {:?}: {d:?} is not an image digest (sha256: and 64 hex digits)",
-                names::DIGEST
-            ));
-        }
-        None if action != Action::Rollback => {
-            return Err(format!(
-                "param {:?} is required for action {}: the candidate digest the pipeline validated",
-                names::DIGEST,
-                action.as_str()
-            ));
-        }
-        _ => {}
-    }
+    let values = Values::read(run)?;
+    let imagestream = imagestream(&values, spec, &namespace)?;
+    let (candidate_tag, served_tag) = tags(&values, spec)?;
+    let action = action(&values)?;
+    let digest = digest(&values, action)?;
     let checks = spec.checks.parse()?;
     Ok(Request {
         namespace,
@@ -286,202 +193,144 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
         served_tag,
         digest,
         action,
-        validation_status: values
-            .get(names::VALIDATION_STATUS)
-            .cloned()
-            .unwrap_or_default(),
+        validation_status: values.get(names::VALIDATION_STATUS).to_string(),
         checks,
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
+/// The run's params by name, each a string, trimmed.
+struct Values(BTreeMap<&'static str, String>);
 
-    const D: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-
-    fn run(params: serde_json::Value) -> CustomRun {
-        serde_json::from_value(json!({
-            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
-            "metadata": {"name": "r", "namespace": "ds"},
-            "spec": {"customRef": {"apiVersion": API_VERSION, "kind": KIND}, "params": params}
-        }))
-        .unwrap()
-    }
-
-    fn parse_params(params: serde_json::Value) -> Result<Request, String> {
-        parse(&run(params), &ImagePromotionSpec::default())
-    }
-
-    #[test]
-    fn defaults_fill_the_tags_and_the_action() {
-        let r = parse_params(json!([
-            {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}
-        ]))
-        .unwrap();
-        assert_eq!(r.namespace, "ds");
-        assert_eq!(r.imagestream, "nb");
-        assert_eq!(r.candidate_tag, "candidate");
-        assert_eq!(r.served_tag, "latest");
-        assert_eq!(r.action, Action::Promote);
-        assert_eq!(r.digest.as_deref(), Some(D));
-        assert!(!r.validation_failed());
-    }
-
-    #[test]
-    fn the_spec_supplies_defaults_that_params_override() {
-        let spec = ImagePromotionSpec {
-            image_stream: Some("from-spec".into()),
-            served_tag: Some("served".into()),
-            ..Default::default()
-        };
-        let r = parse(&run(json!([{"name": "digest", "value": D}])), &spec).unwrap();
-        assert_eq!(
-            (r.imagestream.as_str(), r.served_tag.as_str()),
-            ("from-spec", "served")
-        );
-        let r = parse(
-            &run(json!([{"name": "digest", "value": D}, {"name": "served-tag", "value": "prod"}])),
-            &spec,
-        )
-        .unwrap();
-        assert_eq!(r.served_tag, "prod");
-    }
-
-    #[test]
-    fn another_namespace_is_refused_whatever_the_params_say() {
-        let err = parse_params(json!([
-            {"name": "imagestream", "value": "other/nb"}, {"name": "digest", "value": D}
-        ]))
-        .unwrap_err();
-        assert!(
-            err.contains("only promote ImageStreams in its own namespace"),
-            "{err}"
-        );
-        let ok = parse_params(json!([
-            {"name": "imagestream", "value": "ds/nb"}, {"name": "digest", "value": D}
-        ]))
-        .unwrap();
-        assert_eq!(ok.imagestream, "nb");
-    }
-
-    #[test]
-    fn bad_params_say_what_is_wrong() {
-        let cases = [
-            (
-                json!([{"name": "digest", "value": D}]),
-                "\"imagestream\" is required",
-            ),
-            (
-                json!([{"name": "imagestream", "value": "nb"}]),
-                "\"digest\" is required",
-            ),
-            (
-                json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": "latest"}]),
-                "not an image digest",
-            ),
-            (
-                json!([{"name": "imagestream", "value": "NB!"}, {"name": "digest", "value": D}]),
-                "not a valid ImageStream name",
-            ),
-            (
-                json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}, {"name": "action", "value": "deploy"}]),
-                "not one of begin",
-            ),
-            (
-                json!([{"name": "imagestream", "value": "nb"}, {"name": "digst", "value": D}]),
-                "unknown param \"digst\"",
-            ),
-            (
-                json!([{"name": "imagestream", "value": ["a"]}]),
-                "must be a string",
-            ),
-            (
-                json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}, {"name": "served-tag", "value": "candidate"}]),
-                "must differ",
-            ),
-            (
-                json!([{"name": "imagestream", "value": "nb"}, {"name": "imagestream", "value": "nb2"}]),
-                "given twice",
-            ),
-        ];
-        for (params, want) in cases {
-            let err = parse_params(params.clone()).unwrap_err();
-            assert!(err.contains(want), "{params}: {err}");
+impl Values {
+    /// Every param must be one the task takes, given once, as a string.
+    fn read(run: &CustomRun) -> Result<Values, String> {
+        let mut values = BTreeMap::new();
+        for p in &run.spec.params {
+            let Some(known) = names::ALL.iter().find(|n| **n == p.name) else {
+                return Err(format!(
+                    "unknown param {:?}; ImagePromotion takes {}",
+                    p.name,
+                    names::ALL.join(", ")
+                ));
+            };
+            let ParamValue::String(value) = &p.value else {
+                return Err(format!("param {:?} must be a string", p.name));
+            };
+            if values.insert(*known, value.trim().to_string()).is_some() {
+                return Err(format!("param {:?} is given twice", p.name));
+            }
         }
+        Ok(Values(values))
     }
 
-    #[test]
-    fn rollback_needs_no_digest() {
-        let r = parse_params(json!([
-            {"name": "imagestream", "value": "nb"}, {"name": "action", "value": "rollback"}
-        ]))
-        .unwrap();
-        assert_eq!(r.action, Action::Rollback);
-        assert!(r.digest.is_none());
+    /// The param's value (empty when not given).
+    fn get(&self, name: &str) -> &str {
+        self.0.get(name).map(String::as_str).unwrap_or_default()
     }
 
-    #[test]
-    fn validation_status_other_than_success_is_a_failure() {
-        for (status, failed) in [
-            ("", false),
-            ("Succeeded", false),
-            ("Completed", false),
-            ("Failed", true),
-            ("None", true),
-            ("succeeded", true),
-        ] {
-            let r = parse_params(json!([
-                {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D},
-                {"name": "validation-status", "value": status}
-            ]))
-            .unwrap();
-            assert_eq!(r.validation_failed(), failed, "{status:?}");
-        }
-    }
-
-    #[test]
-    fn spec_source_follows_custom_ref_name_and_custom_spec() {
-        let mut r = run(json!([]));
-        assert_eq!(spec_source(&r).unwrap(), SpecSource::Defaults);
-        r.spec.custom_ref.as_mut().unwrap().name = Some("notebooks".into());
-        assert_eq!(
-            spec_source(&r).unwrap(),
-            SpecSource::Named("notebooks".into())
-        );
-        let inline: CustomRun = serde_json::from_value(json!({
-            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
-            "metadata": {"name": "r", "namespace": "ds"},
-            "spec": {"customSpec": {"apiVersion": API_VERSION, "kind": KIND,
-                                    "spec": {"servedTag": "served", "checks": {"nonRootUser": true}}}}
-        }))
-        .unwrap();
-        match spec_source(&inline).unwrap() {
-            SpecSource::Inline(s) => assert_eq!(s.served_tag.as_deref(), Some("served")),
-            other => panic!("{other:?}"),
-        }
-        assert!(is_ours(&inline));
-    }
-
-    #[test]
-    fn a_typo_in_an_inline_spec_is_refused_not_ignored() {
-        let inline: CustomRun = serde_json::from_value(json!({
-            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
-            "metadata": {"name": "r", "namespace": "ds"},
-            "spec": {"customSpec": {"apiVersion": API_VERSION, "kind": KIND,
-                                    "spec": {"check": {"nonRootUser": true}}}}
-        }))
-        .unwrap();
-        let err = spec_source(&inline).unwrap_err();
-        assert!(err.contains("unknown field `check`"), "{err}");
-    }
-
-    #[test]
-    fn digests_are_checked_strictly() {
-        assert!(is_digest(D));
-        assert!(!is_digest("sha256:AAAA"));
-        assert!(!is_digest(&D.to_uppercase()));
-        assert!(!is_digest(&format!("{D}0")));
+    /// The param if given and not empty, else the spec's `default` if not empty, else
+    /// `fallback`.
+    fn pick(&self, name: &str, default: Option<&String>, fallback: &str) -> String {
+        Some(self.get(name))
+            .filter(|v| !v.is_empty())
+            .or_else(|| default.map(String::as_str).filter(|d| !d.is_empty()))
+            .unwrap_or(fallback)
+            .to_string()
     }
 }
+
+/// The ImageStream's name: required, in the run's own namespace (`ns/name` only for that
+/// one), a DNS subdomain.
+fn imagestream(
+    values: &Values,
+    spec: &ImagePromotionSpec,
+    namespace: &str,
+) -> Result<String, String> {
+    let raw = values.pick(names::IMAGESTREAM, spec.image_stream.as_ref(), "");
+    if raw.is_empty() {
+        return Err(format!(
+            "param {:?} is required (the ImageStream whose served tag is promoted)",
+            names::IMAGESTREAM
+        ));
+    }
+    let name = match raw.split_once('/') {
+        Some((ns, name)) if ns == namespace => name.to_string(),
+        Some((ns, _)) => {
+            return Err(format!(
+                "a CustomRun in namespace {namespace:?} may only promote ImageStreams in its own \
+                 namespace, not in {ns:?} (param {:?} is {raw:?})",
+                names::IMAGESTREAM
+            ));
+        }
+        None => raw.clone(),
+    };
+    if !is_dns_subdomain(&name) {
+        return Err(format!(
+            "param {:?}: {name:?} is not a valid ImageStream name",
+            names::IMAGESTREAM
+        ));
+    }
+    Ok(name)
+}
+
+/// The candidate and served tags: valid tag names, and not the same tag.
+fn tags(values: &Values, spec: &ImagePromotionSpec) -> Result<(String, String), String> {
+    let candidate = values.pick(
+        names::CANDIDATE_TAG,
+        spec.candidate_tag.as_ref(),
+        DEFAULT_CANDIDATE_TAG,
+    );
+    let served = values.pick(
+        names::SERVED_TAG,
+        spec.served_tag.as_ref(),
+        DEFAULT_SERVED_TAG,
+    );
+    for (name, tag) in [
+        (names::CANDIDATE_TAG, &candidate),
+        (names::SERVED_TAG, &served),
+    ] {
+        if !is_tag_name(tag) {
+            return Err(format!("param {name:?}: {tag:?} is not a valid tag name"));
+        }
+    }
+    if candidate == served {
+        return Err(format!(
+            "the candidate tag and the served tag are both {served:?}; they must differ"
+        ));
+    }
+    Ok((candidate, served))
+}
+
+/// The action; `promote` when not given.
+fn action(values: &Values) -> Result<Action, String> {
+    match values.get(names::ACTION) {
+        "" | "promote" => Ok(Action::Promote),
+        "begin" => Ok(Action::Begin),
+        "reject" => Ok(Action::Reject),
+        "rollback" => Ok(Action::Rollback),
+        other => Err(format!(
+            "param {:?}: {other:?} is not one of begin, promote, reject, rollback",
+            names::ACTION
+        )),
+    }
+}
+
+/// The digest: a `sha256:` digest, required except for a rollback.
+fn digest(values: &Values, action: Action) -> Result<Option<String>, String> {
+    match values.get(names::DIGEST) {
+        "" if action == Action::Rollback => Ok(None),
+        "" => Err(format!(
+            "param {:?} is required for action {}: the candidate digest the pipeline validated",
+            names::DIGEST,
+            action.as_str()
+        )),
+        d if !is_digest(d) => Err(format!(
+            "param {:?}: {d:?} is not an image digest (sha256: and 64 hex digits)",
+            names::DIGEST
+        )),
+        d => Ok(Some(d.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -32,8 +32,9 @@ use prometheus_client::registry::Registry;
 use serde_json::Value;
 use tracing::info;
 
-use crate::admin::{self, Health};
-use crate::leader::{self, LeaderConfig};
+use crate::admin::Health;
+use crate::leader::LeaderConfig;
+use crate::runtime::{self, Runtime};
 
 use self::checkpoint::{Checkpoint, CheckpointConfig};
 use self::deliver::{ContentMode, DeliverySpec};
@@ -101,117 +102,65 @@ pub async fn run(
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let health = Health::new();
-    health.set_not_ready("the ImageStreams have not been listed yet");
-    let listener = tokio::net::TcpListener::bind(settings.admin_addr).await?;
-    info!(addr = %listener.local_addr()?, "admin server listening");
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let stopped = |rx: &tokio::sync::watch::Receiver<bool>| {
-        let mut rx = rx.clone();
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        }
+    let wiring = runtime::Settings {
+        admin_addr: settings.admin_addr,
+        leader: settings.leader.clone(),
+        until_ready: "the ImageStreams have not been listed yet",
     };
-    let admin_task = tokio::spawn(admin::serve(
-        listener,
-        admin::router(health.clone(), Arc::new(registry)),
-        stopped(&stop_rx),
-    ));
-    tokio::spawn({
-        let stop_tx = stop_tx.clone();
-        async move {
-            shutdown.await;
-            let _ = stop_tx.send(true);
-        }
-    });
-
-    let mut election = None;
-    let mut leading = None;
-    if let Some(cfg) = settings.leader.clone() {
-        let (is_leader, task) = leader::spawn(client.clone(), cfg.clone(), stopped(&stop_rx));
-        election = Some(task);
-        health.set_ready(true);
-        let mut waiting = is_leader.clone();
-        let mut stop = stop_rx.clone();
-        info!(lease = %cfg.lease_name, identity = %cfg.identity, "waiting to lead");
-        tokio::select! {
-            _ = crate::leader::until(&mut waiting, true) => info!(lease = %cfg.lease_name, "leading"),
-            _ = crate::leader::until(&mut stop, true) => {
-                if let Some(t) = election { let _ = t.await; }
-                let _ = admin_task.await;
-                return Ok(());
+    let runtime =
+        Runtime::start(client.clone(), wiring, registry, health.clone(), shutdown).await?;
+    runtime
+        .run(|stop| async move {
+            // The adapter stops on a flag; the token sets it on shutdown or a lost Lease.
+            let (work_tx, work_rx) = tokio::sync::watch::channel(false);
+            tokio::spawn({
+                let stop = stop.clone();
+                async move {
+                    stop.cancelled().await;
+                    let _ = work_tx.send(true);
+                }
+            });
+            let (checkpoint, loaded) =
+                Checkpoint::load(client.clone(), settings.checkpoint.clone()).await?;
+            let checkpoint = Arc::new(checkpoint);
+            if loaded.first_start {
+                info!("no checkpoint: first start");
             }
-        }
-        health.set_not_ready("the ImageStreams have not been listed yet");
-        leading = Some(is_leader);
-    }
-    // Losing the lease stops the work like a shutdown does.
-    let (work_tx, work_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn({
-        let mut stop = stop_rx.clone();
-        async move {
-            match leading {
-                Some(mut l) => {
+            health.set_condition("checkpoint", checkpoint.not_ready());
+            // The flusher starts once the first list is recorded: a first start that flushed an
+            // empty checkpoint and then crashed would look like a restart that lost every
+            // stream. Readiness then follows the first list and whether the checkpoint is being
+            // written.
+            let (listed_tx, mut listed_rx) = tokio::sync::watch::channel(false);
+            let flusher = tokio::spawn({
+                let checkpoint = checkpoint.clone();
+                let health = health.clone();
+                let metrics = metrics.clone();
+                let stop = stop.clone();
+                async move {
                     tokio::select! {
-                        _ = crate::leader::until(&mut stop, true) => {},
-                        _ = crate::leader::until(&mut l, false) => {},
+                        _ = stop.cancelled() => return,
+                        _ = crate::leader::until(&mut listed_rx, true) => {},
                     }
+                    health.set_ready(true);
+                    checkpoint
+                        .run(metrics, health, stop.cancelled_owned())
+                        .await;
                 }
-                None => {
-                    let _ = stop.wait_for(|s| *s).await;
-                }
-            }
-            let _ = work_tx.send(true);
-        }
-    });
-
-    let (checkpoint, loaded) =
-        Checkpoint::load(client.clone(), settings.checkpoint.clone()).await?;
-    let checkpoint = Arc::new(checkpoint);
-    if loaded.first_start {
-        info!("no checkpoint: first start");
-    }
-    health.set_condition("checkpoint", checkpoint.not_ready());
-    // The flusher starts once the first list is recorded: a first start that flushed an empty
-    // checkpoint and then crashed would look like a restart that lost every stream. Readiness
-    // then follows the first list and whether the checkpoint is being written.
-    let (listed_tx, mut listed_rx) = tokio::sync::watch::channel(false);
-    let flusher = tokio::spawn({
-        let checkpoint = checkpoint.clone();
-        let health = health.clone();
-        let metrics = metrics.clone();
-        let mut stop = work_rx.clone();
-        let done = stopped(&work_rx);
-        async move {
-            tokio::select! {
-                _ = crate::leader::until(&mut stop, true) => return,
-                _ = crate::leader::until(&mut listed_rx, true) => {},
-            }
-            health.set_ready(true);
-            checkpoint.run(metrics, health, done).await;
-        }
-    });
-    let settings = Arc::new(settings);
-    flow::run(
-        client,
-        settings.clone(),
-        checkpoint.clone(),
-        loaded,
-        metrics,
-        listed_tx,
-        work_rx.clone(),
-    )
-    .await?;
-    // The flusher writes what was acknowledged last before it stops.
-    let _ = flusher.await;
-    let lost_leadership = !*stop_rx.borrow();
-    let _ = stop_tx.send(true);
-    if let Some(t) = election {
-        let _ = t.await;
-    }
-    info!("stopped");
-    let _ = admin_task.await;
-    if lost_leadership && settings.leader.is_some() {
-        anyhow::bail!("lost the leader lease; exiting so that a standby takes over");
-    }
-    Ok(())
+            });
+            flow::run(
+                client,
+                Arc::new(settings),
+                checkpoint.clone(),
+                loaded,
+                metrics,
+                listed_tx,
+                work_rx,
+            )
+            .await?;
+            // The flusher writes what was acknowledged last before it stops.
+            let _ = flusher.await;
+            Ok(())
+        })
+        .await
 }

@@ -4,13 +4,15 @@
 
 use std::sync::{Arc, Mutex};
 
+use futures::StreamExt;
 use imagegate::api::{CustomRun, ImageStream};
 use imagegate::controller::metrics::Metrics;
 use imagegate::controller::reconcile::{Context, reconcile};
+use imagegate::controller::watch;
 use imagegate_emulator::control::RequestRecord;
 use imagegate_emulator::{Config, Emulator};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Recorder, Reporter};
 use serde_json::{Value, json};
 
@@ -51,7 +53,7 @@ spec:
         recorder: Recorder::new(client, Reporter::from("imagegate-test")),
         metrics: Metrics::register(&mut registry),
         clock: Arc::new(move || *clock_now.lock().unwrap()),
-        last_written: Default::default(),
+        runs: Default::default(),
     });
     Harness { emu, ctx, now }
 }
@@ -295,4 +297,77 @@ async fn a_run_cancelled_after_its_promotion_landed_reports_the_promotion() {
         streams.get("nb").await.unwrap().current_digest("latest"),
         Some(B)
     );
+}
+
+/// Makes the controller remember a new run `name`: its first reconcile writes the start of the
+/// attempt and fails on the ImageStream read (faulted).
+async fn remembered(h: &Harness, name: &str) {
+    let body = json!({
+        "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+        "metadata": {"name": name, "namespace": "ds"},
+        "spec": {"customRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion"},
+                 "params": [{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]}
+    });
+    let run = h
+        .runs()
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(body).unwrap(),
+        )
+        .await
+        .unwrap();
+    h.emu.inject_fault(imagegate_emulator::control::Fault {
+        verb: Some("get".into()),
+        resource: Some("imagestreams".into()),
+        count: 1,
+        status: Some(500),
+        ..Default::default()
+    });
+    assert!(reconcile(Arc::new(run), h.ctx.clone()).await.is_err());
+}
+
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !cond() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_run_is_forgotten() {
+    let h = harness().await;
+    remembered(&h, "run-1").await;
+    assert_eq!(h.ctx.runs.len(), 1);
+    let (store, runs) = watch::customruns(Api::all(h.ctx.client.clone()), h.ctx.runs.clone());
+    let watching = tokio::spawn(runs.for_each(|_| async {}));
+    eventually("the watch lists the run", || store.state().len() == 1).await;
+    assert_eq!(h.ctx.runs.len(), 1, "a listed run is remembered");
+
+    let admin: Api<CustomRun> = Api::namespaced(h.emu.client().unwrap(), "ds");
+    admin
+        .delete("run-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the deleted run to be forgotten", || h.ctx.runs.is_empty()).await;
+    watching.abort();
+}
+
+#[tokio::test]
+async fn a_run_deleted_while_no_watch_ran_is_forgotten_on_the_next_list() {
+    let h = harness().await;
+    remembered(&h, "run-1").await;
+    remembered(&h, "run-2").await;
+    assert_eq!(h.ctx.runs.len(), 2);
+    let admin: Api<CustomRun> = Api::namespaced(h.emu.client().unwrap(), "ds");
+    admin
+        .delete("run-1", &DeleteParams::default())
+        .await
+        .unwrap();
+
+    let (store, runs) = watch::customruns(Api::all(h.ctx.client.clone()), h.ctx.runs.clone());
+    let watching = tokio::spawn(runs.for_each(|_| async {}));
+    eventually("the list", || store.state().len() == 1).await;
+    eventually("run-1 to be forgotten", || h.ctx.runs.len() == 1).await;
+    watching.abort();
 }

@@ -7,6 +7,7 @@
 //! - [`cli`]: the `imagegate` binary's command line.
 //! - [`crd_drift`]: the committed ImagePromotion CRD matches the Rust types.
 //! - [`leader`]: Lease leader election against the emulator.
+//! - [`runtime`]: the runtime both programs run in: standby, shutdown, a lost Lease.
 //! - [`controller_reconcile`]: the real `reconcile` against the emulated API, request by request.
 //! - [`controller_e2e`], [`source_e2e`], [`source_checkpoint`]: the real binaries end to end.
 //! - [`python_interop`]: what the source sends, parsed by the official Python SDK.
@@ -23,6 +24,7 @@ mod leader;
 mod python_interop;
 mod rbac;
 mod realcluster;
+mod runtime;
 mod source_checkpoint;
 mod source_e2e;
 mod support;

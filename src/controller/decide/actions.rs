@@ -1,0 +1,221 @@
+//! One decision per action, each over the stream as read: `begin` marks the served tag
+//! `Validating`, `promote` moves it to the validated candidate (after the checks), `reject`
+//! marks it `UpdateFailed`, `rollback` returns it to a digest it served before. None of them
+//! writes when the served tag already says what the write would.
+
+use crate::api::ImageStream;
+use crate::controller::checks::{self, CheckOutcome, ImageFacts};
+use crate::controller::status::{Outcome, phase, reason};
+
+use super::served::{
+    already_serving, candidate_moved, current_digest, display, mark, mark_failed, outcome, patch,
+    previous_in_history, reference_of, served_annotations, served_before,
+};
+use super::{Ask, Decision, annotation};
+
+/// `begin`: marks the served tag `Validating` for the candidate, which it keeps serving.
+pub(super) fn begin(ask: &Ask, is: &ImageStream) -> Decision {
+    let t = ask.target;
+    let served = t.served_tag.as_str();
+    let served_now = current_digest(is, served).unwrap_or_default().to_string();
+    let digest = t.digest.clone().unwrap_or_default();
+    if current_digest(is, &t.candidate_tag) != Some(digest.as_str()) {
+        return candidate_moved(is, t, &digest);
+    }
+    if served_now == digest {
+        // Nothing to validate for users: leave no Validating mark a promote would not clear.
+        return already_serving(is, served, &digest, phase::PROMOTED, vec![]);
+    }
+    let marks = [
+        (annotation::PHASE, Some(phase::VALIDATING.to_string())),
+        (annotation::CANDIDATE_DIGEST, Some(digest.clone())),
+        (
+            annotation::MESSAGE,
+            Some(format!("validating candidate {digest}")),
+        ),
+        (annotation::CUSTOMRUN, Some(ask.run_name.to_string())),
+    ];
+    let message = format!(
+        "{served} keeps serving {} while {digest} is validated",
+        display(&served_now)
+    );
+    let result = outcome(
+        true,
+        reason::VALIDATING,
+        message,
+        "",
+        &served_now,
+        phase::VALIDATING,
+        vec![],
+    );
+    mark(is, served, &marks, result)
+}
+
+/// `reject`: marks the served tag `UpdateFailed` for the candidate, and fails.
+pub(super) fn reject(ask: &Ask, is: &ImageStream) -> Decision {
+    let digest = ask.target.digest.clone().unwrap_or_default();
+    let message = validation_failed(ask, is, &digest);
+    mark_failed(is, ask, &digest, reason::REJECTED, message, vec![])
+}
+
+/// `promote`: after a successful validation and passing checks, points the served tag at the
+/// candidate; a failed validation or check marks it `UpdateFailed` instead.
+pub(super) fn promote(
+    ask: &Ask,
+    is: &ImageStream,
+    image: Option<&ImageFacts>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Decision {
+    let t = ask.target;
+    let served = t.served_tag.as_str();
+    let served_now = current_digest(is, served).unwrap_or_default().to_string();
+    let digest = t.digest.clone().unwrap_or_default();
+    if ask.validation_failed {
+        let message = validation_failed(ask, is, &digest);
+        return mark_failed(is, ask, &digest, reason::VALIDATION_FAILED, message, vec![]);
+    }
+    if current_digest(is, &t.candidate_tag) != Some(digest.as_str()) {
+        return candidate_moved(is, t, &digest);
+    }
+    let checks_done = match run_checks(ask, is, image, now, &digest) {
+        Checked::Passed(outcomes) => outcomes,
+        Checked::Decided(decision) => return decision,
+    };
+    if served_now == digest {
+        return already_serving(is, served, &digest, phase::PROMOTED, checks_done);
+    }
+    let message = format!(
+        "{served} promoted from {} to {digest}",
+        display(&served_now)
+    );
+    let marks = [
+        (annotation::PHASE, Some(phase::PROMOTED.to_string())),
+        (annotation::CANDIDATE_DIGEST, Some(digest.clone())),
+        (
+            annotation::PREVIOUS_DIGEST,
+            Some(served_now.clone()).filter(|d| !d.is_empty()),
+        ),
+        (annotation::MESSAGE, Some(message.clone())),
+        (annotation::CUSTOMRUN, Some(ask.run_name.to_string())),
+    ];
+    Decision::Write {
+        patch: patch(is, served, &marks, Some(&digest)),
+        outcome: outcome(
+            true,
+            reason::PROMOTED,
+            message,
+            &digest,
+            &served_now,
+            phase::PROMOTED,
+            checks_done,
+        ),
+    }
+}
+
+/// What the checks say about the candidate.
+enum Checked {
+    /// All configured checks passed (none configured: no outcomes).
+    Passed(Vec<CheckOutcome>),
+    /// The decision instead: fetch the image first, or mark the served tag `UpdateFailed`.
+    Decided(Decision),
+}
+
+fn run_checks(
+    ask: &Ask,
+    is: &ImageStream,
+    image: Option<&ImageFacts>,
+    now: chrono::DateTime<chrono::Utc>,
+    digest: &str,
+) -> Checked {
+    if ask.checks.is_empty() {
+        return Checked::Passed(Vec::new());
+    }
+    let t = ask.target;
+    let Some(facts) = image else {
+        return Checked::Decided(Decision::NeedImage {
+            reference: reference_of(is, &t.candidate_tag, digest).unwrap_or_default(),
+            digest: digest.to_string(),
+        });
+    };
+    let done = checks::evaluate(ask.checks, facts, now);
+    if checks::all_passed(&done) {
+        return Checked::Passed(done);
+    }
+    let failed: Vec<String> = done
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| format!("{}: {}", c.name, c.message))
+        .collect();
+    let served_now = current_digest(is, &t.served_tag).unwrap_or_default();
+    let message = format!(
+        "{digest} failed {}; {} keeps {}",
+        failed.join("; "),
+        t.served_tag,
+        display(served_now)
+    );
+    let why = reason::VALIDATION_FAILED;
+    Checked::Decided(mark_failed(is, ask, digest, why, message, done))
+}
+
+/// `rollback`: points the served tag back at the digest given, else the one it served before.
+pub(super) fn rollback(ask: &Ask, is: &ImageStream) -> Decision {
+    let t = ask.target;
+    let served = t.served_tag.as_str();
+    let served_now = current_digest(is, served).unwrap_or_default().to_string();
+    let to = t
+        .digest
+        .clone()
+        .or_else(|| served_annotations(is, served).remove(annotation::PREVIOUS_DIGEST))
+        .or_else(|| previous_in_history(is, served, &served_now));
+    let Some(to) = to.filter(|d| !d.is_empty()) else {
+        return Decision::Final(Outcome::failed(
+            reason::INVALID_PARAMS,
+            format!("{served} has no previous digest to roll back to; give the digest param"),
+        ));
+    };
+    if !served_before(is, served, &to) {
+        return Decision::Final(Outcome::failed(
+            reason::INVALID_PARAMS,
+            format!(
+                "{to} is not in the history of {}:{served}; a rollback returns only to a digest the served tag served before",
+                t.imagestream
+            ),
+        ));
+    }
+    if served_now == to {
+        return already_serving(is, served, &to, "", vec![]);
+    }
+    let message = format!("{served} rolled back from {} to {to}", display(&served_now));
+    let marks = [
+        (annotation::PHASE, Some(phase::ROLLED_BACK.to_string())),
+        (
+            annotation::PREVIOUS_DIGEST,
+            Some(served_now.clone()).filter(|d| !d.is_empty()),
+        ),
+        (annotation::MESSAGE, Some(message.clone())),
+        (annotation::CUSTOMRUN, Some(ask.run_name.to_string())),
+    ];
+    Decision::Write {
+        patch: patch(is, served, &marks, Some(&to)),
+        outcome: outcome(
+            true,
+            reason::ROLLED_BACK,
+            message,
+            &to,
+            &served_now,
+            phase::ROLLED_BACK,
+            vec![],
+        ),
+    }
+}
+
+/// The message of a validation the pipeline reported as failed.
+fn validation_failed(ask: &Ask, is: &ImageStream, digest: &str) -> String {
+    let served = &ask.target.served_tag;
+    let served_now = current_digest(is, served).unwrap_or_default();
+    format!(
+        "validation of {digest} failed (validation-status {:?}); {served} keeps {}",
+        ask.validation_status,
+        display(served_now)
+    )
+}

@@ -1,0 +1,195 @@
+//! The served tag as a decision sees it (what it serves, served before, and says in its
+//! annotations) and the one write that changes it: a strategic-merge patch of its annotations,
+//! and of its `from` when it moves, conditional on the stream's resourceVersion.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::api::ImageStream;
+use crate::controller::checks::CheckOutcome;
+use crate::controller::status::{Outcome, Target, phase, reason};
+
+use super::{Ask, Decision, annotation};
+
+/// The annotations a write sets; a `None` value removes the key.
+pub(super) type Marks<'a> = [(&'a str, Option<String>)];
+
+pub(super) fn current_digest<'s>(is: &'s ImageStream, tag: &str) -> Option<&'s str> {
+    is.current_digest(tag)
+}
+
+pub(super) fn served_annotations(is: &ImageStream, served: &str) -> BTreeMap<String, String> {
+    is.spec_tag(served)
+        .and_then(|t| t.annotations.clone())
+        .unwrap_or_default()
+}
+
+/// Whether the served tag has served `digest` before (a rollback only returns to those: a
+/// digest that was only ever a candidate was never validated for users).
+pub(super) fn served_before(is: &ImageStream, served: &str, digest: &str) -> bool {
+    is.status.as_ref().is_some_and(|s| {
+        s.tags
+            .iter()
+            .filter(|t| t.tag == served)
+            .any(|t| t.items.iter().flatten().any(|e| e.digest() == Some(digest)))
+    })
+}
+
+/// The digest the served tag pointed at before its current one.
+pub(super) fn previous_in_history(is: &ImageStream, served: &str, current: &str) -> Option<String> {
+    is.status
+        .as_ref()?
+        .tags
+        .iter()
+        .find(|t| t.tag == served)?
+        .items
+        .iter()
+        .flatten()
+        .filter_map(|e| e.digest())
+        .find(|d| *d != current)
+        .map(str::to_string)
+}
+
+/// The pull spec of `digest`, from the candidate tag's history first (that is the reference
+/// the scheduled import resolved), else from any tag's.
+pub(super) fn reference_of(is: &ImageStream, candidate: &str, digest: &str) -> Option<String> {
+    is.status.as_ref().and_then(|s| {
+        let mut tags: Vec<_> = s.tags.iter().collect();
+        tags.sort_by_key(|t| t.tag != candidate);
+        tags.into_iter().find_map(|t| {
+            t.items
+                .iter()
+                .flatten()
+                .find(|e| e.digest() == Some(digest))
+                .map(|e| e.docker_image_reference.clone())
+        })
+    })
+}
+
+/// The strategic-merge patch of the served tag: `marks` and, when promoting,
+/// `from: ImageStreamImage {is}@{digest}` as `oc tag` writes it. Other fields of the tag are
+/// kept by the merge on `name`.
+pub(super) fn patch(is: &ImageStream, served: &str, marks: &Marks, to: Option<&str>) -> Value {
+    let name = is.metadata.name.clone().unwrap_or_default();
+    let mut ann = serde_json::Map::new();
+    for (k, v) in marks {
+        ann.insert(
+            (*k).into(),
+            v.clone().map(Value::String).unwrap_or(Value::Null),
+        );
+    }
+    let mut tag = json!({ "name": served, "annotations": ann });
+    if let Some(digest) = to {
+        tag["from"] = json!({
+            "kind": "ImageStreamImage",
+            "name": format!("{name}@{digest}"),
+            "namespace": is.metadata.namespace,
+        });
+    }
+    json!({
+        "metadata": { "resourceVersion": is.metadata.resource_version },
+        "spec": { "tags": [tag] },
+    })
+}
+
+/// Writes `marks` on the served tag and reports `result`, or only reports it when the marks
+/// already hold (a write that would change nothing is not made).
+pub(super) fn mark(is: &ImageStream, served: &str, marks: &Marks, result: Outcome) -> Decision {
+    let have = served_annotations(is, served);
+    if marks.iter().all(|(k, v)| have.get(*k) == v.as_ref()) {
+        return Decision::Final(result);
+    }
+    Decision::Write {
+        patch: patch(is, served, marks, None),
+        outcome: result,
+    }
+}
+
+pub(super) fn outcome(
+    succeeded: bool,
+    reason: &'static str,
+    message: String,
+    promoted: &str,
+    previous: &str,
+    phase: &str,
+    checks: Vec<CheckOutcome>,
+) -> Outcome {
+    Outcome {
+        succeeded,
+        reason,
+        message,
+        promoted_digest: promoted.into(),
+        previous_digest: previous.into(),
+        phase: phase.into(),
+        checks,
+    }
+}
+
+/// Marks the served tag `UpdateFailed` for `digest` (old image kept, not hidden) and fails.
+pub(super) fn mark_failed(
+    is: &ImageStream,
+    ask: &Ask,
+    digest: &str,
+    why: &'static str,
+    message: String,
+    checks: Vec<CheckOutcome>,
+) -> Decision {
+    let served = &ask.target.served_tag;
+    let previous = current_digest(is, served).unwrap_or_default().to_string();
+    let marks = [
+        (annotation::PHASE, Some(phase::UPDATE_FAILED.to_string())),
+        (annotation::CANDIDATE_DIGEST, Some(digest.to_string())),
+        (annotation::MESSAGE, Some(message.clone())),
+        (annotation::CUSTOMRUN, Some(ask.run_name.to_string())),
+    ];
+    let result = outcome(
+        false,
+        why,
+        message,
+        "",
+        &previous,
+        phase::UPDATE_FAILED,
+        checks,
+    );
+    mark(is, served, &marks, result)
+}
+
+/// `AlreadyPromoted`: the served tag already serves `digest`; nothing is written, and the
+/// results report the tag's annotations as they are (`phase` defaults to `default_phase`).
+pub(super) fn already_serving(
+    is: &ImageStream,
+    served: &str,
+    digest: &str,
+    default_phase: &str,
+    checks: Vec<CheckOutcome>,
+) -> Decision {
+    let ann = served_annotations(is, served);
+    let get = |k: &str| ann.get(k).map(String::as_str);
+    Decision::Final(outcome(
+        true,
+        reason::ALREADY_PROMOTED,
+        format!("{served} already serves {digest}"),
+        digest,
+        get(annotation::PREVIOUS_DIGEST).unwrap_or(""),
+        get(annotation::PHASE).unwrap_or(default_phase),
+        checks,
+    ))
+}
+
+/// `CandidateMoved`: the candidate tag no longer points at the digest the pipeline validated.
+pub(super) fn candidate_moved(is: &ImageStream, t: &Target, digest: &str) -> Decision {
+    let now = current_digest(is, &t.candidate_tag).unwrap_or("nothing");
+    Decision::Final(Outcome::failed(
+        reason::CANDIDATE_MOVED,
+        format!(
+            "{}:{} now points at {now}, not at the validated {digest}; the newer candidate gets its own run",
+            t.imagestream, t.candidate_tag
+        ),
+    ))
+}
+
+/// A digest for a message (`nothing` when the tag serves nothing).
+pub(super) fn display(digest: &str) -> &str {
+    if digest.is_empty() { "nothing" } else { digest }
+}

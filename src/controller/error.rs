@@ -1,0 +1,145 @@
+//! Why a reconcile could not finish, and what happens then: [`Error`] names the API call that
+//! failed, and [`error_policy`] only counts it, logs it and requeues the run with a per-run
+//! backoff. Bad input is never an error: it ends the run with a reason (see `reconcile`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use tracing::warn;
+
+use crate::api::CustomRun;
+
+use super::metrics::ErrorLabels;
+use super::reconcile::{Context, deadline};
+
+/// A reconcile that could not finish; retried with backoff by the error policy.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading the ImagePromotion named by `customRef.name`.
+    #[error("reading ImagePromotion {name}: {source}")]
+    ReadSpec {
+        /// Its name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Reading the ImageStream.
+    #[error("reading ImageStream {name}: {source}")]
+    ReadImageStream {
+        /// Its name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Reading the candidate image's metadata.
+    #[error("reading ImageStreamImage {name}: {source}")]
+    ReadImage {
+        /// `{is}@{digest}`.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Writing the served tag.
+    #[error("patching ImageStream {name}: {source}")]
+    PatchImageStream {
+        /// Its name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// The ImageStream changed under every attempt to write it.
+    #[error("ImageStream {name} changed during each of {attempts} attempts to write it")]
+    Contended {
+        /// Its name.
+        name: String,
+        /// How many attempts.
+        attempts: usize,
+    },
+    /// Writing the CustomRun's status.
+    #[error("writing the status of CustomRun {name}: {source}")]
+    WriteStatus {
+        /// Its name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+}
+
+impl Error {
+    /// A fixed label for metrics (never the error's text).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::ReadSpec { .. } => "read_spec",
+            Error::ReadImageStream { .. } => "read_imagestream",
+            Error::ReadImage { .. } => "read_image",
+            Error::PatchImageStream { .. } => "patch_imagestream",
+            Error::Contended { .. } => "contended",
+            Error::WriteStatus { .. } => "write_status",
+        }
+    }
+}
+
+/// The HTTP status of an API error (`None` for a transport error).
+pub(super) fn api_status(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// The API server's message of an API error (else the error's text).
+pub(super) fn api_message(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => s.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Counts the failure by kind, logs it, and requeues the run after its backoff, never later
+/// than the attempt's deadline (a timeout must be reported when it happens).
+pub fn error_policy(run: Arc<CustomRun>, error: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics
+        .reconcile_errors
+        .get_or_create(&ErrorLabels { kind: error.kind() })
+        .inc();
+    let mut delay = retry_delay(ctx.runs.failed(&run));
+    if let Ok(Some(deadline)) = deadline(&run) {
+        let left = deadline.as_second() - (ctx.clock)().as_second();
+        delay = delay.min(Duration::from_secs(left.max(0) as u64 + 1));
+    }
+    warn!(
+        namespace = %run.namespace().unwrap_or_default(),
+        customrun = %run.name_any(),
+        error = %error,
+        retry_in = ?delay,
+        "reconcile failed; retrying"
+    );
+    Action::requeue(delay)
+}
+
+/// The wait after the `failures`-th failure in a row: 0.5 s, doubling up to 60 s.
+pub fn retry_delay(failures: u32) -> Duration {
+    let doublings = failures.clamp(1, 8) - 1;
+    Duration::from_millis(500u64 << doublings).min(Duration::from_secs(60))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_retry_delay_doubles_from_half_a_second_up_to_a_minute() {
+        let delays: Vec<u64> = (1..=10)
+            .map(|n| retry_delay(n).as_millis() as u64)
+            .collect();
+        assert_eq!(
+            delays,
+            [
+                500, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000
+            ]
+        );
+        assert_eq!(retry_delay(u32::MAX), Duration::from_secs(60));
+    }
+}

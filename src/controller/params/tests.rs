@@ -1,0 +1,190 @@
+//! Reading params over a spec: defaults, overrides, the namespace rule, and every refusal.
+
+use super::*;
+use serde_json::json;
+
+const D: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+fn run(params: serde_json::Value) -> CustomRun {
+    serde_json::from_value(json!({
+        "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+        "metadata": {"name": "r", "namespace": "ds"},
+        "spec": {"customRef": {"apiVersion": API_VERSION, "kind": KIND}, "params": params}
+    }))
+    .unwrap()
+}
+
+fn parse_params(params: serde_json::Value) -> Result<Request, String> {
+    parse(&run(params), &ImagePromotionSpec::default())
+}
+
+#[test]
+fn defaults_fill_the_tags_and_the_action() {
+    let r = parse_params(json!([
+        {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}
+    ]))
+    .unwrap();
+    assert_eq!(r.namespace, "ds");
+    assert_eq!(r.imagestream, "nb");
+    assert_eq!(r.candidate_tag, "candidate");
+    assert_eq!(r.served_tag, "latest");
+    assert_eq!(r.action, Action::Promote);
+    assert_eq!(r.digest.as_deref(), Some(D));
+    assert!(!r.validation_failed());
+}
+
+#[test]
+fn the_spec_supplies_defaults_that_params_override() {
+    let spec = ImagePromotionSpec {
+        image_stream: Some("from-spec".into()),
+        served_tag: Some("served".into()),
+        ..Default::default()
+    };
+    let r = parse(&run(json!([{"name": "digest", "value": D}])), &spec).unwrap();
+    assert_eq!(
+        (r.imagestream.as_str(), r.served_tag.as_str()),
+        ("from-spec", "served")
+    );
+    let r = parse(
+        &run(json!([{"name": "digest", "value": D}, {"name": "served-tag", "value": "prod"}])),
+        &spec,
+    )
+    .unwrap();
+    assert_eq!(r.served_tag, "prod");
+}
+
+#[test]
+fn another_namespace_is_refused_whatever_the_params_say() {
+    let err = parse_params(json!([
+        {"name": "imagestream", "value": "other/nb"}, {"name": "digest", "value": D}
+    ]))
+    .unwrap_err();
+    assert!(
+        err.contains("only promote ImageStreams in its own namespace"),
+        "{err}"
+    );
+    let ok = parse_params(json!([
+        {"name": "imagestream", "value": "ds/nb"}, {"name": "digest", "value": D}
+    ]))
+    .unwrap();
+    assert_eq!(ok.imagestream, "nb");
+}
+
+#[test]
+fn bad_params_say_what_is_wrong() {
+    let cases = [
+        (
+            json!([{"name": "digest", "value": D}]),
+            "\"imagestream\" is required",
+        ),
+        (
+            json!([{"name": "imagestream", "value": "nb"}]),
+            "\"digest\" is required",
+        ),
+        (
+            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": "latest"}]),
+            "not an image digest",
+        ),
+        (
+            json!([{"name": "imagestream", "value": "NB!"}, {"name": "digest", "value": D}]),
+            "not a valid ImageStream name",
+        ),
+        (
+            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}, {"name": "action", "value": "deploy"}]),
+            "not one of begin",
+        ),
+        (
+            json!([{"name": "imagestream", "value": "nb"}, {"name": "digst", "value": D}]),
+            "unknown param \"digst\"",
+        ),
+        (
+            json!([{"name": "imagestream", "value": ["a"]}]),
+            "must be a string",
+        ),
+        (
+            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}, {"name": "served-tag", "value": "candidate"}]),
+            "must differ",
+        ),
+        (
+            json!([{"name": "imagestream", "value": "nb"}, {"name": "imagestream", "value": "nb2"}]),
+            "given twice",
+        ),
+    ];
+    for (params, want) in cases {
+        let err = parse_params(params.clone()).unwrap_err();
+        assert!(err.contains(want), "{params}: {err}");
+    }
+}
+
+#[test]
+fn rollback_needs_no_digest() {
+    let r = parse_params(json!([
+        {"name": "imagestream", "value": "nb"}, {"name": "action", "value": "rollback"}
+    ]))
+    .unwrap();
+    assert_eq!(r.action, Action::Rollback);
+    assert!(r.digest.is_none());
+}
+
+#[test]
+fn validation_status_other_than_success_is_a_failure() {
+    for (status, failed) in [
+        ("", false),
+        ("Succeeded", false),
+        ("Completed", false),
+        ("Failed", true),
+        ("None", true),
+        ("succeeded", true),
+    ] {
+        let r = parse_params(json!([
+            {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D},
+            {"name": "validation-status", "value": status}
+        ]))
+        .unwrap();
+        assert_eq!(r.validation_failed(), failed, "{status:?}");
+    }
+}
+
+#[test]
+fn spec_source_follows_custom_ref_name_and_custom_spec() {
+    let mut r = run(json!([]));
+    assert_eq!(spec_source(&r).unwrap(), SpecSource::Defaults);
+    r.spec.custom_ref.as_mut().unwrap().name = Some("notebooks".into());
+    assert_eq!(
+        spec_source(&r).unwrap(),
+        SpecSource::Named("notebooks".into())
+    );
+    let inline: CustomRun = serde_json::from_value(json!({
+        "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+        "metadata": {"name": "r", "namespace": "ds"},
+        "spec": {"customSpec": {"apiVersion": API_VERSION, "kind": KIND,
+                                "spec": {"servedTag": "served", "checks": {"nonRootUser": true}}}}
+    }))
+    .unwrap();
+    match spec_source(&inline).unwrap() {
+        SpecSource::Inline(s) => assert_eq!(s.served_tag.as_deref(), Some("served")),
+        other => panic!("{other:?}"),
+    }
+    assert!(is_ours(&inline));
+}
+
+#[test]
+fn a_typo_in_an_inline_spec_is_refused_not_ignored() {
+    let inline: CustomRun = serde_json::from_value(json!({
+        "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+        "metadata": {"name": "r", "namespace": "ds"},
+        "spec": {"customSpec": {"apiVersion": API_VERSION, "kind": KIND,
+                                "spec": {"check": {"nonRootUser": true}}}}
+    }))
+    .unwrap();
+    let err = spec_source(&inline).unwrap_err();
+    assert!(err.contains("unknown field `check`"), "{err}");
+}
+
+#[test]
+fn digests_are_checked_strictly() {
+    assert!(is_digest(D));
+    assert!(!is_digest("sha256:AAAA"));
+    assert!(!is_digest(&D.to_uppercase()));
+    assert!(!is_digest(&format!("{D}0")));
+}

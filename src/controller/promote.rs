@@ -1,0 +1,218 @@
+//! The one write of a run: read the ImageStream (and, when the checks need it, the candidate
+//! image's metadata, once), let [`super::decide`] choose, and make the write it asks for: a
+//! strategic-merge patch of the served tag, conditional on the resourceVersion that was read.
+//! A 409 means the stream changed since it was read, so it is read and decided again, up to
+//! [`WRITE_ATTEMPTS`] times; a 422 ends the run as `InvalidParams`.
+
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::Value;
+use tracing::info;
+
+use crate::api::{CustomRun, ImageStream, ImageStreamImage};
+
+use super::checks::ImageFacts;
+use super::decide::{self, Ask, Decision};
+use super::error::{Error, api_message, api_status};
+use super::params::Request;
+use super::reconcile::Context;
+use super::status::{Outcome, Target, reason};
+
+/// How many times a write conflicting with a concurrent change is decided again in one
+/// reconcile.
+pub const WRITE_ATTEMPTS: usize = 5;
+
+/// Decides and makes the run's one write. The error is an API failure (retried); every other
+/// end, a refusal by the API server included, is the outcome to report.
+pub async fn promote(
+    run: &CustomRun,
+    ctx: &Context,
+    request: &Request,
+    target: &Target,
+) -> Result<Outcome, Error> {
+    let stream = Stream::of(run, ctx, target);
+    let run_name = run.name_any();
+    let ask = Ask {
+        target,
+        run_name: &run_name,
+        validation_status: &request.validation_status,
+        validation_failed: request.validation_failed(),
+        checks: &request.checks,
+    };
+    let mut facts: Option<ImageFacts> = None;
+    for _ in 0..WRITE_ATTEMPTS {
+        let is = match stream.read().await? {
+            Ok(is) => is,
+            Err(outcome) => return Ok(outcome),
+        };
+        let mut decision = decide::decide(&ask, &is, facts.as_ref(), chrono_now(ctx));
+        // The checks need the candidate image's metadata: fetch it once, decide again.
+        if let Decision::NeedImage { digest, reference } = &decision
+            && facts.is_none()
+        {
+            match stream.image(digest, reference).await? {
+                Ok(image) => facts = Some(image),
+                Err(outcome) => return Ok(outcome),
+            }
+            decision = decide::decide(&ask, &is, facts.as_ref(), chrono_now(ctx));
+        }
+        match decision {
+            Decision::Final(outcome) => return Ok(outcome),
+            Decision::NeedImage { digest, .. } => {
+                // decide() asks only when it has no facts, and it was just given them.
+                return Ok(Outcome::failed(
+                    reason::VALIDATION_FAILED,
+                    format!("the metadata of {digest} could not be used for the checks"),
+                ));
+            }
+            Decision::Write { patch, outcome } => {
+                if let Some(outcome) = stream.write(ctx, &run_name, &patch, outcome).await? {
+                    return Ok(outcome);
+                }
+            }
+        }
+    }
+    Err(Error::Contended {
+        name: target.imagestream.clone(),
+        attempts: WRITE_ATTEMPTS,
+    })
+}
+
+/// The outcome of the run's own write if it already landed on the served tag (read back
+/// from the ImageStream), else `fallback`. A cancelled or timed-out run whose promotion was
+/// written must not report that nothing happened.
+pub async fn landed_or(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Outcome {
+    let Some(target) = Target::recorded(run) else {
+        return fallback;
+    };
+    let Ok(is) = Stream::of(run, ctx, &target)
+        .api
+        .get(&target.imagestream)
+        .await
+    else {
+        return fallback;
+    };
+    let name = run.name_any();
+    let checks = Default::default();
+    let ask = Ask {
+        target: &target,
+        run_name: &name,
+        validation_status: "",
+        validation_failed: false,
+        checks: &checks,
+    };
+    decide::landed(&ask, &is).unwrap_or(fallback)
+}
+
+/// The run's ImageStream and the calls on it.
+struct Stream<'a> {
+    api: Api<ImageStream>,
+    client: &'a kube::Client,
+    namespace: String,
+    target: &'a Target,
+}
+
+impl<'a> Stream<'a> {
+    fn of(run: &CustomRun, ctx: &'a Context, target: &'a Target) -> Stream<'a> {
+        let namespace = run.namespace().unwrap_or_default();
+        Stream {
+            api: Api::namespaced(ctx.client.clone(), &namespace),
+            client: &ctx.client,
+            namespace,
+            target,
+        }
+    }
+
+    /// The stream as it is now; a missing one ends the run (`ImageStreamNotFound`).
+    async fn read(&self) -> Result<Result<ImageStream, Outcome>, Error> {
+        let name = &self.target.imagestream;
+        match self.api.get(name).await {
+            Ok(is) => Ok(Ok(is)),
+            Err(e) if api_status(&e) == Some(404) => Ok(Err(Outcome::failed(
+                reason::IMAGESTREAM_NOT_FOUND,
+                format!(
+                    "ImageStream {name:?} does not exist in namespace {:?}",
+                    self.namespace
+                ),
+            ))),
+            Err(source) => Err(Error::ReadImageStream {
+                name: name.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// The checks' facts about the candidate `digest` (pulled as `reference`); an image whose
+    /// metadata cannot be found fails validation.
+    async fn image(
+        &self,
+        digest: &str,
+        reference: &str,
+    ) -> Result<Result<ImageFacts, Outcome>, Error> {
+        let name = format!("{}@{digest}", self.target.imagestream);
+        let images: Api<ImageStreamImage> = Api::namespaced(self.client.clone(), &self.namespace);
+        match images.get(&name).await {
+            Ok(isimage) => Ok(Ok(ImageFacts::from_image(reference, &isimage.image))),
+            Err(e) if api_status(&e) == Some(404) => Ok(Err(Outcome::failed(
+                reason::VALIDATION_FAILED,
+                format!(
+                    "the metadata of {name} cannot be read (the image is not in the stream's history, or was pruned)"
+                ),
+            ))),
+            Err(source) => Err(Error::ReadImage { name, source }),
+        }
+    }
+
+    /// Applies `patch` (conditional on the resourceVersion it carries): `Some(outcome)` once
+    /// written or refused for good, `None` when the stream changed since it was read.
+    async fn write(
+        &self,
+        ctx: &Context,
+        run_name: &str,
+        patch: &Value,
+        outcome: Outcome,
+    ) -> Result<Option<Outcome>, Error> {
+        let t = self.target;
+        let pp = PatchParams::default();
+        match self
+            .api
+            .patch(&t.imagestream, &pp, &Patch::Strategic(patch))
+            .await
+        {
+            Ok(_) => {
+                ctx.metrics.imagestream_writes.inc();
+                info!(
+                    namespace = %self.namespace,
+                    imagestream = %t.imagestream,
+                    tag = %t.served_tag,
+                    digest = %outcome.promoted_digest,
+                    customrun = %run_name,
+                    reason = outcome.reason,
+                    "served tag written"
+                );
+                Ok(Some(outcome))
+            }
+            Err(e) if api_status(&e) == Some(409) => Ok(None),
+            Err(e) if api_status(&e) == Some(422) => Ok(Some(Outcome::failed(
+                reason::INVALID_PARAMS,
+                format!(
+                    "the API server refused the change of {}:{}: {}",
+                    t.imagestream,
+                    t.served_tag,
+                    api_message(&e)
+                ),
+            ))),
+            Err(source) => Err(Error::PatchImageStream {
+                name: t.imagestream.clone(),
+                source,
+            }),
+        }
+    }
+}
+
+/// The injected clock's now, as the checks take it.
+fn chrono_now(ctx: &Context) -> chrono::DateTime<chrono::Utc> {
+    let now = (ctx.clock)();
+    chrono::DateTime::from_timestamp(now.as_second(), now.subsec_nanosecond().max(0) as u32)
+        .unwrap_or_default()
+}

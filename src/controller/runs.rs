@@ -1,0 +1,188 @@
+//! What the controller remembers about each CustomRun between reconciles, in one bounded map:
+//!
+//! - the resourceVersions its own status writes replaced: the reconcile of a cached copy at one
+//!   of them is skipped, because that copy is older than our write and the watch event of the
+//!   write triggers the next reconcile (without the skip, the write would be refused with a 409);
+//! - how many reconciles in a row failed, which the error policy's backoff grows with.
+//!
+//! resourceVersions are opaque strings: they are compared for equality, never parsed or
+//! ordered. A status write is conditional on the version it replaces, so the versions a cached
+//! copy can still have after our write are exactly the ones our writes replaced.
+//!
+//! An entry is dropped when its run is done, when it is deleted (or gone from a re-list), and,
+//! the least recently used first, when the map is full. Losing an entry costs at most one
+//! refused write or a shorter first retry, never a wrong status.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use kube::ResourceExt;
+
+use crate::api::CustomRun;
+
+/// How many runs the map remembers by default (an entry is a few hundred bytes).
+pub const DEFAULT_CAPACITY: usize = 10_000;
+
+/// How many replaced resourceVersions are kept per run: a reconcile writes at most three
+/// statuses, and a cached copy is never older than the version the last reconcile read.
+const REPLACED_KEPT: usize = 8;
+
+/// A run's namespace and name (a run re-created under the same name is told apart by its uid).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RunKey {
+    /// The run's namespace.
+    pub namespace: String,
+    /// The run's name.
+    pub name: String,
+}
+
+impl RunKey {
+    /// The key of `run`.
+    pub fn of(run: &CustomRun) -> RunKey {
+        RunKey {
+            namespace: run.namespace().unwrap_or_default(),
+            name: run.name_any(),
+        }
+    }
+}
+
+/// The per-run memory of the controller (see the module doc).
+#[derive(Debug)]
+pub struct RunStates {
+    capacity: usize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    entries: HashMap<RunKey, Entry>,
+    /// A counter that orders uses, for evicting the least recently used entry.
+    clock: u64,
+}
+
+#[derive(Debug, Default)]
+struct Entry {
+    uid: Option<String>,
+    /// resourceVersions our status writes replaced, oldest first.
+    replaced: VecDeque<String>,
+    /// Reconciles that failed in a row.
+    failures: u32,
+    used: u64,
+}
+
+impl Default for RunStates {
+    fn default() -> Self {
+        RunStates::with_capacity(DEFAULT_CAPACITY)
+    }
+}
+
+impl RunStates {
+    /// A map that remembers at most `capacity` runs (at least one).
+    pub fn with_capacity(capacity: usize) -> RunStates {
+        RunStates {
+            capacity: capacity.max(1),
+            inner: Mutex::default(),
+        }
+    }
+
+    /// Whether `run` is a cached copy older than a status this controller wrote: its
+    /// resourceVersion is one that our writes replaced.
+    pub fn is_stale(&self, run: &CustomRun) -> bool {
+        let Some(version) = run.metadata.resource_version.as_deref() else {
+            return false;
+        };
+        let inner = self.lock();
+        inner
+            .entries
+            .get(&RunKey::of(run))
+            .filter(|e| e.uid == run.metadata.uid)
+            .is_some_and(|e| e.replaced.iter().any(|r| r == version))
+    }
+
+    /// Records a status write that replaced `before` (the copy the write was conditional on).
+    pub fn wrote(&self, before: &CustomRun) {
+        let Some(version) = before.metadata.resource_version.clone() else {
+            return;
+        };
+        self.update(before, |entry| {
+            if entry.replaced.len() == REPLACED_KEPT {
+                entry.replaced.pop_front();
+            }
+            entry.replaced.push_back(version);
+        });
+    }
+
+    /// Counts a failed reconcile of `run`; how many failed in a row, this one included.
+    pub fn failed(&self, run: &CustomRun) -> u32 {
+        let mut failures = 0;
+        self.update(run, |entry| {
+            entry.failures = entry.failures.saturating_add(1);
+            failures = entry.failures;
+        });
+        failures
+    }
+
+    /// A reconcile of `run` succeeded: the next failure starts the backoff anew.
+    pub fn succeeded(&self, run: &CustomRun) {
+        let mut inner = self.lock();
+        if let Some(entry) = inner.entries.get_mut(&RunKey::of(run)) {
+            entry.failures = 0;
+        }
+    }
+
+    /// Forgets a run (done, or deleted).
+    pub fn forget(&self, key: &RunKey) {
+        self.lock().entries.remove(key);
+    }
+
+    /// Keeps only the runs for which `keep` holds (after a re-list: the runs that still exist).
+    pub fn retain(&self, mut keep: impl FnMut(&RunKey) -> bool) {
+        self.lock().entries.retain(|key, _| keep(key));
+    }
+
+    /// How many runs are remembered.
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    /// Whether no run is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Applies `change` to the entry of `run`, making one (evicting the least recently used
+    /// entry when full) or starting it anew when the run was re-created with another uid.
+    fn update(&self, run: &CustomRun, change: impl FnOnce(&mut Entry)) {
+        let key = RunKey::of(run);
+        let mut inner = self.lock();
+        inner.clock += 1;
+        let used = inner.clock;
+        if !inner.entries.contains_key(&key) && inner.entries.len() >= self.capacity {
+            let oldest = inner
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.used)
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                inner.entries.remove(&oldest);
+            }
+        }
+        let entry = inner.entries.entry(key).or_default();
+        if entry.uid != run.metadata.uid {
+            *entry = Entry {
+                uid: run.metadata.uid.clone(),
+                ..Entry::default()
+            };
+        }
+        entry.used = used;
+        change(entry);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // The map holds no invariant a panic elsewhere could break half-way.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests;

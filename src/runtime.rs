@@ -1,0 +1,189 @@
+//! The wiring both programs share around their work: the admin server (`/livez`, `/readyz`,
+//! `/metrics`), leader election on a Lease (`--leader-elect`), and shutdown.
+//!
+//! [`Runtime::start`] serves the admin routes at once. [`Runtime::run`] then waits to lead (a
+//! standby waiting for the Lease reports ready: it is healthy, only not leading), runs the
+//! program with a [`CancellationToken`] that is cancelled on shutdown or when the Lease is lost,
+//! and, once the program has returned, stops the election (which releases a Lease still held)
+//! and the admin server. A lost Lease is the error [`LostLease`], so that the binary exits
+//! non-zero and restarts as a standby, as client-go's leader election does.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use prometheus_client::registry::Registry;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::admin::{self, Health};
+use crate::leader::{self, LeaderConfig};
+
+/// What the runtime serves and contends for.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Where `/livez`, `/readyz` and `/metrics` are served.
+    pub admin_addr: SocketAddr,
+    /// Lead through this Lease before the program runs (`None`: run at once).
+    pub leader: Option<LeaderConfig>,
+    /// The reason `/readyz` gives from the start, and again once leading, until the program
+    /// declares itself ready (e.g. after its first list).
+    pub until_ready: &'static str,
+}
+
+/// The Lease was lost while the program ran: the process should exit so that a standby takes
+/// over (and restart as a standby itself).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("lost the leader lease; exiting so that a standby takes over")]
+pub struct LostLease;
+
+/// The admin server, the election and shutdown of one program.
+pub struct Runtime {
+    client: kube::Client,
+    settings: Settings,
+    health: Arc<Health>,
+    /// Cancelled by the shutdown future, and when the runtime stops.
+    shutdown: CancellationToken,
+    admin: JoinHandle<std::io::Result<()>>,
+    admin_addr: SocketAddr,
+    election: Option<Election>,
+}
+
+/// A running election: whether we lead, and the task that renews and finally releases.
+struct Election {
+    leading: watch::Receiver<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Runtime {
+    /// Marks `health` not ready (`settings.until_ready`), binds and serves the admin routes over
+    /// `health` and `registry`, and cancels everything once `shutdown` resolves. The error is a
+    /// failed bind.
+    pub async fn start(
+        client: kube::Client,
+        settings: Settings,
+        registry: Registry,
+        health: Arc<Health>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<Runtime> {
+        health.set_not_ready(settings.until_ready);
+        let listener = tokio::net::TcpListener::bind(settings.admin_addr).await?;
+        let admin_addr = listener.local_addr()?;
+        info!(addr = %admin_addr, "admin server listening");
+        let token = CancellationToken::new();
+        let admin = tokio::spawn(admin::serve(
+            listener,
+            admin::router(health.clone(), Arc::new(registry)),
+            token.clone().cancelled_owned(),
+        ));
+        tokio::spawn({
+            let token = token.clone();
+            async move {
+                shutdown.await;
+                token.cancel();
+            }
+        });
+        Ok(Runtime {
+            client,
+            settings,
+            health,
+            shutdown: token,
+            admin,
+            admin_addr,
+            election: None,
+        })
+    }
+
+    /// Where the admin server listens (the bound port when `admin_addr` asked for port 0).
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
+    }
+
+    /// Waits to lead, runs `program` with a token cancelled on shutdown or on losing the Lease,
+    /// then stops the election and the admin server. The result is the program's error if it
+    /// failed, else [`LostLease`] if the Lease was lost, else `Ok`; a shutdown before this
+    /// process led is `Ok` without running the program.
+    pub async fn run<F, Fut, E>(mut self, program: F) -> Result<(), E>
+    where
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: From<LostLease>,
+    {
+        let Some(work) = self.lead().await else {
+            self.stop_waiting().await;
+            return Ok(());
+        };
+        let result = program(work).await;
+        let lost = self.lost_lease();
+        self.stop().await;
+        result?;
+        if lost {
+            return Err(LostLease.into());
+        }
+        Ok(())
+    }
+
+    /// Without leader election, a token at once. With it, contends for the Lease (ready while
+    /// standing by) and returns once leading, with the token also cancelled when leadership
+    /// ends; `None` when shutdown comes first.
+    async fn lead(&mut self) -> Option<CancellationToken> {
+        let Some(cfg) = self.settings.leader.clone() else {
+            return Some(self.shutdown.child_token());
+        };
+        let (leading, task) = leader::spawn(
+            self.client.clone(),
+            cfg.clone(),
+            self.shutdown.clone().cancelled_owned(),
+        );
+        let mut waiting = leading.clone();
+        self.election = Some(Election { leading, task });
+        info!(lease = %cfg.lease_name, identity = %cfg.identity, "waiting to lead");
+        self.health.set_ready(true);
+        tokio::select! {
+            _ = leader::until(&mut waiting, true) => info!(lease = %cfg.lease_name, "leading"),
+            _ = self.shutdown.cancelled() => return None,
+        }
+        self.health.set_not_ready(self.settings.until_ready);
+        let work = self.shutdown.child_token();
+        tokio::spawn({
+            let work = work.clone();
+            async move {
+                tokio::select! {
+                    _ = leader::until(&mut waiting, false) => work.cancel(),
+                    _ = work.cancelled() => {}
+                }
+            }
+        });
+        Some(work)
+    }
+
+    /// Whether this process stopped leading while no shutdown was asked for.
+    fn lost_lease(&self) -> bool {
+        let stopped_leading = self.election.as_ref().is_some_and(|e| !*e.leading.borrow());
+        stopped_leading && !self.shutdown.is_cancelled()
+    }
+
+    /// Stops after the program ran: the election releases the Lease (so a standby takes over
+    /// at once), then the admin server finishes its requests.
+    async fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(election) = self.election.take() {
+            let _ = election.task.await;
+        }
+        info!("stopped");
+        let _ = self.admin.await;
+    }
+
+    /// Stops a standby that never led (shutdown already asked for).
+    async fn stop_waiting(mut self) {
+        if let Some(election) = self.election.take() {
+            let _ = election.task.await;
+        }
+        let _ = self.admin.await;
+    }
+}
+
+#[cfg(test)]
+mod tests;
