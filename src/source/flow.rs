@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use cloudevents::AttributesReader;
 use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use super::apiserver::{self, Announced, WatchAction};
@@ -26,7 +27,7 @@ use crate::api::ImageStream;
 /// The bounded hand-off between the watch and the queue's dispatcher, in jobs.
 const HANDOFF: usize = 10_000;
 
-/// Runs the watch and the delivery until `stop` turns true (or every watch ends). `listed`
+/// Runs the watch and the delivery until `stop` is cancelled (or every watch ends). `listed`
 /// turns true once the first list of every scope is recorded.
 pub async fn run(
     client: kube::Client,
@@ -35,7 +36,7 @@ pub async fn run(
     loaded: Loaded,
     metrics: Metrics,
     listed: tokio::sync::watch::Sender<bool>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    stop: CancellationToken,
 ) -> anyhow::Result<()> {
     let sink = Arc::new(SinkClient::new(
         settings.sink_timeout,
@@ -81,7 +82,7 @@ pub async fn run(
     let mut listed_scopes = HashSet::new();
     loop {
         let next = tokio::select! {
-            _ = crate::leader::until(&mut stop, true) => break,
+            _ = stop.cancelled() => break,
             next = seen.next() => next,
         };
         let Some(next) = next else { break };
@@ -238,7 +239,7 @@ fn sender(
     settings: Arc<Settings>,
     sink: Arc<SinkClient>,
     metrics: Metrics,
-    stop: tokio::sync::watch::Receiver<bool>,
+    stop: CancellationToken,
 ) -> queue::Deliver<Pending, ack::Outcome> {
     Arc::new(move |job: Job<Pending>| {
         let (settings, sink, metrics, stop) = (

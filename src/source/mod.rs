@@ -99,6 +99,24 @@ pub async fn run(
     settings: Settings,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    run_with_listed(
+        client,
+        settings,
+        shutdown,
+        tokio::sync::watch::channel(false).0,
+    )
+    .await
+}
+
+/// [`run`], telling `listed` once the first list of every watch scope is recorded: from then on
+/// the source is watching, and every change is delivered. What a program that embeds the
+/// source (the demo) waits for, instead of polling `/readyz`.
+pub async fn run_with_listed(
+    client: kube::Client,
+    settings: Settings,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    listed: tokio::sync::watch::Sender<bool>,
+) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let health = Health::new();
@@ -111,15 +129,6 @@ pub async fn run(
         Runtime::start(client.clone(), wiring, registry, health.clone(), shutdown).await?;
     runtime
         .run(|stop| async move {
-            // The adapter stops on a flag; the token sets it on shutdown or a lost Lease.
-            let (work_tx, work_rx) = tokio::sync::watch::channel(false);
-            tokio::spawn({
-                let stop = stop.clone();
-                async move {
-                    stop.cancelled().await;
-                    let _ = work_tx.send(true);
-                }
-            });
             let (checkpoint, loaded) =
                 Checkpoint::load(client.clone(), settings.checkpoint.clone()).await?;
             let checkpoint = Arc::new(checkpoint);
@@ -131,7 +140,7 @@ pub async fn run(
             // empty checkpoint and then crashed would look like a restart that lost every
             // stream. Readiness then follows the first list and whether the checkpoint is being
             // written.
-            let (listed_tx, mut listed_rx) = tokio::sync::watch::channel(false);
+            let mut listed_rx = listed.subscribe();
             let flusher = tokio::spawn({
                 let checkpoint = checkpoint.clone();
                 let health = health.clone();
@@ -140,7 +149,7 @@ pub async fn run(
                 async move {
                     tokio::select! {
                         _ = stop.cancelled() => return,
-                        _ = crate::leader::until(&mut listed_rx, true) => {},
+                        _ = listed_rx.wait_for(|listed| *listed) => {},
                     }
                     health.set_ready(true);
                     checkpoint
@@ -148,14 +157,15 @@ pub async fn run(
                         .await;
                 }
             });
+            let settings = Arc::new(settings);
             flow::run(
                 client,
-                Arc::new(settings),
+                settings,
                 checkpoint.clone(),
                 loaded,
                 metrics,
-                listed_tx,
-                work_rx,
+                listed,
+                stop,
             )
             .await?;
             // The flusher writes what was acknowledged last before it stops.

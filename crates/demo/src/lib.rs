@@ -289,17 +289,23 @@ impl World {
             stopped(),
         )));
         let source_addr = free_addr()?;
-        tasks.push(tokio::spawn(imagegate::source::run(
+        let (listed, mut watching) = tokio::sync::watch::channel(false);
+        tasks.push(tokio::spawn(imagegate::source::run_with_listed(
             emulator.client_as(SOURCE_USER)?,
             source_settings(&el_url, source_addr, &emulator.url())?,
             stopped(),
+            listed,
         )));
         wait_ready("imagegate controller", controller_addr).await?;
         timeline.line(
             "controller",
             format!("imagegate controller reconciling ImagePromotion CustomRuns (admin {controller_addr})"),
         );
-        wait_ready("imagegate source", source_addr).await?;
+        // The source says when its first list is recorded: from then on every import is seen.
+        tokio::time::timeout(Duration::from_secs(10), watching.wait_for(|listed| *listed))
+            .await
+            .map_err(|_| anyhow!("imagegate source did not list the ImageStreams within 10 s"))?
+            .map_err(|_| anyhow!("imagegate source stopped before it listed the ImageStreams"))?;
         timeline.line(
             "source",
             format!(

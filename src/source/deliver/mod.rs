@@ -27,7 +27,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use cloudevents::event::ExtensionValue;
 use cloudevents::{AttributesReader, Event};
 use reqwest::Url;
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 pub use self::client::{
     DeliverError, ERROR_BODY_LIMIT, KNATIVE_ERROR_DATA_MAX, SendError, SinkClient,
@@ -80,7 +80,7 @@ pub struct Stopped;
 /// Delivers `event` to `sink`: retries as `spec` says, honouring `Retry-After` on 429/503
 /// (capped by `max_backoff`), and when the sink refused it for good, sends it to the
 /// dead-letter sink (with the same retries) carrying [`knative_error_extensions`]. Every
-/// attempt sends the same event with the same id. `stop` turning true aborts waits and
+/// attempt sends the same event with the same id. `stop` being cancelled aborts waits and
 /// attempts in flight and returns [`Stopped`].
 pub async fn deliver(
     client: &SinkClient,
@@ -88,10 +88,9 @@ pub async fn deliver(
     event: &Event,
     mode: ContentMode,
     spec: &DeliverySpec,
-    stop: &watch::Receiver<bool>,
+    stop: &CancellationToken,
 ) -> Result<Delivered, Stopped> {
-    let mut stop = stop.clone();
-    let (attempts, result) = with_retries(client, sink, event, mode, spec, &mut stop).await?;
+    let (attempts, result) = with_retries(client, sink, event, mode, spec, stop).await?;
     let err = match result {
         Ok(_) => return Ok(Delivered::Sink { attempts }),
         Err(err) => err,
@@ -106,8 +105,7 @@ pub async fn deliver(
     for (name, value) in knative_error_extensions(sink, &err) {
         dead.set_extension(name, value);
     }
-    let (_, dead_result) =
-        with_retries(client, dead_letter_sink, &dead, mode, spec, &mut stop).await?;
+    let (_, dead_result) = with_retries(client, dead_letter_sink, &dead, mode, spec, stop).await?;
     Ok(match dead_result {
         Ok(_) => Delivered::DeadLettered {
             attempts,
@@ -128,7 +126,7 @@ async fn with_retries(
     event: &Event,
     mode: ContentMode,
     spec: &DeliverySpec,
-    stop: &mut watch::Receiver<bool>,
+    stop: &CancellationToken,
 ) -> Result<(u32, Result<u16, SendError>), Stopped> {
     // Encoded once: every attempt sends the same bytes. An event the SDK cannot encode is
     // refused for good after one attempt, as a send that fails to encode is.
@@ -136,7 +134,7 @@ async fn with_retries(
         Ok(encoded) => encoded,
         Err(err) => return Ok((1, Err(err))),
     };
-    if *stop.borrow() {
+    if stop.is_cancelled() {
         return Err(Stopped);
     }
     // Counted where the attempts are made, read where they are logged (both closures borrow
@@ -155,7 +153,7 @@ async fn with_retries(
         .notify(|err, wait| log_retry(sink, event, attempts.load(Ordering::Relaxed), err, wait));
     let result = tokio::select! {
         biased;
-        () = stopped(stop) => return Err(Stopped),
+        () = stop.cancelled() => return Err(Stopped),
         result = retrying => result,
     };
     Ok((attempts.load(Ordering::Relaxed), result))
@@ -169,13 +167,6 @@ fn log_retry(sink: &Url, event: &Event, attempt: u32, err: &SendError, wait: Dur
         tracing::warn!(sink = %sink, event_id = event.id(), attempt, error = %err, wait_ms, "delivery attempt failed; retrying");
     } else {
         tracing::debug!(sink = %sink, event_id = event.id(), attempt, error = %err, wait_ms, "delivery attempt failed; retrying");
-    }
-}
-
-/// Resolves when `stop` is true; never if its sender is gone without saying so.
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    if stop.wait_for(|stop| *stop).await.is_err() {
-        std::future::pending::<()>().await;
     }
 }
 

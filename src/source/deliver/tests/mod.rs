@@ -56,9 +56,9 @@ fn client() -> SinkClient {
     SinkClient::new(Some(Duration::from_secs(10)), None).unwrap()
 }
 
-/// A stop signal that never fires (its sender is gone).
-fn no_stop() -> watch::Receiver<bool> {
-    watch::channel(false).1
+/// A stop signal that never fires.
+fn no_stop() -> CancellationToken {
+    CancellationToken::new()
 }
 
 async fn run(sink: &Url, mode: ContentMode, spec: &DeliverySpec) -> Delivered {
@@ -516,7 +516,8 @@ async fn stop_after_first_request(
     spec: DeliverySpec,
 ) -> (usize, Result<Delivered, Stopped>) {
     let sink = sink(replies).await;
-    let (stop_tx, stop_rx) = watch::channel(false);
+    let stop = CancellationToken::new();
+    let stop_rx = stop.clone();
     let url = sink.url.clone();
     let task = tokio::spawn(async move {
         deliver(
@@ -532,7 +533,7 @@ async fn stop_after_first_request(
     tokio::time::timeout(Duration::from_secs(10), wait_for_requests(&sink, 1))
         .await
         .unwrap();
-    stop_tx.send(true).unwrap();
+    stop.cancel();
     let outcome = tokio::time::timeout(Duration::from_secs(10), task)
         .await
         .unwrap()
@@ -567,7 +568,8 @@ async fn stop_aborts_an_attempt_in_flight() {
 #[tokio::test]
 async fn a_stop_already_given_sends_nothing() {
     let sink = sink(vec![reply(202)]).await;
-    let (_stop_tx, stop_rx) = watch::channel(true);
+    let stop_rx = CancellationToken::new();
+    stop_rx.cancel();
     let outcome = deliver(
         &client(),
         &sink.url,
