@@ -16,7 +16,7 @@
 //! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease (client-go semantics).
 //! - [`runtime`]: what both programs run inside: the admin server, the Lease wait and loss,
 //!   and shutdown, on a cancellation token.
-//! - [`source`]: `imagegate source`, ImageStream tag changes as CloudEvents (in progress).
+//! - [`source`]: `imagegate source`, ImageStream tag changes as CloudEvents.
 //! - [`controller`]: `imagegate controller`, the ImagePromotion Tekton custom task.
 
 pub mod admin;
