@@ -31,7 +31,7 @@
 //! stream; nothing recorded in a range whose shard is gone, or an unreadable entry, while the
 //! marker says this is not a first start: the checkpoint was lost, so the stream's current tag
 //! events are sent again (their ids are the same as the first time: a duplicate, never a loss).
-//! Shards written by earlier versions (`{prefix}-NN`, a fixed count) are read and moved into
+//! Shards of the fixed layout (`{prefix}-NN`, a fixed count: format 1) are read and moved into
 //! the new layout on the first flush.
 //!
 //! **Crashes.** The source records a state after the sink accepted the event, and flushes
@@ -66,7 +66,7 @@ pub use self::layout::{MAX_SHARD_BYTES, MERGE_BELOW, SPLIT_ABOVE};
 
 /// The annotation with a shard's epoch (which of two overlapping shards is newer).
 pub const EPOCH_ANNOTATION: &str = "imagegate.dev/checkpoint-epoch";
-/// The annotation with which earlier versions recorded the fixed shard count.
+/// The annotation with which the fixed layout records its shard count.
 pub const SHARDS_ANNOTATION: &str = "imagegate.dev/checkpoint-shards";
 /// The marker's data key with the checkpoint format.
 pub const FORMAT_KEY: &str = "format";

@@ -19,7 +19,7 @@
 //! epoch that covers its hash. A crash anywhere in a split, a merge or a migration leaves either
 //! the old shard (older state: a change is sent again) or the new one, never neither.
 //!
-//! **Earlier versions** wrote a fixed number of shards, `{prefix}-NN`, by
+//! **The fixed layout** (format 1) is a fixed number of shards, `{prefix}-NN`, by
 //! `fnv1a64("{namespace}/{name}") % N`. They are read as epoch 0 (older than any leaf) and
 //! become obsolete: their streams are written into leaves, and they are deleted after that.
 

@@ -1,6 +1,6 @@
 //! The names of the checkpoint's shards: a [`Prefix`] of the hash space names a leaf
 //! (`{prefix}-h{bits}`), and [`ShardId`] tells a leaf from a shard of the fixed layout of
-//! earlier versions (`{prefix}-NN`).
+//! fixed layout (`{prefix}-NN`, format 1), which is still read.
 
 use super::MAX_DEPTH;
 
@@ -106,7 +106,7 @@ impl Prefix {
 pub enum ShardId {
     /// A leaf (or a former leaf) of the trie: `{prefix}-h{bits}`.
     Leaf(Prefix),
-    /// A shard of the fixed layout of earlier versions: `{prefix}-{index:02}`.
+    /// A shard of the fixed layout (format 1): `{prefix}-{index:02}`.
     Legacy(u32),
 }
 
