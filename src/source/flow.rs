@@ -56,7 +56,7 @@ pub async fn run(
 
     let scopes = watch::scopes(&settings.namespaces);
     let selector = settings.selector.as_deref();
-    let mut seen = match settings.mode {
+    let seen = match settings.mode {
         Mode::ImageStreamTag => {
             watch::start::<decode::TagsOnly>(&client, &scopes, selector, metrics.clone()).boxed()
         }
@@ -72,51 +72,14 @@ pub async fn run(
         )),
         Mode::Resource | Mode::Reference => Tracking::Objects(Announced::default()),
     };
-    let mut flow = Flow {
+    let flow = Flow {
         settings: settings.clone(),
         queue,
         checkpoint,
         metrics,
         tracking,
     };
-    let mut listed_scopes = HashSet::new();
-    loop {
-        let next = tokio::select! {
-            _ = stop.cancelled() => break,
-            next = seen.next() => next,
-        };
-        let Some(next) = next else { break };
-        flow.metrics.queue_depth.set(flow.queue.depth() as i64);
-        match next {
-            Seen::Applied {
-                stream,
-                listing,
-                scope,
-            } => {
-                let first_list = listing && !listed_scopes.contains(&scope);
-                flow.applied(&stream, first_list).await;
-            }
-            Seen::Deleted { key, last } => flow.deleted(key, last.as_deref()).await,
-            Seen::Listed {
-                scope,
-                namespace,
-                present,
-            } => {
-                for key in diff::gone(flow.known(), namespace.as_deref(), &present) {
-                    flow.deleted(key, None).await;
-                }
-                listed_scopes.insert(scope);
-                if listed_scopes.len() == scopes.len() && !*listed.borrow() {
-                    if let Tracking::Tags(t) = &mut flow.tracking {
-                        t.first_list_done();
-                    }
-                    listed.send_replace(true);
-                    info!(streams = flow.known().count(), "watching ImageStreams");
-                }
-            }
-        }
-    }
-    drop(flow);
+    flow.follow(seen, scopes.len(), listed, stop).await;
     let _ = acks.await;
     Ok(())
 }
@@ -138,6 +101,54 @@ struct Flow {
 }
 
 impl Flow {
+    /// Takes what the watch sees until `stop` is cancelled or the watch ends; tells `listed`
+    /// once each of the `scopes` has been listed. Dropping the flow closes the queue.
+    async fn follow(
+        mut self,
+        mut seen: impl futures::Stream<Item = Seen> + Unpin,
+        scopes: usize,
+        listed: tokio::sync::watch::Sender<bool>,
+        stop: CancellationToken,
+    ) {
+        let mut listed_scopes = HashSet::new();
+        loop {
+            let next = tokio::select! {
+                _ = stop.cancelled() => break,
+                next = seen.next() => next,
+            };
+            let Some(next) = next else { break };
+            self.metrics.queue_depth.set(self.queue.depth() as i64);
+            match next {
+                Seen::Applied {
+                    stream,
+                    listing,
+                    scope,
+                } => {
+                    let first_list = listing && !listed_scopes.contains(&scope);
+                    self.applied(&stream, first_list).await;
+                }
+                Seen::Deleted { key, last } => self.deleted(key, last.as_deref()).await,
+                Seen::Listed {
+                    scope,
+                    namespace,
+                    present,
+                } => {
+                    for key in diff::gone(self.known(), namespace.as_deref(), &present) {
+                        self.deleted(key, None).await;
+                    }
+                    listed_scopes.insert(scope);
+                    if listed_scopes.len() == scopes && !*listed.borrow() {
+                        if let Tracking::Tags(t) = &mut self.tracking {
+                            t.first_list_done();
+                        }
+                        listed.send_replace(true);
+                        info!(streams = self.known().count(), "watching ImageStreams");
+                    }
+                }
+            }
+        }
+    }
+
     /// The streams known (tracked or announced).
     fn known(&self) -> Box<dyn Iterator<Item = &StreamKey> + '_> {
         match &self.tracking {

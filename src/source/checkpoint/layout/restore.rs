@@ -93,140 +93,188 @@ pub struct Restored {
 /// epoch covering its hash; the shards no newer one overlaps stay leaves, the rest of the hash
 /// space gets new leaves, every other shard becomes obsolete.
 pub fn restore(found: Vec<Found>, marker: bool) -> Restored {
-    let mut leaves: BTreeMap<Prefix, (u64, BTreeMap<String, String>)> = BTreeMap::new();
-    let mut legacy: BTreeMap<u32, (Option<u32>, BTreeMap<String, String>)> = BTreeMap::new();
-    for f in found {
-        match f {
-            // A leaf without its epoch is taken as the oldest leaf, still newer than the fixed layout.
-            Found::Leaf {
-                prefix,
-                epoch,
-                data,
-            } => {
-                leaves.insert(prefix, (epoch.unwrap_or(1).max(1), data));
-            }
-            Found::Legacy {
-                index,
-                written_for,
-                data,
-            } => {
-                legacy.insert(index, (written_for, data));
-            }
-        }
-    }
-    let max_depth = leaves.keys().map(|p| p.depth()).max().unwrap_or(0);
-    // The epoch of the newest leaf read that covers `hash`.
-    let newest = |hash: u64| -> Option<(Prefix, u64)> {
-        (0..=max_depth)
-            .map(|d| Prefix::of(hash, d))
-            .filter_map(|p| leaves.get(&p).map(|(e, _)| (p, *e)))
-            .max_by_key(|(p, e)| (*e, p.depth()))
-    };
-    let legacy_count = legacy_shard_count(&legacy);
+    let read = Read::sort(found);
     let mut out = Restored::default();
-    out.coverage.leaves = leaves.keys().copied().collect();
-    if !legacy.is_empty() {
-        out.coverage.legacy = Some((legacy_count, legacy.keys().copied().collect()));
+    out.coverage.leaves = read.leaves.keys().copied().collect();
+    if !read.legacy.is_empty() {
+        let indexes = read.legacy.keys().copied().collect();
+        out.coverage.legacy = Some((read.legacy_count, indexes));
     }
-
-    // The legacy entries, where no leaf covers them; a stream in two legacy shards (a shard
-    // count change interrupted) is taken from the shard its count puts it in.
-    for (index, (_, data)) in &legacy {
-        for (dk, value) in data {
-            match entry::decode(dk, value) {
-                Ok((key, state)) => {
-                    if newest(place(&key)).is_some() {
-                        continue;
-                    }
-                    let home = entry::legacy_shard_of(&key, legacy_count) == *index;
-                    if home || !out.states.contains_key(&key) {
-                        out.states.insert(key, state);
-                    }
-                }
-                Err(reason) => unreadable(&mut out, dk, &reason, ShardId::Legacy(*index)),
-            }
-        }
-    }
-
-    // A leaf is kept when no leaf read with a higher epoch overlaps it.
-    let clean: BTreeSet<Prefix> = (leaves.iter())
-        .filter(|(p, (e, _))| {
-            !leaves
-                .iter()
-                .any(|(q, (f, _))| q != *p && q.overlaps(**p) && f > e)
-        })
-        .map(|(p, _)| *p)
-        .collect();
-    let next_epoch = leaves.values().map(|(e, _)| *e).max().unwrap_or(0) + 1;
-    let mut layout = Layout {
-        leaves: BTreeMap::new(),
-        max_depth: 0,
-        obsolete: BTreeSet::new(),
-        next_epoch: next_epoch + 1,
-        changes: 0,
-        marker,
-    };
-    layout
-        .obsolete
-        .extend(legacy.keys().map(|i| ShardId::Legacy(*i)));
-    for (prefix, (epoch, data)) in leaves.iter() {
-        let keep = clean.contains(prefix);
-        if !keep {
-            layout.obsolete.insert(ShardId::Leaf(*prefix));
-        }
-        let mut leaf = Leaf {
-            epoch: *epoch,
-            written: true,
-            ..Leaf::default()
-        };
-        for (dk, value) in data {
-            let taken = match entry::decode(dk, value) {
-                Ok((key, state)) => {
-                    let hash = place(&key);
-                    let ours = prefix.covers(hash) && newest(hash).map(|(p, _)| p) == Some(*prefix);
-                    if ours {
-                        out.states.insert(key, state);
-                    }
-                    ours
-                }
-                Err(reason) => {
-                    unreadable(&mut out, dk, &reason, ShardId::Leaf(*prefix));
-                    false
-                }
-            };
-            if keep && taken {
-                leaf.insert_clean(dk.clone(), value.clone());
-            } else if keep {
-                // Unreadable, or not this leaf's: removed from it by the next write.
-                layout.changes += 1;
-                leaf.dirty.insert(dk.clone(), layout.changes);
-            }
-        }
-        if keep {
-            layout.leaves.insert(*prefix, leaf);
-        }
-    }
-    // The rest of the hash space gets new leaves, filled from the states.
-    let mut fresh = Vec::new();
-    gaps(Prefix::ROOT, &clean, &mut fresh);
-    for p in &fresh {
-        layout.leaves.insert(*p, Leaf::new(next_epoch));
-    }
-    layout.max_depth = layout.leaves.keys().map(|p| p.depth()).max().unwrap_or(0);
-    if !fresh.is_empty() {
-        for (key, state) in &out.states {
-            let at = layout.leaf_of(place(key));
-            if let Some(leaf) = layout.leaves.get_mut(&at).filter(|l| !l.written) {
-                let dk = entry::data_key(key);
-                let value = entry::encode(key, &dk, state);
-                leaf.insert_clean(dk, value);
-            }
-        }
-    }
+    read.legacy_states(&mut out);
+    let (mut layout, clean) = read.kept_leaves(&mut out, marker);
+    fill_gaps(&mut layout, &clean, &out.states);
     let states = &out.states;
     out.unreadable.retain(|k| !states.contains_key(k));
     out.layout = layout;
     out
+}
+
+/// The shards read, by kind.
+struct Read {
+    /// Each leaf's epoch and data.
+    leaves: BTreeMap<Prefix, (u64, BTreeMap<String, String>)>,
+    /// Each fixed-layout shard's recorded count and data.
+    legacy: BTreeMap<u32, (Option<u32>, BTreeMap<String, String>)>,
+    legacy_count: u32,
+    max_depth: u8,
+}
+
+impl Read {
+    fn sort(found: Vec<Found>) -> Read {
+        let mut leaves = BTreeMap::new();
+        let mut legacy = BTreeMap::new();
+        for f in found {
+            match f {
+                // A leaf without its epoch is taken as the oldest leaf, still newer than the
+                // fixed layout.
+                Found::Leaf {
+                    prefix,
+                    epoch,
+                    data,
+                } => {
+                    leaves.insert(prefix, (epoch.unwrap_or(1).max(1), data));
+                }
+                Found::Legacy {
+                    index,
+                    written_for,
+                    data,
+                } => {
+                    legacy.insert(index, (written_for, data));
+                }
+            }
+        }
+        let max_depth = leaves.keys().map(|p| p.depth()).max().unwrap_or(0);
+        let legacy_count = legacy_shard_count(&legacy);
+        Read {
+            leaves,
+            legacy,
+            legacy_count,
+            max_depth,
+        }
+    }
+
+    /// The newest leaf read that covers `hash`, and its epoch.
+    fn newest(&self, hash: u64) -> Option<(Prefix, u64)> {
+        (0..=self.max_depth)
+            .map(|d| Prefix::of(hash, d))
+            .filter_map(|p| self.leaves.get(&p).map(|(e, _)| (p, *e)))
+            .max_by_key(|(p, e)| (*e, p.depth()))
+    }
+
+    /// The fixed layout's entries, where no leaf covers them; a stream in two of its shards (a
+    /// shard count change interrupted) is taken from the shard its count puts it in.
+    fn legacy_states(&self, out: &mut Restored) {
+        for (index, (_, data)) in &self.legacy {
+            for (dk, value) in data {
+                match entry::decode(dk, value) {
+                    Ok((key, state)) => {
+                        if self.newest(place(&key)).is_some() {
+                            continue;
+                        }
+                        let home = entry::legacy_shard_of(&key, self.legacy_count) == *index;
+                        if home || !out.states.contains_key(&key) {
+                            out.states.insert(key, state);
+                        }
+                    }
+                    Err(reason) => unreadable(out, dk, &reason, ShardId::Legacy(*index)),
+                }
+            }
+        }
+    }
+
+    /// The leaves no leaf with a higher epoch overlaps, kept as the layout's leaves (with the
+    /// entries that are not theirs marked for removal); every other shard read is obsolete.
+    /// Each stream's state comes from the newest leaf covering it.
+    fn kept_leaves(&self, out: &mut Restored, marker: bool) -> (Layout, BTreeSet<Prefix>) {
+        let clean: BTreeSet<Prefix> = (self.leaves.iter())
+            .filter(|(p, (e, _))| {
+                !self
+                    .leaves
+                    .iter()
+                    .any(|(q, (f, _))| q != *p && q.overlaps(**p) && f > e)
+            })
+            .map(|(p, _)| *p)
+            .collect();
+        let next_epoch = self.leaves.values().map(|(e, _)| *e).max().unwrap_or(0) + 1;
+        let mut layout = Layout {
+            leaves: BTreeMap::new(),
+            max_depth: 0,
+            obsolete: BTreeSet::new(),
+            next_epoch,
+            changes: 0,
+            marker,
+        };
+        layout
+            .obsolete
+            .extend(self.legacy.keys().map(|i| ShardId::Legacy(*i)));
+        for (prefix, (epoch, data)) in &self.leaves {
+            let keep = clean.contains(prefix);
+            if !keep {
+                layout.obsolete.insert(ShardId::Leaf(*prefix));
+            }
+            let mut leaf = Leaf {
+                epoch: *epoch,
+                written: true,
+                ..Leaf::default()
+            };
+            for (dk, value) in data {
+                let taken = match entry::decode(dk, value) {
+                    Ok((key, state)) => {
+                        let hash = place(&key);
+                        let ours = prefix.covers(hash)
+                            && self.newest(hash).map(|(p, _)| p) == Some(*prefix);
+                        if ours {
+                            out.states.insert(key, state);
+                        }
+                        ours
+                    }
+                    Err(reason) => {
+                        unreadable(out, dk, &reason, ShardId::Leaf(*prefix));
+                        false
+                    }
+                };
+                if keep && taken {
+                    leaf.insert_clean(dk.clone(), value.clone());
+                } else if keep {
+                    // Unreadable, or not this leaf's: removed from it by the next write.
+                    layout.changes += 1;
+                    leaf.dirty.insert(dk.clone(), layout.changes);
+                }
+            }
+            if keep {
+                layout.leaves.insert(*prefix, leaf);
+            }
+        }
+        (layout, clean)
+    }
+}
+
+/// The rest of the hash space (what no kept leaf covers) gets new leaves, with a new epoch,
+/// filled from the states read.
+fn fill_gaps(
+    layout: &mut Layout,
+    clean: &BTreeSet<Prefix>,
+    states: &HashMap<StreamKey, StreamState>,
+) {
+    let epoch = layout.next_epoch;
+    layout.next_epoch += 1;
+    let mut fresh = Vec::new();
+    gaps(Prefix::ROOT, clean, &mut fresh);
+    for p in &fresh {
+        layout.leaves.insert(*p, Leaf::new(epoch));
+    }
+    layout.max_depth = layout.leaves.keys().map(|p| p.depth()).max().unwrap_or(0);
+    if fresh.is_empty() {
+        return;
+    }
+    for (key, state) in states {
+        let at = layout.leaf_of(place(key));
+        if let Some(leaf) = layout.leaves.get_mut(&at).filter(|l| !l.written) {
+            let dk = entry::data_key(key);
+            let value = entry::encode(key, &dk, state);
+            leaf.insert_clean(dk, value);
+        }
+    }
 }
 
 /// The shard count most legacy shards were written for (the highest index + 1 if none says).
