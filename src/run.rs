@@ -143,6 +143,7 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
             namespace: args.checkpoint_namespace.clone(),
             prefix: args.checkpoint_prefix.clone(),
             flush_interval: std::time::Duration::from_millis(500),
+            write_budget: crate::source::checkpoint::DEFAULT_WRITE_BUDGET,
         },
         leader: leader_config(&args.leader, "source"),
         events: crate::source::event::EventSettings::new(args.dataschema_base.clone())

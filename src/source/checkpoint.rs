@@ -89,8 +89,12 @@ pub struct CheckpointConfig {
     pub namespace: String,
     /// The ConfigMaps' name prefix (`imagegate-source-checkpoint`).
     pub prefix: String,
-    /// How often [`Checkpoint::run`] flushes (5 s).
+    /// How often [`Checkpoint::run`] flushes at most (5 s).
     pub flush_interval: Duration,
+    /// The bytes per second of shards the flushes may have the API server store (2 MiB/s): it
+    /// stores, and answers with, every shard written whole, however few of its keys changed. A
+    /// flush that wrote more waits longer before the next one ([`pause`]).
+    pub write_budget: u64,
 }
 
 impl CheckpointConfig {
@@ -100,8 +104,24 @@ impl CheckpointConfig {
             namespace: namespace.into(),
             prefix: "imagegate-source-checkpoint".into(),
             flush_interval: Duration::from_secs(5),
+            write_budget: DEFAULT_WRITE_BUDGET,
         }
     }
+}
+
+/// [`CheckpointConfig::write_budget`]'s default: 2 MiB of shards per second.
+pub const DEFAULT_WRITE_BUDGET: u64 = 2 * 1024 * 1024;
+/// The longest pause between two flushes, however much the last one wrote: the most a crash
+/// in a burst sends again.
+pub const MAX_PAUSE: Duration = Duration::from_secs(30);
+
+/// The pause after a flush that had the API server store `written` bytes of shards: the flush
+/// interval, or longer when the write budget asks for it (at most [`MAX_PAUSE`]). In a burst,
+/// when every shard changes, flushes grow further apart instead of rewriting every shard twice a
+/// second; when few streams change, the interval holds.
+pub fn pause(interval: Duration, written: u64, budget: u64) -> Duration {
+    let needed = Duration::from_secs_f64(written as f64 / budget.max(1) as f64);
+    interval.max(needed.min(MAX_PAUSE))
 }
 
 /// Reading or writing the checkpoint failed.
@@ -206,6 +226,8 @@ pub struct Checkpoint {
     persistence: Mutex<Persistence>,
     /// One flush at a time.
     flushing: tokio::sync::Mutex<()>,
+    /// Bytes of shards written since [`Checkpoint::run`] last looked.
+    written: std::sync::atomic::AtomicU64,
 }
 
 impl Checkpoint {
@@ -267,6 +289,7 @@ impl Checkpoint {
             layout: Mutex::new(layout),
             persistence: Mutex::new(Persistence::new(Instant::now())),
             flushing: tokio::sync::Mutex::new(()),
+            written: std::sync::atomic::AtomicU64::new(0),
         };
         let loaded = Loaded {
             states: restored.states,
@@ -364,8 +387,9 @@ impl Checkpoint {
         }
     }
 
-    /// Flushes every `flush_interval` until `shutdown` completes, then flushes a last time so
-    /// a clean restart re-sends nothing. Keeps the metrics and `not_ready` current; says at
+    /// Flushes at once, then after each flush waits its [`pause`] (`flush_interval`, longer when
+    /// the flush used up the write budget), until `shutdown` completes; then flushes a last time
+    /// so a clean restart re-sends nothing. Keeps the metrics and `not_ready` current; says at
     /// error level what to do when writes keep failing; sets `health`'s `checkpoint` condition.
     pub async fn run(
         self: Arc<Self>,
@@ -373,16 +397,17 @@ impl Checkpoint {
         health: Arc<Health>,
         shutdown: impl Future<Output = ()>,
     ) {
-        let mut tick = tokio::time::interval(self.cfg.flush_interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
+        let mut wait = Duration::ZERO;
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
-                _ = tick.tick() => {
+                () = tokio::time::sleep(wait) => {
                     let outcome = self.flush_within(FLUSH_DEADLINE).await;
                     self.observe(&metrics, outcome);
                     health.set_condition("checkpoint", self.not_ready());
+                    let written = self.take_written(&metrics);
+                    wait = pause(self.cfg.flush_interval, written, self.cfg.write_budget);
                 }
             }
         }
@@ -396,6 +421,14 @@ impl Checkpoint {
             }
         }
         self.observe(&metrics, outcome);
+        self.take_written(&metrics);
+    }
+
+    /// The bytes of shards written since the last call, counted in the metrics.
+    fn take_written(&self, metrics: &Metrics) -> u64 {
+        let written = self.written.swap(0, std::sync::atomic::Ordering::Relaxed);
+        metrics.checkpoint_written_bytes.inc_by(written);
+        written
     }
 
     /// [`Checkpoint::flush`], failed with [`CheckpointError::Timeout`] if it takes longer than
@@ -476,3 +509,23 @@ fn found_shard(prefix: &str, cm: ConfigMap) -> Option<Found> {
 
 #[cfg(test)]
 mod io_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flushes_wait_the_interval_unless_the_last_one_used_up_the_write_budget() {
+        let interval = Duration::from_millis(500);
+        let budget = 2 * 1024 * 1024;
+        // A few changed streams: one shard of 300 kB is well within the budget.
+        assert_eq!(pause(interval, 300_000, budget), interval);
+        assert_eq!(pause(interval, 0, budget), interval);
+        // A burst that changed all 64 shards of 100,000 streams (20 MB): ten seconds.
+        let burst = pause(interval, 20 * 1024 * 1024, budget);
+        assert_eq!(burst, Duration::from_secs(10));
+        // Never longer than MAX_PAUSE, whatever was written; a zero budget is no division by zero.
+        assert_eq!(pause(interval, u64::MAX, budget), MAX_PAUSE);
+        assert_eq!(pause(interval, 1, 0), Duration::from_secs(1));
+    }
+}

@@ -53,6 +53,9 @@ pub struct Metrics {
     pub checkpoint_shards: Gauge,
     /// `imagegate_source_checkpoint_bytes`: the bytes of its entries.
     pub checkpoint_bytes: Gauge,
+    /// `imagegate_source_checkpoint_written_bytes_total`: bytes of shards the flushes had the
+    /// API server store (each shard written counts whole).
+    pub checkpoint_written_bytes: Counter,
     /// `imagegate_source_checkpoint_lost_streams_total`: streams whose recorded state was lost
     /// (shard gone, entry unreadable), whose current tags were sent again.
     pub checkpoint_lost_streams: Counter,
@@ -75,6 +78,7 @@ impl Metrics {
             checkpoint_pending_age: Gauge::default(),
             checkpoint_shards: Gauge::default(),
             checkpoint_bytes: Gauge::default(),
+            checkpoint_written_bytes: Counter::default(),
             checkpoint_lost_streams: Counter::default(),
         };
         let sub = registry.sub_registry_with_prefix("imagegate_source");
@@ -142,6 +146,11 @@ impl Metrics {
             "checkpoint_bytes",
             "Bytes of the checkpoint's entries",
             m.checkpoint_bytes.clone(),
+        );
+        sub.register(
+            "checkpoint_written_bytes",
+            "Bytes of checkpoint shards written to the API server (each written shard counts whole)",
+            m.checkpoint_written_bytes.clone(),
         );
         sub.register(
             "checkpoint_lost_streams",

@@ -518,6 +518,7 @@ fn source_settings(
             namespace: SYSTEM_NAMESPACE.to_string(),
             prefix: "imagegate-source-checkpoint".to_string(),
             flush_interval: Duration::from_millis(500),
+            write_budget: imagegate::source::checkpoint::DEFAULT_WRITE_BUDGET,
         },
         leader: None,
         events: imagegate::source::event::EventSettings::new("https://imagegate.dev/schemas/")

@@ -650,6 +650,13 @@ async fn run_flushes_on_shutdown_and_reports_health() {
     assert_eq!(cp.pending(), 0);
     assert_eq!(metrics.checkpoint_shards.get(), 1);
     assert!(metrics.checkpoint_bytes.get() > 0);
+    // The shard was written whole at first, and again with the change: each time, all of it.
+    let shard = metrics.checkpoint_bytes.get() as u64;
+    assert!(
+        metrics.checkpoint_written_bytes.get() >= shard,
+        "{}",
+        metrics.checkpoint_written_bytes.get()
+    );
     let (_, loaded) = load(&emu).await;
     assert_eq!(loaded.states[&k], state("u", &[("latest", "a", 1)]));
     emu.shutdown().await;

@@ -18,6 +18,18 @@ use super::{
     WRITE_ATTEMPTS,
 };
 
+/// What a leaf's write sends, and what it stands for.
+struct LeafBody {
+    /// The leaf's epoch.
+    epoch: u64,
+    /// The change number the body carries changes up to.
+    upto: u64,
+    /// The whole shard's bytes: what the API server stores for this write.
+    bytes: usize,
+    /// The whole ConfigMap, or the merge patch of the leaf's changes.
+    body: Box<RawValue>,
+}
+
 impl Checkpoint {
     /// Writes one leaf: whole, or as a merge patch of its changes (whole if it turns out gone).
     pub(super) async fn write_leaf(
@@ -28,7 +40,13 @@ impl Checkpoint {
         let name = ShardId::Leaf(prefix).name(&self.cfg.prefix);
         let mut whole = whole;
         loop {
-            let Some((epoch, upto, body)) = self.leaf_body(prefix, &name, whole)? else {
+            let Some(LeafBody {
+                epoch,
+                upto,
+                bytes,
+                body,
+            }) = self.leaf_body(prefix, &name, whole)?
+            else {
                 return Ok(());
             };
             let result = self
@@ -43,6 +61,9 @@ impl Checkpoint {
             match result {
                 Ok(()) => {
                     self.layout().written(prefix, epoch, upto, whole);
+                    // The API server stored (and answered with) the whole shard.
+                    self.written
+                        .fetch_add(bytes as u64, std::sync::atomic::Ordering::Relaxed);
                     return Ok(());
                 }
                 // Deleted by hand: written whole again, right away.
@@ -71,7 +92,7 @@ impl Checkpoint {
         prefix: Prefix,
         name: &str,
         whole: bool,
-    ) -> Result<Option<(u64, u64, Box<RawValue>)>, CheckpointError> {
+    ) -> Result<Option<LeafBody>, CheckpointError> {
         let layout = self.layout();
         let Some(leaf) = layout.leaf(prefix) else {
             return Ok(None);
@@ -104,7 +125,12 @@ impl Checkpoint {
             serde_json::value::to_raw_value(&json!({"metadata": meta, "data": changes}))
         };
         let body = body.unwrap_or_else(|_| RawValue::NULL.to_owned());
-        Ok(Some((leaf.epoch, layout.change_number(), body)))
+        Ok(Some(LeafBody {
+            epoch: leaf.epoch,
+            upto: layout.change_number(),
+            bytes: leaf.bytes,
+            body,
+        }))
     }
 
     /// A whole shard: created, or, where a stale ConfigMap of that name is left, its labels,
