@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{Killed, digest, ms, percentile, rss_kib, streams_yaml};
+use common::{Killed, cpu_seconds, digest, ms, percentile, rss_kib, streams_yaml};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -435,11 +435,18 @@ async fn bench() {
             .unwrap();
         missed.push(d);
     }
+    let bench_cpu = cpu_seconds(std::process::id());
     let t_restart = Instant::now();
     let mut source = Killed::new(spawn_source(&kubeconfig, &sink, admin));
     let pid2 = source.pid();
+    // For a profiler to attach to the catch-up (`perf record -p`): the source's pid.
+    if let Some(path) = std::env::var_os("BENCH_CATCHUP_PID_FILE") {
+        std::fs::write(path, pid2.to_string()).expect("BENCH_CATCHUP_PID_FILE can be written");
+    }
     let last = wait_for(&seen, &missed, "the catch-up after a restart").await;
     let catch_up = last.duration_since(t_restart).as_secs_f64();
+    let source_cpu = cpu_seconds(pid2);
+    let bench_cpu = cpu_seconds(std::process::id()) - bench_cpu;
     let rss_peak2 = rss_kib(pid2, "VmHWM:");
     source.term();
 
@@ -505,6 +512,11 @@ async fn bench() {
     println!(
         "| catch-up after a restart: {n} changes made while down, delivered after | {:.2} s |",
         catch_up
+    );
+    println!(
+        "| catch-up: CPU of the source / of the bench process (emulator, sink) | {source_cpu:.2} s / {bench_cpu:.2} s ({:.0} / {:.0} µs per change) |",
+        source_cpu * 1e6 / n as f64,
+        bench_cpu * 1e6 / n as f64
     );
     println!(
         "| source RSS idle / peak (burst) / peak (catch-up run) | {} / {} / {} MiB |",

@@ -73,3 +73,27 @@ pub fn streams_yaml(n: usize) -> String {
     }
     out
 }
+
+/// The CPU time (user + system) process `pid` has used so far, in seconds, from
+/// `/proc/<pid>/stat` (0 when it cannot be read).
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // The fields after the command (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    // utime and stime are fields 14 and 15 of the line; what follows the command starts at
+    // field 3 (index 0), so they are indexes 11 and 12.
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // /proc counts in USER_HZ, which Linux fixes at 100 for its user-space ABI.
+    (ticks(11) + ticks(12)) / 100.0
+}
