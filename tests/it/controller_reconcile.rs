@@ -28,6 +28,7 @@ struct Harness {
 async fn harness() -> Harness {
     imagegate::tls::install_crypto_provider();
     let emu = Emulator::start(Config::default()).await.unwrap();
+    crate::support::upstream::install_released_customrun_crd(emu.client().unwrap()).await;
     emu.seed_str(
         r#"
 apiVersion: image.openshift.io/v1

@@ -26,6 +26,7 @@ async fn start() -> (Emulator, kube::Client) {
     emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ds\n")
         .unwrap();
     let client = emu.client().unwrap();
+    crate::support::upstream::install_released_customrun_crd(client.clone()).await;
     (emu, client)
 }
 

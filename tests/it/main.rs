@@ -12,6 +12,8 @@
 //! - [`controller_e2e`], [`source_e2e`], [`source_checkpoint`]: the real binaries end to end.
 //! - [`python_interop`]: what the source sends, parsed by the official Python SDK.
 //! - [`rbac`]: the RBAC of `config/` against what the programs really do.
+//! - [`manifests`]: the shipped manifests fit together and fit the code (the consistency checks,
+//!   the broken-manifest cases, `kubectl kustomize`).
 //! - [`realcluster`]: `config/` and `tekton/` against a real kube-apiserver.
 
 mod api_types;
@@ -21,6 +23,7 @@ mod controller_reconcile;
 mod crd_drift;
 mod kube_clients;
 mod leader;
+mod manifests;
 mod python_interop;
 mod rbac;
 mod realcluster;

@@ -148,8 +148,8 @@ async fn emulator() -> EmulatorServer {
     emu.seed_str(&read(&config("100-namespace.yaml"))).await;
     emu.seed_str(&read(&config("300-imagepromotion-crd.yaml")))
         .await;
-    // Tekton's CustomRun CRD (tests/crds/tekton-pipeline_300-customrun.yaml) is
-    // served from the start, as on a cluster with Tekton installed.
+    // Tekton's CustomRun CRD (the released one, support::upstream) is served from the start,
+    // as on a cluster with Tekton installed.
     emu
 }
 

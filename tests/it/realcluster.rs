@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::support::upstream::{CUSTOMRUN_CRD, TEKTON_PIPELINE, TEKTON_TRIGGERS};
+
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// A control plane started by `scripts/realcluster up`, stopped (`down`) on drop.
@@ -151,18 +153,19 @@ fn config_tekton_and_their_crds_apply_to_a_real_api_server() {
             .contains("imagegate-source")
     );
 
-    // Tekton's and Triggers' CRDs (their upstream copies), then tekton/ itself, validated by the
-    // server against them (strict field validation: an unknown field is an error).
-    for crd in [
-        "tekton-pipeline_300-customrun.yaml",
-        "tekton-pipeline_300-pipeline.yaml",
-        "tekton-pipeline_300-task.yaml",
-        "tekton-triggers_300-eventlistener.yaml",
-        "tekton-triggers_300-trigger.yaml",
-        "tekton-triggers_300-triggerbinding.yaml",
-        "tekton-triggers_300-triggertemplate.yaml",
+    // Tekton's and Triggers' released CRDs (from Go's module cache), then tekton/ itself,
+    // validated by the server against them (strict field validation: an unknown field is an error).
+    for (module, crd) in [
+        (TEKTON_PIPELINE, CUSTOMRUN_CRD),
+        (TEKTON_PIPELINE, "config/300-crds/300-pipeline.yaml"),
+        (TEKTON_PIPELINE, "config/300-crds/300-task.yaml"),
+        (TEKTON_TRIGGERS, "config/300-eventlistener.yaml"),
+        (TEKTON_TRIGGERS, "config/300-trigger.yaml"),
+        (TEKTON_TRIGGERS, "config/300-triggerbinding.yaml"),
+        (TEKTON_TRIGGERS, "config/300-triggertemplate.yaml"),
     ] {
-        cp.ok(&["apply", "--server-side", "-f", &format!("tests/crds/{crd}")]);
+        let path = module.dir().join(crd);
+        cp.ok(&["apply", "--server-side", "-f", &path.to_string_lossy()]);
     }
     for crd in [
         "customruns.tekton.dev",

@@ -18,13 +18,6 @@ use super::status::ApiError;
 use super::store::DEFAULT_RETAINED_EVENTS;
 use super::verbs::Cluster;
 
-/// Tekton's CustomRun CRD (tektoncd/pipeline `config/300-crds/300-customrun.yaml`), which the
-/// emulator serves as a real cluster with Tekton installed does. The workspace keeps one copy of
-/// each upstream CRD, in `tests/crds/` (its README says where each comes from); this is the one
-/// place the emulator reads it.
-pub const CUSTOMRUN_CRD: &str =
-    include_str!("../../../tests/crds/tekton-pipeline_300-customrun.yaml");
-
 /// How the emulator starts.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -82,7 +75,7 @@ impl Emulator {
                 .map_err(std::io::Error::other)?;
         }
         cluster
-            .seed_str(CUSTOMRUN_CRD)
+            .seed(super::tekton::customrun_crd())
             .map_err(std::io::Error::other)?;
         let control = Arc::new(Control::default());
         let app = router(AppState {

@@ -3,13 +3,14 @@
 //! to it through a kubeconfig, and the tests drive it over its control API exactly as another
 //! program, or a user with curl, would), and small waiting helpers. Beside it: the programs as
 //! child processes whose log is printed when a test fails ([`process`]), `imagegate source` as a
-//! Deployment runs it ([`source`]), a CloudEvents sink ([`sink`]) and the RBAC checker
-//! ([`rbac`]).
+//! Deployment runs it ([`source`]), a CloudEvents sink ([`sink`]), the RBAC checker ([`rbac`]) and
+//! the released upstream manifests from Go's module cache ([`upstream`]).
 
 pub mod process;
 pub mod rbac;
 pub mod sink;
 pub mod source;
+pub mod upstream;
 
 pub use process::Process;
 
@@ -107,14 +108,17 @@ impl EmulatorServer {
             .await
             .expect("the emulator never started")
             .expect("the emulator's thread ended before it served");
-        EmulatorServer {
+        let server = EmulatorServer {
             url,
             kubeconfig,
             http: reqwest::Client::new(),
             stop: Some(stop),
             thread: Some(thread),
             _dir: dir,
-        }
+        };
+        // CustomRuns are pruned and validated by Tekton's own schema, as on a cluster.
+        upstream::install_released_customrun_crd(server.client()).await;
+        server
     }
 
     /// A kube client authenticated as `user` (the token `user:<name>` names it in the log).

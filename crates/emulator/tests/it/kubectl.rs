@@ -282,9 +282,28 @@ fn kubectl_create_apply_patch_delete_with_default_validation() {
     assert!(!ok && err.contains("NotFound"), "{err}");
 }
 
+/// Tekton's released CustomRun CRD in Go's module cache (`scripts/test` exports where the
+/// pinned Tekton Pipelines release is: `scripts/realcluster manifests tekton-pipeline`).
+fn released_customrun_crd() -> PathBuf {
+    let var = "IMAGEGATE_TEKTON_PIPELINE_DIR";
+    let dir = std::env::var_os(var).unwrap_or_else(|| {
+        panic!(
+            "{var} is not set. scripts/test sets it to the released Tekton Pipelines manifests in \
+             Go's module cache: export {var}=\"$(scripts/realcluster manifests tekton-pipeline)\""
+        )
+    });
+    let crd = Path::new(&dir).join("config/300-crds/300-customrun.yaml");
+    assert!(crd.is_file(), "{} is not a file ({var})", crd.display());
+    crd
+}
+
 #[test]
 fn kubectl_default_validation_rejects_bad_custom_resources() {
     let s = start();
+    // Tekton's released CRD replaces the emulator's stand-in (which keeps every field), as
+    // `kubectl replace` updates a CRD on a cluster.
+    let out = s.ok(&["replace", "-f", &released_customrun_crd().to_string_lossy()]);
+    assert!(out.contains("customruns.tekton.dev replaced"), "{out}");
     // `retries` is an integer in Tekton's CustomRun schema.
     let bad = s.file(
         "bad.yaml",
