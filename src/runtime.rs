@@ -102,9 +102,10 @@ impl Runtime {
     }
 
     /// Waits to lead, runs `program` with a token cancelled on shutdown or on losing the Lease,
-    /// then stops the election and the admin server. The result is the program's error if it
-    /// failed, else [`LostLease`] if the Lease was lost, else `Ok`; a shutdown before this
-    /// process led is `Ok` without running the program.
+    /// then stops the election (releasing the Lease) and the admin server, whatever the program
+    /// returned. The result is the program's error if it failed, else [`LostLease`] if the
+    /// Lease was lost, else `Ok`; a shutdown before this process led is `Ok` without running
+    /// the program.
     pub async fn run<F, Fut, E>(mut self, program: F) -> Result<(), E>
     where
         F: FnOnce(CancellationToken) -> Fut,
@@ -159,9 +160,13 @@ impl Runtime {
         Some(work)
     }
 
-    /// Whether this process stopped leading while no shutdown was asked for.
+    /// Whether this process stopped leading while no shutdown was asked for: the election said
+    /// so, or it ended without saying (its sender is gone), which is no leadership either.
     fn lost_lease(&self) -> bool {
-        let stopped_leading = self.election.as_ref().is_some_and(|e| !*e.leading.borrow());
+        let stopped_leading = self
+            .election
+            .as_ref()
+            .is_some_and(|e| !*e.leading.borrow() || e.leading.has_changed().is_err());
         stopped_leading && !self.shutdown.is_cancelled()
     }
 

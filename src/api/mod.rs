@@ -9,10 +9,18 @@
 //! reading. The JSON names and the null/omitted rules follow the Go types field by field
 //! (openshift/api `image/v1/types.go`, tektoncd/pipeline `customrun_types.go`): a Go field
 //! without `omitempty` is always serialized (as `null` when empty), one with `omitempty` is
-//! skipped when empty. Every type is pinned by `tests/api_types.rs` (URL paths and a round-trip
+//! skipped when empty. Every type is pinned by `tests/it/api_types.rs` (URL paths and a round-trip
 //! over the real objects in `tests/fixtures/`).
 
 use serde::{Deserialize, Deserializer};
+
+/// The HTTP status of an API server's refusal (None when there was no answer).
+pub fn status_code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
 
 /// Implements [`kube::Resource`] for a type with a `metadata: ObjectMeta` field and no
 /// `DynamicType`, for the kinds the `CustomResource` derive does not fit (virtual resources and

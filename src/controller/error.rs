@@ -81,14 +81,6 @@ impl Error {
     }
 }
 
-/// The HTTP status of an API error (`None` for a transport error).
-pub(super) fn api_status(e: &kube::Error) -> Option<u16> {
-    match e {
-        kube::Error::Api(s) => Some(s.code),
-        _ => None,
-    }
-}
-
 /// The API server's message of an API error (else the error's text).
 pub(super) fn api_message(e: &kube::Error) -> String {
     match e {

@@ -13,10 +13,11 @@ use crate::api::{CustomRun, ImageStream, ImageStreamImage};
 
 use super::checks::ImageFacts;
 use super::decide::{self, Ask, Decision};
-use super::error::{Error, api_message, api_status};
+use super::error::{Error, api_message};
 use super::params::Request;
 use super::reconcile::Context;
 use super::status::{Outcome, Target, reason};
+use crate::api::status_code as api_status;
 
 /// How many times a write conflicting with a concurrent change is decided again in one
 /// reconcile.

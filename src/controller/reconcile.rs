@@ -15,12 +15,13 @@ use kube::runtime::controller::Action;
 use crate::api::CustomRun;
 
 use super::crd::{ImagePromotion, ImagePromotionSpec};
-use super::error::{Error, api_status};
+use super::error::Error;
 use super::metrics::Metrics;
 use super::params::{self, Request, SpecSource};
 use super::runs::{RunKey, RunStates};
 use super::status::{Outcome, Target, reason};
 use super::{promote, report};
+use crate::api::status_code as api_status;
 
 /// A clock, injected so that timeouts can be tested.
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;

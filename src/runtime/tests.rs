@@ -1,6 +1,6 @@
 //! The runtime without leader election: the program runs at once, the admin server answers
 //! while it runs, and shutdown cancels the program's token and stops the server. (With a
-//! Lease, against the emulator: `tests/runtime.rs`.)
+//! Lease, against the emulator: `tests/it/runtime.rs`.)
 
 use super::*;
 

@@ -38,40 +38,50 @@ impl Announced {
         Some(action)
     }
 
-    /// Forgets a deleted stream; whether it had been announced.
-    pub fn deleted(&mut self, key: &StreamKey) -> bool {
-        self.versions.remove(key).is_some()
+    /// Forgets a deleted stream.
+    pub fn deleted(&mut self, key: &StreamKey) {
+        self.versions.remove(key);
     }
 
     /// The streams announced and not deleted.
     pub fn keys(&self) -> impl Iterator<Item = &StreamKey> {
         self.versions.keys()
     }
+}
 
-    /// How many.
-    pub fn len(&self) -> usize {
-        self.versions.len()
-    }
+/// What an ApiServerSource mode sends as an event's data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Mode `resource`: the object.
+    Resource,
+    /// Mode `reference`: an ObjectReference to it.
+    Reference,
+}
 
-    /// Whether none.
-    pub fn is_empty(&self) -> bool {
-        self.versions.is_empty()
+impl Shape {
+    /// The shape of `mode`'s events; None for mode `imagestreamtag`, which is not one of these.
+    pub fn of(mode: Mode) -> Option<Shape> {
+        match mode {
+            Mode::Resource => Some(Shape::Resource),
+            Mode::Reference => Some(Shape::Reference),
+            Mode::ImageStreamTag => None,
+        }
     }
 }
 
-/// The event `mode` sends for `action` on `stream` (the whole object: its last state for a
+/// The event of `shape` for `action` on `stream` (the whole object: its last state for a
 /// deletion), stamped `now`; `source_url` is the API server's URL.
 pub fn event(
-    mode: Mode,
+    shape: Shape,
     action: WatchAction,
     stream: &ImageStream,
     source_url: &str,
     now: DateTime<Utc>,
 ) -> Event {
     let object = serde_json::to_value(stream).unwrap_or(Value::Null);
-    match mode {
-        Mode::Reference => reference_event(action, &object, source_url, now),
-        Mode::Resource | Mode::ImageStreamTag => resource_event(action, &object, source_url, now),
+    match shape {
+        Shape::Reference => reference_event(action, &object, source_url, now),
+        Shape::Resource => resource_event(action, &object, source_url, now),
     }
 }
 

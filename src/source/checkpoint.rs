@@ -56,10 +56,10 @@ use kube::api::{Api, ListParams};
 
 use self::health::{FailureKind, Persistence, Say};
 use self::layout::{Found, Layout, ShardId};
-use self::write::code;
 use super::metrics::Metrics;
 use super::state::StreamState;
 use crate::admin::Health;
+use crate::api::status_code as code;
 
 pub use self::entry::{StreamKey, data_key, decode_state, fnv1a64, legacy_shard_of};
 pub use self::layout::{MAX_SHARD_BYTES, MERGE_BELOW, SPLIT_ABOVE};
@@ -385,6 +385,30 @@ impl Checkpoint {
             Some(e) => Err(e),
             None => Ok(self.layout().all_written()),
         }
+    }
+
+    /// [`Checkpoint::run`] once `listed` turns true, until `done` is cancelled. Never before:
+    /// a first start that flushed an empty checkpoint (and its marker) and then crashed would
+    /// look like a restart that lost every stream. Readiness then follows whether the
+    /// checkpoint is being written. Returns at once, flushing nothing, when `done` is cancelled
+    /// or `listed`'s sender goes before the first list.
+    pub async fn run_once_listed(
+        self: Arc<Self>,
+        mut listed: tokio::sync::watch::Receiver<bool>,
+        metrics: Metrics,
+        health: Arc<Health>,
+        done: tokio_util::sync::CancellationToken,
+    ) {
+        let listed = tokio::select! {
+            biased;
+            () = done.cancelled() => false,
+            listed = listed.wait_for(|listed| *listed) => listed.is_ok(),
+        };
+        if !listed {
+            return;
+        }
+        health.set_ready(true);
+        self.run(metrics, health, done.cancelled_owned()).await;
     }
 
     /// Flushes at once, then after each flush waits its [`pause`] (`flush_interval`, longer when

@@ -1,6 +1,6 @@
-//! Pure event construction: one CloudEvent per [`TagChange`] (mode `imagestreamtag`), or the
-//! events Knative's ApiServerSource sends for an ImageStream watch event (modes `resource` and
-//! `reference`), and the `K_CE_OVERRIDES` step applied last. No I/O: the clock is passed in.
+//! Pure event construction: one CloudEvent per [`TagChange`] (mode `imagestreamtag`; the
+//! ApiServerSource modes build theirs in [`super::apiserver`]), and the `K_CE_OVERRIDES` step
+//! applied last. No I/O: the clock is passed in.
 //!
 //! Every id is deterministic (a truncated SHA-256 of what identifies the change, see
 //! [`event_id`]), so a retried or re-sent event carries the id of the first attempt and a

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
-use super::apiserver::{self, Announced, WatchAction};
+use super::apiserver::{self, Announced, Shape, WatchAction};
 use super::checkpoint::{Checkpoint, Loaded, StreamKey};
 use super::deliver::{self, Delivered, SinkClient};
 use super::diff;
@@ -64,13 +64,13 @@ pub async fn run(
             watch::start::<decode::Whole>(&client, &scopes, selector, metrics.clone()).boxed()
         }
     };
-    let tracking = match settings.mode {
-        Mode::ImageStreamTag => Tracking::Tags(Tracker::new(
+    let tracking = match Shape::of(settings.mode) {
+        None => Tracking::Tags(Tracker::new(
             loaded,
             settings.tags.clone(),
             settings.emit_existing,
         )),
-        Mode::Resource | Mode::Reference => Tracking::Objects(Announced::default()),
+        Some(shape) => Tracking::Objects(Announced::default(), shape),
     };
     let flow = Flow {
         settings: settings.clone(),
@@ -88,8 +88,8 @@ pub async fn run(
 enum Tracking {
     /// Mode `imagestreamtag`: the tag states.
     Tags(Tracker),
-    /// Modes `resource` and `reference`: the versions announced.
-    Objects(Announced),
+    /// Modes `resource` and `reference`: the versions announced, and what the events carry.
+    Objects(Announced, Shape),
 }
 
 struct Flow {
@@ -153,7 +153,7 @@ impl Flow {
     fn known(&self) -> Box<dyn Iterator<Item = &StreamKey> + '_> {
         match &self.tracking {
             Tracking::Tags(t) => Box::new(t.keys()),
-            Tracking::Objects(a) => Box::new(a.keys()),
+            Tracking::Objects(a, _) => Box::new(a.keys()),
         }
     }
 
@@ -169,10 +169,11 @@ impl Flow {
                 let decision = t.applied(is, first_list);
                 self.decided(key, decision, seen).await;
             }
-            Tracking::Objects(a) => {
+            Tracking::Objects(a, shape) => {
+                let shape = *shape;
                 let version = is.metadata.resource_version.as_deref().unwrap_or_default();
                 if let Some(action) = a.applied(&key, version) {
-                    self.announce(&key, action, is, seen).await;
+                    self.announce(&key, shape, action, is, seen).await;
                 }
             }
         }
@@ -185,11 +186,13 @@ impl Flow {
                 let decision = t.deleted(&key);
                 self.decided(key, decision, seen).await;
             }
-            Tracking::Objects(a) => {
+            Tracking::Objects(a, shape) => {
+                let shape = *shape;
                 a.deleted(&key);
                 // A stream gone while the watch was down has no last state to send.
                 if let Some(is) = last {
-                    self.announce(&key, WatchAction::Delete, is, seen).await;
+                    self.announce(&key, shape, WatchAction::Delete, is, seen)
+                        .await;
                 }
             }
         }
@@ -226,13 +229,14 @@ impl Flow {
     async fn announce(
         &self,
         key: &StreamKey,
+        shape: Shape,
         action: WatchAction,
         is: &ImageStream,
         seen: Instant,
     ) {
         let now = chrono::Utc::now();
         let url = &self.settings.api_server_url;
-        let event = apiserver::event(self.settings.mode, action, is, url, now);
+        let event = apiserver::event(shape, action, is, url, now);
         let order = format!("{}/{}", key.0, key.1);
         self.push(order, Pending::Object(Box::new(event)), seen)
             .await;

@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::admin::Health;
@@ -136,41 +137,22 @@ pub async fn run_with_listed(
                 info!("no checkpoint: first start");
             }
             health.set_condition("checkpoint", checkpoint.not_ready());
-            // The flusher starts once the first list is recorded: a first start that flushed an
-            // empty checkpoint and then crashed would look like a restart that lost every
-            // stream. Readiness then follows the first list and whether the checkpoint is being
-            // written.
-            let mut listed_rx = listed.subscribe();
-            let flusher = tokio::spawn({
-                let checkpoint = checkpoint.clone();
-                let health = health.clone();
-                let metrics = metrics.clone();
-                let stop = stop.clone();
-                async move {
-                    tokio::select! {
-                        _ = stop.cancelled() => return,
-                        _ = listed_rx.wait_for(|listed| *listed) => {},
-                    }
-                    health.set_ready(true);
-                    checkpoint
-                        .run(metrics, health, stop.cancelled_owned())
-                        .await;
-                }
-            });
+            // The flusher has its own token, cancelled once the flow and its acknowledgements
+            // are done: its last flush then holds everything acknowledged, and a flow that
+            // failed before its first list flushes nothing.
+            let flushed = CancellationToken::new();
+            let flusher = tokio::spawn(checkpoint.clone().run_once_listed(
+                listed.subscribe(),
+                metrics.clone(),
+                health.clone(),
+                flushed.clone(),
+            ));
             let settings = Arc::new(settings);
-            flow::run(
-                client,
-                settings,
-                checkpoint.clone(),
-                loaded,
-                metrics,
-                listed,
-                stop,
-            )
-            .await?;
-            // The flusher writes what was acknowledged last before it stops.
+            let flowed =
+                flow::run(client, settings, checkpoint, loaded, metrics, listed, stop).await;
+            flushed.cancel();
             let _ = flusher.await;
-            Ok(())
+            flowed
         })
         .await
 }

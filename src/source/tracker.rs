@@ -111,16 +111,6 @@ impl Tracker {
     pub fn keys(&self) -> impl Iterator<Item = &StreamKey> {
         self.enqueued.keys()
     }
-
-    /// How many streams are tracked.
-    pub fn len(&self) -> usize {
-        self.enqueued.len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.enqueued.is_empty()
-    }
 }
 
 fn with_afters(

@@ -216,7 +216,7 @@ fn the_shipped_roles_grant_what_the_programs_need_and_nothing_more_on_a_real_api
     cp.ok(&["apply", "--server-side", "-k", "config/"]);
     let source = "system:serviceaccount:imagegate-system:imagegate-source";
     let controller = "system:serviceaccount:imagegate-system:imagegate-controller";
-    // What each program's code calls (tests/rbac.rs proves each is used, on the emulator), and
+    // What each program's code calls (tests/it/rbac.rs proves each is used, on the emulator), and
     // what it must not do.
     let (sys, nb) = ("imagegate-system", "notebooks");
     let (yes, no) = (true, false);

@@ -349,3 +349,36 @@ async fn shards_lost_while_down_resend_their_streams_current_tags_with_the_same_
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(sink.accepted().len(), 3);
 }
+
+#[tokio::test]
+async fn a_source_that_fails_before_its_first_list_writes_no_checkpoint() {
+    // The flow fails at once (K_CA_CERTS holds no certificate), and on its way out the source
+    // releases its Lease, which takes a few round trips. Nothing may be flushed meanwhile: an
+    // empty checkpoint with its marker would make the next start take every stream for new and
+    // send its whole history. Several times, since a flush there would be a race.
+    let (emu, dir, sink) = setup(&["nb"]).await;
+    for _ in 0..5 {
+        let mut source = Source::with_env(
+            &emu,
+            &dir,
+            &sink.url,
+            &["--leader-elect"],
+            &[("K_CA_CERTS", "not a certificate")],
+        );
+        let exit = source.exited().await;
+        assert!(!exit.success(), "{exit:?}");
+        let (shards, marker) = checkpoint_objects(&emu).await;
+        assert!(
+            shards.is_empty() && !marker,
+            "{} shards, marker {marker}",
+            shards.len()
+        );
+    }
+    // A start with a good configuration is still a first start: it sends nothing.
+    let mut source = Source::new(&emu, &dir, &sink.url, &[]);
+    source.ready().await;
+    let (shards, marker) = checkpoint_objects(&emu).await;
+    assert!(!shards.is_empty() && marker);
+    source.stop().await;
+    assert!(sink.received().is_empty(), "a first start sends nothing");
+}

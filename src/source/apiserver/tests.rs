@@ -220,17 +220,23 @@ fn each_version_of_a_stream_is_announced_once_and_a_deletion_forgets_it() {
     // resourceVersions are opaque: any new string is a new version.
     assert_eq!(announced.applied(&key, "0a"), Some(WatchAction::Update));
     assert_eq!(announced.keys().collect::<Vec<_>>(), [&key]);
-    assert!(announced.deleted(&key));
-    assert!(!announced.deleted(&key));
-    assert!(announced.is_empty());
+    announced.deleted(&key);
+    assert_eq!(announced.keys().count(), 0);
     assert_eq!(announced.applied(&key, "9"), Some(WatchAction::Add));
+}
+
+#[test]
+fn only_the_apiserversource_modes_have_a_shape() {
+    assert_eq!(Shape::of(Mode::Resource), Some(Shape::Resource));
+    assert_eq!(Shape::of(Mode::Reference), Some(Shape::Reference));
+    assert_eq!(Shape::of(Mode::ImageStreamTag), None);
 }
 
 #[test]
 fn a_typed_stream_is_sent_as_its_object_in_either_mode() {
     let stream: ImageStream = serde_json::from_value(image_stream()).unwrap();
     let resource = event(
-        Mode::Resource,
+        Shape::Resource,
         WatchAction::Update,
         &stream,
         API_SERVER,
@@ -239,7 +245,7 @@ fn a_typed_stream_is_sent_as_its_object_in_either_mode() {
     assert_eq!(resource.ty(), types::RESOURCE_UPDATE);
     assert_eq!(json_data(&resource)["metadata"]["uid"], UID);
     let reference = event(
-        Mode::Reference,
+        Shape::Reference,
         WatchAction::Delete,
         &stream,
         API_SERVER,

@@ -17,6 +17,7 @@ use super::{
     Checkpoint, CheckpointError, EPOCH_ANNOTATION, FORMAT_KEY, LABELS, MAX_SHARD_BYTES,
     WRITE_ATTEMPTS,
 };
+use crate::api::status_code as code;
 
 /// What a leaf's write sends, and what it stands for.
 struct LeafBody {
@@ -229,10 +230,13 @@ impl Checkpoint {
             .with_factor(2.0)
             .with_max_delay(Duration::from_secs(5))
             .with_max_times(WRITE_ATTEMPTS as usize - 1);
+        let mut attempt = 0u32;
         op.retry(backoff)
             .when(retriable)
             .notify(|error, wait| {
-                tracing::debug!(%error, wait_ms = wait.as_millis() as u64, "checkpoint write failed; retrying")
+                attempt += 1;
+                let wait_ms = wait.as_millis() as u64;
+                tracing::debug!(attempt, %error, wait_ms, "checkpoint write failed; retrying")
             })
             .await
     }
@@ -267,13 +271,6 @@ impl Checkpoint {
             .await
             .map(drop)
             .map_err(kube::Error::ReadEvents)
-    }
-}
-
-pub(super) fn code(e: &kube::Error) -> Option<u16> {
-    match e {
-        kube::Error::Api(s) => Some(s.code),
-        _ => None,
     }
 }
 

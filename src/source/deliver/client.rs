@@ -173,9 +173,10 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// `Retry-After` as a wait from `now`: delay-seconds or an HTTP-date (IMF-fixdate, RFC 850 or
-/// asctime, as `httpdate` and Go's `http.ParseTime` read them); a date in the past is no
-/// wait; anything else is None.
+/// `Retry-After` as a wait from `now`: delay-seconds or an HTTP-date (RFC 9110's IMF-fixdate,
+/// RFC 850 or asctime form, in GMT, as `httpdate` reads them); a date in the past is no wait;
+/// anything else (another zone, a missing weekday, a date before 1970) is None, so the backoff
+/// applies.
 pub fn parse_retry_after(value: &str, now: DateTime<Utc>) -> Option<Duration> {
     let value = value.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {

@@ -14,9 +14,9 @@
 //! [`spec`] is the delivery spec, [`wire`] the encoding, [`client`] one attempt; this module
 //! runs the attempts and the dead-letter sink.
 
-pub mod client;
-pub mod spec;
-pub mod wire;
+mod client;
+mod spec;
+mod wire;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -34,7 +34,7 @@ pub use self::client::{
     parse_retry_after,
 };
 pub use self::spec::{
-    BackoffPolicy, DEFAULT_MAX_BACKOFF, DeliverySpec, is_retryable, parse_iso8601_duration,
+    BackoffPolicy, DEFAULT_MAX_BACKOFF, Delays, DeliverySpec, is_retryable, parse_iso8601_duration,
 };
 pub use self::wire::{ContentMode, Encoded};
 

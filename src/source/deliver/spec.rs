@@ -63,15 +63,9 @@ impl DeliverySpec {
         }
     }
 
-    /// The wait before retry number `retry` after `err`: the backoff, or the sink's
+    /// The wait after `err` when the backoff says `delay`: the backoff, or the sink's
     /// `Retry-After` on a 429 or 503 when that is longer (Knative's `generateBackoffFn`), never
     /// more than `max_backoff`.
-    pub fn wait_before(&self, retry: u32, err: &SendError) -> Duration {
-        self.wait_after(self.delay(retry), err)
-    }
-
-    /// The wait after `err` when the backoff says `delay`: the longer of the two, never more
-    /// than `max_backoff`.
     pub fn wait_after(&self, delay: Duration, err: &SendError) -> Duration {
         let asked = match err {
             SendError::Status {

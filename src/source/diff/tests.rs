@@ -376,7 +376,11 @@ fn an_import_failure_is_sent_once_and_again_only_with_a_new_generation() {
     let failed = fixture("ci-note_ansible-runner_imagestream_import-failed.yaml");
     let stream = key(&failed);
     let mut state = state_of(&failed, &all());
-    state.tags.get_mut("latest").unwrap().failure_generation = None;
+    let cleared = TagState {
+        failure_generation: None,
+        ..state.tags["latest"].clone()
+    };
+    state.tags.insert("latest", cleared);
     let changes = diff(&stream, Some(&state), Some(&failed), &all());
     assert_eq!(
         brief(&changes),
@@ -687,14 +691,21 @@ fn a_lost_record_of_a_single_import_and_a_standing_failure_resends_both() {
     assert_eq!(brief(&changes), [b(Updated, "candidate", Some(A), None, 1)]);
 }
 
-/// The state the receiver is in once every change of `changes` was acknowledged, each moving
-/// it by the state rule: what the checkpoint holds after a delivery.
+/// The state the receiver is in once every change of `changes` was acknowledged, each through
+/// the acknowledgement step itself: what the checkpoint holds after a delivery.
 fn acknowledged(before: Option<&StreamState>, changes: &[TagChange]) -> StreamState {
     let afters = crate::source::state::afters(before, changes);
-    changes.iter().zip(afters).fold(
-        before.cloned().unwrap_or_default(),
-        |state, (change, after)| state.told(&change.image_stream_uid, &change.tag, after),
-    )
+    let mut recorded = before.cloned();
+    for (change, after) in changes.iter().cloned().zip(afters) {
+        let pending = crate::source::pending::Pending::Tag {
+            change,
+            found: chrono::Utc::now(),
+            after,
+        };
+        let acked = crate::source::ack::acknowledged(|_| recorded.clone(), pending);
+        recorded = acked.expect("a tag's change records its stream").1;
+    }
+    recorded.unwrap_or_default()
 }
 
 #[test]

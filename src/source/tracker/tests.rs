@@ -66,7 +66,7 @@ fn a_first_start_records_what_exists_and_sends_nothing_then_tracks_changes() {
     let d = t.applied(&stream("nb", &[(C, 3), (B, 2), (A, 1)], None), false);
     assert_eq!(sent(&d), [(Updated, Some(C), 3)]);
     assert_eq!(d.send[0].1.as_ref().unwrap().digest.as_deref(), Some(C));
-    assert_eq!(t.len(), 2);
+    assert_eq!(t.keys().count(), 2);
 }
 
 #[test]
@@ -125,7 +125,7 @@ fn a_deleted_stream_sends_a_deletion_of_every_recorded_tag_and_is_forgotten() {
     let d = t.deleted(&key("nb"));
     assert_eq!(sent(&d), [(Deleted, Some(B), 2)]);
     assert_eq!(d.send[0].1, None, "the tag is gone once delivered");
-    assert!(t.is_empty());
+    assert_eq!(t.keys().count(), 0);
     assert_eq!(
         sent(&t.deleted(&key("nb"))),
         [],

@@ -12,7 +12,7 @@ use cloudevents::event::AttributesReader;
 use imagegate::api::{CustomRun, ImageStream};
 use imagegate::controller::{crd, params, status};
 use imagegate::source::Mode;
-use imagegate::source::apiserver::{self, WatchAction};
+use imagegate::source::apiserver::{self, Shape, WatchAction};
 use imagegate::source::change::{ChangeKind, TagChange};
 use imagegate::source::deliver::{ContentMode, Encoded};
 use imagegate::source::event::{self, EventSettings, KINDS};
@@ -95,10 +95,14 @@ impl Code {
             code.learn(&e);
         }
         let stream = stream();
-        for mode in [Mode::Resource, Mode::Reference] {
+        // Every mode of the CLI: those with an ApiServerSource shape send these.
+        for shape in [Mode::Resource, Mode::Reference]
+            .into_iter()
+            .filter_map(Shape::of)
+        {
             for action in [WatchAction::Add, WatchAction::Update, WatchAction::Delete] {
                 code.learn(&apiserver::event(
-                    mode,
+                    shape,
                     action,
                     &stream,
                     "https://api.example:6443",

@@ -84,6 +84,24 @@ impl Process {
         }
     }
 
+    /// Waits up to `within` (without blocking the test's runtime) for it to exit on its own;
+    /// fails the test with the log if it is still running then.
+    pub async fn exited(&mut self, within: Duration) -> ExitStatus {
+        let mut child = self.child.take().expect("the program was started");
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(exit) = child.try_wait().expect("the program can be waited for") {
+                return exit;
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{} did not exit within {within:?}", self.name);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// A graceful stop: SIGTERM, then waits up to `within` (without blocking the test's runtime)
     /// for the exit; fails the test with the log if it takes longer. None if it was not running.
     pub async fn stop(&mut self, within: Duration) -> Option<ExitStatus> {

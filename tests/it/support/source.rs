@@ -21,6 +21,17 @@ impl Source {
         sink: &str,
         extra: &[&str],
     ) -> Source {
+        Source::with_env(emu, dir, sink, extra, &[])
+    }
+
+    /// [`Source::new`], with these environment variables set too.
+    pub fn with_env(
+        emu: &EmulatorServer,
+        dir: &tempfile::TempDir,
+        sink: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Source {
         let kubeconfig = dir.path().join("source-kubeconfig");
         emu.write_kubeconfig(&kubeconfig, "source");
         let admin = free_port();
@@ -39,14 +50,15 @@ impl Source {
             .arg("--admin-addr")
             .arg(format!("127.0.0.1:{admin}"))
             .env("KUBECONFIG", &kubeconfig)
-            .env("RUST_LOG", "info");
+            .env("RUST_LOG", "info")
+            .envs(env.iter().copied());
         Source {
             process: Process::start(format!("imagegate source (admin port {admin})"), command),
             admin,
         }
     }
 
-    /// Starts it again after [`Source::stop`] or [`Source::kill`].
+    /// Starts it again after [`Source::stop`].
     pub fn start(&mut self) {
         self.process.restart();
     }
@@ -59,6 +71,11 @@ impl Source {
     /// A graceful stop (SIGTERM): deliveries in flight end, the checkpoint is flushed.
     pub async fn stop(&mut self) {
         self.process.stop(Duration::from_secs(20)).await;
+    }
+
+    /// Waits for it to exit on its own; its exit status.
+    pub async fn exited(&mut self) -> std::process::ExitStatus {
+        self.process.exited(Duration::from_secs(20)).await
     }
 
     /// Its `/metrics`.

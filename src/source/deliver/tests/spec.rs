@@ -186,7 +186,7 @@ fn the_wait_is_the_longer_of_backoff_and_retry_after_on_429_and_503_only() {
         (SendError::Transport("reset".into()), secs(2)),
     ];
     for (err, expected) in table {
-        assert_eq!(spec.wait_before(1, &err), expected, "{err:?}");
+        assert_eq!(spec.wait_after(spec.delay(1), &err), expected, "{err:?}");
     }
 }
 
@@ -202,6 +202,10 @@ fn retry_after_is_seconds_or_an_http_date() {
         ("Tuesday, 01-Dec-26 09:01:00 GMT", Some(secs(60))),
         ("Tue Dec  1 09:00:10 2026", Some(secs(10))),
         ("Mon, 30 Nov 2026 09:00:00 GMT", Some(Duration::ZERO)),
+        // Not an HTTP-date (RFC 9110 allows only GMT, and the weekday): ignored, the backoff
+        // applies.
+        ("Tue, 01 Dec 2026 09:00:30 +0000", None),
+        ("01 Dec 2026 09:00:30 GMT", None),
         ("-5", None),
         ("1.5", None),
         ("soon", None),
