@@ -71,9 +71,7 @@ impl Harness {
             "spec": {"customRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion"},
                      "params": params}
         });
-        for (k, v) in spec_extra.as_object().unwrap() {
-            body["spec"][k] = v.clone();
-        }
+        json_patch::merge(&mut body["spec"], &spec_extra);
         self.runs()
             .create(
                 &PostParams::default(),

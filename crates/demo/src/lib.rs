@@ -5,14 +5,17 @@
 //! CRD and imagegate's ImagePromotion CRD. The real source ([`imagegate::source::run`]) and the real
 //! controller ([`imagegate::controller::run`]) run against it over HTTP, each as its own service
 //! account. Between them sits a stand-in for Tekton: an HTTP EventListener and a pipeline runner
-//! that do what the files in `tekton/` say ([`tekton`], [`listener`], [`pipeline`]); the one
-//! thing it simulates is the container of the smoke-test Task.
+//! that do what the files in `tekton/` say (the private modules `tekton`, `listener` with `request`
+//! and the CEL `interceptor`, `pipeline`); the one thing it simulates is the container of the
+//! smoke-test Task.
 //!
 //! Five scenarios run in turn, each checked against what should happen; the demo ends with a
 //! table of every stream's served digest and phase, and fails if any scenario ended otherwise.
 
+mod interceptor;
 mod listener;
 mod pipeline;
+mod request;
 mod tekton;
 mod timeline;
 
@@ -31,7 +34,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use imagegate::api::ImageStream;
-use imagegate_emulator::simulate::ImportRequest;
+use imagegate_emulator::ImportRequest;
 use imagegate_emulator::{Config, Emulator};
 
 use self::listener::Listener;
@@ -256,7 +259,7 @@ impl World {
             smoke.validator(timeline.clone()),
             timeline.clone(),
         );
-        let listener = Listener::new(files.clone(), runner.clone(), timeline.clone());
+        let listener = Listener::new(files.clone(), runner.clone(), timeline.clone())?;
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
         let stopped = move || {
             let mut rx = stop_rx.clone();

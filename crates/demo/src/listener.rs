@@ -13,19 +13,21 @@ use anyhow::{anyhow, bail};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use cloudevents::AttributesReader;
 use serde_json::{Value, json};
 
+use super::interceptor::Interceptor;
 use super::pipeline::{Created, Runner};
-use super::tekton::{
-    Request, TektonFiles, cel_filter, defaults_of, list_at, str_at, substitute, substitute_value,
-};
+use super::request::Request;
+use super::tekton::{TektonFiles, defaults_of, list_at, str_at, substitute, substitute_value};
 use super::timeline::{Timeline, short_digest, short_name};
 
 /// The EventListener stand-in.
 pub struct Listener {
     files: TektonFiles,
+    /// Triggers' CEL environment, for the `cel` interceptors.
+    cel: Interceptor,
     runner: Runner,
     timeline: Arc<Timeline>,
     /// Answer the next N requests with 503, as an EventListener that is restarting would.
@@ -38,15 +40,20 @@ pub struct Listener {
 
 impl Listener {
     /// A listener running what `files` says through `runner`.
-    pub fn new(files: TektonFiles, runner: Runner, timeline: Arc<Timeline>) -> Arc<Listener> {
-        Arc::new(Listener {
+    pub fn new(
+        files: TektonFiles,
+        runner: Runner,
+        timeline: Arc<Timeline>,
+    ) -> anyhow::Result<Arc<Listener>> {
+        Ok(Arc::new(Listener {
             files,
+            cel: Interceptor::new()?,
             runner,
             timeline,
             outage: AtomicU32::new(0),
             seen: Default::default(),
             failed: tokio::sync::watch::channel(None).0,
-        })
+        }))
     }
 
     /// Makes the next `n` deliveries fail with 503.
@@ -156,7 +163,7 @@ impl Listener {
                             .get("value")
                             .and_then(Value::as_str)
                             .ok_or_else(|| anyhow!("the cel filter is not a string"))?;
-                        if !cel_filter(filter, request)? {
+                        if !self.cel.filter(filter, request)? {
                             return Ok(false);
                         }
                     }
@@ -170,6 +177,7 @@ impl Listener {
 
 async fn receive(
     State(listener): State<Arc<Listener>>,
+    uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> (StatusCode, String) {
@@ -216,21 +224,7 @@ async fn receive(
             );
         }
     };
-    let mut request = Request {
-        headers: BTreeMap::new(),
-        body: body_json,
-    };
-    for (name, value) in &headers {
-        let v = String::from_utf8_lossy(value.as_bytes()).to_string();
-        request
-            .headers
-            .entry(name.as_str().to_ascii_lowercase())
-            .and_modify(|cur| {
-                cur.push(',');
-                cur.push_str(&v);
-            })
-            .or_insert(v);
-    }
+    let request = Request::from_http(uri.to_string(), &headers, body_json);
     listener.timeline.line("event", &what);
     match listener.handle(&request) {
         Ok(created) if created.is_empty() => listener

@@ -54,7 +54,8 @@ pub struct RequestRecord {
     pub name: String,
     /// The client's User-Agent.
     pub user_agent: String,
-    /// The user the bearer token names (see [`user_of`]).
+    /// The user the bearer token names: `NAME` for a token `user:NAME`, `admin` for any other
+    /// token, `system:anonymous` without one.
     pub user: String,
     /// The HTTP status answered (0 while in flight).
     pub code: u16,
@@ -62,7 +63,7 @@ pub struct RequestRecord {
 
 impl RequestRecord {
     /// A record for a request not yet routed.
-    pub fn new(
+    pub(crate) fn new(
         method: &Method,
         path: &str,
         query: &str,
@@ -86,7 +87,7 @@ impl RequestRecord {
     }
 
     /// Fills in what routing found.
-    pub fn set_target(&mut self, t: &Target, verb: &str) {
+    pub(crate) fn set_target(&mut self, t: &Target, verb: &str) {
         self.verb = verb.to_string();
         self.group = t.ty.group.clone();
         self.resource = t.ty.plural.clone();
@@ -96,7 +97,7 @@ impl RequestRecord {
     }
 
     /// Whether the request could change state.
-    pub fn is_mutating(&self) -> bool {
+    pub(crate) fn is_mutating(&self) -> bool {
         matches!(
             self.verb.as_str(),
             "create" | "update" | "patch" | "delete" | "deletecollection"
@@ -107,7 +108,7 @@ impl RequestRecord {
 /// The emulator accepts any bearer token; a token of the form `user:NAME` names the user in
 /// the request log (so tests can tell two programs apart), anything else is `admin`, and no
 /// token is `system:anonymous`.
-pub fn user_of(headers: &HeaderMap) -> String {
+pub(crate) fn user_of(headers: &HeaderMap) -> String {
     match headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -155,7 +156,7 @@ impl Fault {
 
 /// Faults and the request log.
 #[derive(Default)]
-pub struct Control {
+pub(crate) struct Control {
     faults: Mutex<Vec<Fault>>,
     log: Mutex<Vec<RequestRecord>>,
 }
@@ -211,7 +212,7 @@ impl Control {
 }
 
 /// Serves a control request (`rest` is the path after [`PREFIX`]).
-pub async fn handle(
+pub(crate) async fn handle(
     state: &AppState,
     method: &Method,
     rest: &str,

@@ -59,7 +59,7 @@ impl Emulator {
     }
 
     /// Serves on an already bound listener.
-    pub async fn serve(listener: TcpListener, config: Config) -> std::io::Result<Emulator> {
+    async fn serve(listener: TcpListener, config: Config) -> std::io::Result<Emulator> {
         let addr = listener.local_addr()?;
         let cluster = Arc::new(Cluster::new(
             Settings {
@@ -113,13 +113,8 @@ impl Emulator {
         format!("http://{}", self.addr)
     }
 
-    /// The emulated cluster, for direct inspection in tests.
-    pub fn cluster(&self) -> &Arc<Cluster> {
-        &self.cluster
-    }
-
-    /// A kube client for the emulator, authenticated as `user` (see
-    /// [`super::control::user_of`]).
+    /// A kube client for the emulator, authenticated as `user`: its token is `user:<user>`,
+    /// which the request log records as `user` (any other token is `admin`).
     pub fn client_as(&self, user: &str) -> kube::Result<kube::Client> {
         let uri = axum::http::Uri::builder()
             .scheme("http")
@@ -138,7 +133,7 @@ impl Emulator {
     }
 
     /// A kubeconfig for the emulator (the token names `user` in the request log).
-    pub fn kubeconfig_yaml(&self, user: &str) -> String {
+    fn kubeconfig_yaml(&self, user: &str) -> String {
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: imagegate-emulator\n  cluster:\n    server: {url}\n\
              users:\n- name: {user}\n  user:\n    token: user:{user}\n\
@@ -148,7 +143,7 @@ impl Emulator {
         )
     }
 
-    /// Writes [`Emulator::kubeconfig_yaml`] to a file.
+    /// Writes a kubeconfig for the emulator (the token names `user` in the request log) to a file.
     ///
     /// The file appears whole: it is written beside `path` and renamed into place, so a program
     /// waiting for it never reads half of it.

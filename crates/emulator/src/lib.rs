@@ -4,41 +4,48 @@
 //! `imagegate-emulator` binary. It knows nothing of imagegate itself: clients reach it only over
 //! HTTP (`kube::Client`, kubectl, curl).
 //!
-//! The request path reads top to bottom:
-//! - [`http`]: routing of `/api`, `/apis`, `/openapi/v3` and the control API under
+//! Its public surface is what its users need: [`Emulator`] (start with a [`Config`], seed,
+//! simulate imports with an [`ImportRequest`], inject faults, read the request log, errors as
+//! [`ApiError`]), [`tekton`] (the stand-in CustomRun CRD) and [`control`] (the
+//! [`control::Fault`] and [`control::RequestRecord`] types and the control API's
+//! [`control::PREFIX`]). The modules behind it are private to the crate; the request path reads
+//! top to bottom:
+//! - `http`: routing of `/api`, `/apis`, `/openapi/v3` and the control API under
 //!   [`control::PREFIX`], fault injection and the request log.
-//! - [`verbs`]: get, list, create, update, patch, delete for any resource type, applying the
-//!   per-type strategy ([`openshift`] for ImageStreams and their virtual views, CRDs for custom
+//! - `verbs`: get, list, create, update, patch, delete for any resource type, applying the
+//!   per-type strategy (`openshift` for ImageStreams and their virtual views, CRDs for custom
 //!   resources) and the generic metadata rules (uid, generation, status subresource).
-//! - [`watch`]: watch streams (resume from a resourceVersion, bookmarks, 410 Expired, streaming
+//! - `watch`: watch streams (resume from a resourceVersion, bookmarks, 410 Expired, streaming
 //!   lists).
-//! - [`store`]: the objects, the global resourceVersion counter and the event log.
-//! - [`patch`], [`selector`], [`schema`]: pure patch, selector and CRD-schema semantics.
-//! - [`registry`]: the resource types served and the discovery documents;
-//!   [`openapi`]: the OpenAPI v3 documents kubectl validates against.
-//! - [`simulate`]: what the cluster does by itself (seeded objects, scheduled imports).
-//! - [`handle`]: the programmatic handle tests and the demo use (seed, simulate imports,
-//!   faults, compaction); [`control`] exposes the same over HTTP for other processes.
+//! - `store`: the objects, the global resourceVersion counter and the event log.
+//! - `patch`, `selector`, `schema`: pure patch, selector and CRD-schema semantics.
+//! - `registry`: the resource types served and the discovery documents; `openapi`: the OpenAPI
+//!   v3 documents kubectl validates against.
+//! - `simulate`: what the cluster does by itself (seeded objects, scheduled imports).
+//! - `handle`: the programmatic handle tests and the demo use (seed, simulate imports, faults,
+//!   compaction); [`control`] exposes the same over HTTP for other processes.
 //!
 //! It serves CustomRuns from the start, as a cluster with Tekton installed does, with its own
 //! stand-in for Tekton's released CRD ([`tekton::customrun_crd`]: same group, version and kind,
 //! a schema that keeps every field); tests that need Tekton's schema create the released CRD.
 
 pub mod control;
-pub mod handle;
-pub mod http;
-pub mod openapi;
-pub mod openshift;
-pub mod patch;
-pub mod registry;
-pub mod schema;
-pub mod selector;
-pub mod simulate;
-pub mod status;
-pub mod store;
-pub mod stored;
+mod handle;
+mod http;
+mod openapi;
+mod openshift;
+mod patch;
+mod registry;
+mod schema;
+mod selector;
+mod simulate;
+mod status;
+mod store;
+mod stored;
 pub mod tekton;
-pub mod verbs;
-pub mod watch;
+mod verbs;
+mod watch;
 
 pub use handle::{Config, Emulator};
+pub use simulate::{ImportRequest, Imported};
+pub use status::ApiError;

@@ -112,15 +112,6 @@ impl ResourceType {
             Behavior::ImageStreamTag | Behavior::ImageStreamImage
         )
     }
-
-    /// The base path of collections (`/apis/g/v` or `/api/v1`).
-    pub fn group_version_path(&self) -> String {
-        if self.group.is_empty() {
-            format!("/api/{}", self.version)
-        } else {
-            format!("/apis/{}/{}", self.group, self.version)
-        }
-    }
 }
 
 /// The built-in resource types: Kubernetes core kinds the product touches plus the OpenShift

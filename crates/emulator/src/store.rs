@@ -35,17 +35,6 @@ pub enum EventType {
     Deleted,
 }
 
-impl EventType {
-    /// The wire name (`ADDED`, `MODIFIED`, `DELETED`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
-
 /// One committed change.
 #[derive(Clone, Debug)]
 pub struct Event {
@@ -129,27 +118,6 @@ impl Reader<'_> {
     pub fn get(&self, group: &str, plural: &str, namespace: &str, name: &str) -> Option<Obj> {
         self.with(|inner| get_in(inner, group, plural, namespace, name))
     }
-
-    /// All objects of a resource, optionally within one namespace, sorted by namespace and name.
-    pub fn list(&self, group: &str, plural: &str, namespace: Option<&str>) -> Vec<Obj> {
-        self.with(|inner| list_in(inner, group, plural, namespace))
-    }
-
-    /// The resource type for a group, version and plural.
-    pub fn find_type(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType> {
-        self.with(|inner| {
-            inner
-                .types
-                .iter()
-                .find(|t| t.group == group && t.version == version && t.plural == plural)
-                .cloned()
-        })
-    }
-
-    /// The revision the next write will get (under the lock: exactly; otherwise: at least).
-    pub fn next_rv(&self) -> u64 {
-        self.with(|inner| inner.rv + 1)
-    }
 }
 
 /// The retained events after a revision, and a receiver for everything after them.
@@ -196,8 +164,10 @@ impl Store {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The current resourceVersion (the revision of the last write).
-    pub fn current_rv(&self) -> u64 {
+    /// The current resourceVersion (the revision of the last write), for the tests of the
+    /// counter that every write stamps.
+    #[cfg(test)]
+    fn current_rv(&self) -> u64 {
         self.lock().rv
     }
 

@@ -264,7 +264,7 @@ impl EmulatorServer {
 }
 
 /// A CustomRun of the ImagePromotion custom task in namespace `ds` with string `params`, and
-/// `extra` deep-merged over it (e.g. `{"spec": {"retries": 2}}`).
+/// `extra` applied to it as a JSON merge patch (RFC 7386; e.g. `{"spec": {"retries": 2}}`).
 pub fn promotion_run(
     name: &str,
     params: &[(&str, &str)],
@@ -280,22 +280,8 @@ pub fn promotion_run(
         "spec": {"customRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion"},
                  "params": params, "serviceAccountName": "default"}
     });
-    json_merge(&mut body, extra);
+    json_patch::merge(&mut body, extra);
     serde_json::from_value(body).expect("a valid CustomRun")
-}
-
-/// RFC 7386-style merge of `from` into `into`, objects recursively (no null deletion).
-pub fn json_merge(into: &mut Value, from: &Value) {
-    if let (Some(a), Some(b)) = (into.as_object_mut(), from.as_object()) {
-        for (k, v) in b {
-            match a.get_mut(k) {
-                Some(existing) if existing.is_object() && v.is_object() => json_merge(existing, v),
-                _ => {
-                    a.insert(k.clone(), v.clone());
-                }
-            }
-        }
-    }
 }
 
 /// Who holds the Lease `name` in `imagegate-system` (None: nobody, or no Lease yet).

@@ -28,20 +28,16 @@ mod views;
 
 use serde_json::Value;
 
-pub use import::{
-    ImportSpec, import_failed, import_spec_failed, import_spec_succeeded, import_succeeded,
-};
+pub use import::{import_failed, import_succeeded};
 pub(crate) use model::{
     NamedTagEventList, ObjectReference, Stream, TagEvent, TagEventCondition, TagImportPolicy,
     TagReference, TagReferencePolicy, from_json, section, semantic_eq, string_map, to_value,
 };
 pub(crate) use reference::{DockerRef, digest_or_image_match, valid_tag};
-pub use strategy::{
-    decorate, prepare_create, prepare_status_update, prepare_update, prepare_update_internal,
-};
+pub use strategy::{decorate, prepare_create, prepare_status_update, prepare_update};
 pub use views::{
     IstagWrite, isimage_view, istag_delete, istag_list, istag_patch_base, istag_view, istag_write,
-    istag_write_response, parse_isimage_name, parse_istag_name,
+    istag_write_response, parse_istag_name,
 };
 
 /// `apiVersion` of every kind served here.
@@ -52,9 +48,6 @@ pub const DOCKER_REPOSITORY_CHECK_ANNOTATION: &str = "openshift.io/image.dockerR
 pub const IMPORT_SUCCESS: &str = "ImportSuccess";
 /// The integrated registry's in-cluster hostname on OpenShift 4.
 pub const DEFAULT_INTERNAL_REGISTRY: &str = "image-registry.openshift-image-registry.svc:5000";
-/// `Strategy.AllowUnconditionalUpdate`: a PUT of an ImageStream without
-/// `metadata.resourceVersion` is rejected with 422 Invalid.
-pub const ALLOW_UNCONDITIONAL_UPDATE: bool = false;
 /// The strategic-merge-patch list keys of ImageStream (`+patchMergeKey` in openshift/api):
 /// dotted list path and the field that identifies an element.
 pub const IMAGESTREAM_MERGE_KEYS: &[(&str, &str)] = &[

@@ -56,34 +56,11 @@ pub fn prepare_update(
     lookup: StreamLookup,
     now: &str,
 ) -> Result<(), StrategyError> {
-    update(old, new, true, settings, lookup, now)
-}
-
-/// The same with the status of `new` kept (`InternalStrategy`): how imports, ImageStreamTag
-/// writes and ImageStreamTag deletes are stored.
-pub fn prepare_update_internal(
-    old: &Value,
-    new: &mut Value,
-    settings: &Settings,
-    lookup: StreamLookup,
-    now: &str,
-) -> Result<(), StrategyError> {
-    update(old, new, false, settings, lookup, now)
-}
-
-fn update(
-    old: &Value,
-    new: &mut Value,
-    reset_status: bool,
-    settings: &Settings,
-    lookup: StreamLookup,
-    now: &str,
-) -> Result<(), StrategyError> {
     let mut old = Stream::parse(old)?;
     old.apply_defaults();
     let mut stream = Stream::parse(new)?;
     stream.apply_defaults();
-    update_stream(&old, &mut stream, reset_status, settings, lookup, now)?;
+    update_stream(&old, &mut stream, true, settings, lookup, now)?;
     *new = stream.into_value();
     decorate(new, settings);
     Ok(())

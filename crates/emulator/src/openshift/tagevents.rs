@@ -301,12 +301,10 @@ pub(super) fn wrap_tag_errors(name: &str, errs: Vec<String>) -> Option<String> {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::super::strategy::tests::{
-        REPO, app_with_history, created, digest, images, none, updated,
-    };
+    use super::super::strategy::tests::{REPO, app_with_history, created, digest, images, updated};
     use super::super::{
         DEFAULT_INTERNAL_REGISTRY, IMPORT_SUCCESS, Settings, StrategyError, TagEventCondition,
-        prepare_create, prepare_update_internal,
+        import_succeeded, prepare_create,
     };
     use super::*;
 
@@ -589,14 +587,11 @@ mod tests {
         })
         .unwrap();
         assert_eq!(images(&aliased, "latest"), [digest('b')]);
-        // A new candidate image (as an import writes it) moves the alias in the same write.
-        let mut imported = aliased.clone();
-        let items = imported["status"]["tags"][0]["items"]
-            .as_array_mut()
-            .unwrap();
-        items.insert(0, json!({"created": "t9", "dockerImageReference": format!("{REPO}/app@{}", digest('c')), "image": digest('c'), "generation": 3}));
-        prepare_update_internal(&aliased, &mut imported, &Settings::default(), &none, "t9")
-            .unwrap();
+        // A new candidate image (a scheduled import) moves the alias in the same write.
+        let pull_spec = format!("{REPO}/app@{}", digest('c'));
+        let imported =
+            import_succeeded(&aliased, "candidate", &digest('c'), &pull_spec, "t9").unwrap();
+        assert_eq!(images(&imported, "candidate")[0], digest('c'));
         assert_eq!(images(&imported, "latest"), [digest('c'), digest('b')]);
     }
 }

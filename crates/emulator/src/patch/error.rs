@@ -1,8 +1,6 @@
-//! Why a patch fails, as kube-apiserver reports it: [`PatchError`] knows the HTTP status, the
-//! `Status` reason and causes of each failure, and [`FieldConflict`] is one owner an apply would
+//! Why a patch fails, as kube-apiserver reports it: [`PatchError`] knows the HTTP status and the
+//! `Status` reason of each failure, and [`FieldConflict`] is one owner an apply would
 //! take a field from, worded like kube's 409.
-
-use serde_json::{Value, json};
 
 /// An owner that an apply would take a field from, as kube reports it in a 409.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,14 +73,6 @@ pub enum PatchError {
         "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
     )]
     MissingFieldManager,
-    /// Another invalid PatchOptions query parameter (422 Invalid).
-    #[error("PatchOptions.meta.k8s.io \"\" is invalid: {field}: {detail}")]
-    InvalidOptions {
-        /// The offending option, e.g. `force`.
-        field: &'static str,
-        /// kube's field-error text, e.g. `Forbidden: may not be specified for non-apply patch`.
-        detail: String,
-    },
     /// An applied configuration the field manager refuses (400 BadRequest): wrong kind or
     /// version, a name that is not the object's, `metadata.managedFields` set, a keyed list
     /// element without its key.
@@ -103,8 +93,7 @@ impl PatchError {
             PatchError::Conflict(_) => 409,
             PatchError::JsonPatchTestFailed { .. }
             | PatchError::JsonPatchFailed { .. }
-            | PatchError::MissingFieldManager
-            | PatchError::InvalidOptions { .. } => 422,
+            | PatchError::MissingFieldManager => 422,
             PatchError::StrategicPatchFailed(_) => 500,
         }
     }
@@ -116,31 +105,6 @@ impl PatchError {
             409 => "Conflict",
             422 => "Invalid",
             _ => "InternalError",
-        }
-    }
-
-    /// The `details.causes` of the `Status` (`[{reason, message, field}]`), empty when kube
-    /// sends none.
-    pub fn status_causes(&self) -> Vec<Value> {
-        match self {
-            PatchError::Conflict(conflicts) => conflicts
-                .iter()
-                .map(|c| {
-                    json!({"reason": "FieldManagerConflict",
-                        "message": format!("conflict with {}", c.owner()), "field": c.field})
-                })
-                .collect(),
-            PatchError::MissingFieldManager => vec![json!({"reason": "FieldValueRequired",
-                "message": "Required value: is required for apply patch", "field": "fieldManager"})],
-            PatchError::InvalidOptions { field, detail } => {
-                let reason = if detail.starts_with("Forbidden") {
-                    "FieldValueForbidden"
-                } else {
-                    "FieldValueInvalid"
-                };
-                vec![json!({"reason": reason, "message": detail, "field": field})]
-            }
-            _ => Vec::new(),
         }
     }
 }
@@ -190,12 +154,6 @@ mod tests {
             "Apply failed with 1 conflict: conflict with \"conf-a\": .data.x"
         );
         assert_eq!((one.http_code(), one.reason()), (409, "Conflict"));
-        assert_eq!(
-            one.status_causes(),
-            vec![
-                json!({"reason": "FieldManagerConflict", "message": "conflict with \"conf-a\"", "field": ".data.x"})
-            ]
-        );
         let two = PatchError::Conflict(vec![
             c("conf-a", "Apply", ".data.x"),
             c("kubectl", "Update", ".data.y"),

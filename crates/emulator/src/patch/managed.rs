@@ -16,7 +16,7 @@ pub(super) const UPDATE: &str = "Update";
 /// Who made a non-apply write (create, update, patch), for [`record_write`].
 #[derive(Clone, Copy, Debug)]
 pub struct Writer<'a> {
-    /// The field manager (`?fieldManager=` or [`super::default_field_manager`]).
+    /// The field manager (`?fieldManager=`, else the product of the User-Agent).
     pub manager: &'a str,
     /// The apiVersion the request was made in.
     pub api_version: &'a str,

@@ -2,9 +2,9 @@
 //! field-ownership bookkeeping (`metadata.managedFields`) that server-side apply depends on.
 //!
 //! Everything here is pure: values in, values (or a [`PatchError`] that already knows its HTTP
-//! status) out. The HTTP handler parses the body with [`parse_patch_body`], checks the query with
-//! [`validate_patch_options`], runs the patch and, for writes that are not applies, calls
-//! [`record_update`] so that a later apply sees who owns what.
+//! status) out. The PATCH verb (`verbs::patching`) takes the [`PatchType`] from the request's
+//! `Content-Type`, decodes the body (JSON, or YAML for an apply), runs the patch and, for writes
+//! that are not applies, calls [`record_update`] so that a later apply sees who owns what.
 //!
 //! - [`merge_patch`]: RFC 7386 (`application/merge-patch+json`).
 //! - [`json_patch()`]: RFC 6902 (`application/json-patch+json`).
@@ -15,7 +15,7 @@
 //! caller passes in. Maps are always merged field by field, lists with a merge key element by
 //! element, every other list is atomic.
 //!
-//! Where it lives: `request` (a PATCH's content type, body and options), `error` ([`PatchError`]
+//! Where it lives: `request` (a PATCH's content type), `error` ([`PatchError`]
 //! and the kube status of each failure), this file (merge keys, merge patch, JSON patch),
 //! `strategic`, `apply` (server-side apply), `managed` (the `metadata.managedFields` bookkeeping
 //! of every write) and `fieldset` (the field sets that apply and the bookkeeping work on).
@@ -34,8 +34,8 @@ use serde_json::Value;
 
 pub use apply::{ApplyRequest, server_side_apply};
 pub use error::{FieldConflict, PatchError};
-pub use managed::{Writer, record_update, record_write};
-pub use request::{PatchType, default_field_manager, parse_patch_body, validate_patch_options};
+pub use managed::record_update;
+pub use request::PatchType;
 pub use strategic::strategic_merge_patch;
 
 /// A list merge key known for a path: `path` is the dotted field path from the object root,

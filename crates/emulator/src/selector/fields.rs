@@ -255,7 +255,7 @@ mod tests {
         ];
         for (selector, want) in cases {
             let err = FieldSelector::parse(selector).unwrap_err();
-            assert_eq!(err.message(), want, "{selector:?}");
+            assert_eq!(err.to_string(), want, "{selector:?}");
         }
     }
 }

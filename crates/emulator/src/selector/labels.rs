@@ -1,7 +1,7 @@
 //! Label selectors (`?labelSelector=`): a port of kube's `labels.Parse` lexer and parser, the
 //! requirements they produce, how those match an object's labels, and kube's canonical form.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 
@@ -28,12 +28,7 @@ impl LabelSelector {
         Ok(Self { requirements })
     }
 
-    /// Whether the labels satisfy every requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.matches_with(|key| labels.get(key).map(String::as_str))
-    }
-
-    /// Like [`LabelSelector::matches`] over `metadata.labels` as JSON; absent, null or non-object
+    /// Whether `metadata.labels` (JSON) satisfy every requirement; absent, null or non-object
     /// labels mean no labels, and a non-string value counts as absent (kube labels are strings).
     pub fn matches_value(&self, labels: Option<&Value>) -> bool {
         let labels = labels.and_then(Value::as_object);

@@ -148,6 +148,8 @@ impl Cluster {
             return self.istag_write(t, body, IstagWrite::Update, opts);
         }
         self.check_body(t, &mut body, true)?;
+        // openshift-apiserver's ImageStream strategy has `AllowUnconditionalUpdate() == false`:
+        // a PUT of an ImageStream without `metadata.resourceVersion` is 422 Invalid.
         let unconditional_allowed = ty.behavior != Behavior::ImageStream;
         if !unconditional_allowed && md_str(&body, "resourceVersion").is_none_or(str::is_empty) {
             return Err(ApiError::invalid(

@@ -108,12 +108,17 @@ async fn seeding_and_imports_work_over_http() {
     )
     .await;
     assert_eq!(code, 200);
-    let image = emu
-        .cluster()
-        .store
-        .get("image.openshift.io", "images", "", digest)
+    let image: Value = http
+        .get(format!(
+            "{}/apis/image.openshift.io/v1/images/{digest}",
+            emu.url()
+        ))
+        .send()
+        .await
         .unwrap()
-        .value();
+        .json()
+        .await
+        .unwrap();
     assert_eq!(image["dockerImageMetadata"]["Architecture"], "arm64");
     assert_eq!(
         image["dockerImageMetadata"]["Config"]["User"], "1001",

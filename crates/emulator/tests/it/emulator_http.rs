@@ -1,7 +1,8 @@
 //! The emulator's REST semantics over raw HTTP, for the points of the foundation issue that
 //! kube-rs and kubectl do not exercise on their own: discovery, unknown paths, pagination from
-//! a snapshot, field selectors, BOOKMARKs, `timeoutSeconds`, server-side apply conflicts and
-//! the media types custom resources refuse.
+//! a snapshot, field selectors, BOOKMARKs, `timeoutSeconds`, server-side apply conflicts, the
+//! media types custom resources refuse, the field manager a write without one is recorded under,
+//! and patch bodies that do not decode.
 
 use std::time::{Duration, Instant};
 
@@ -353,4 +354,70 @@ async fn bodies_in_a_format_the_emulator_cannot_decode_get_415_and_nothing_is_st
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 201);
+}
+
+#[tokio::test]
+async fn a_write_without_a_field_manager_is_recorded_under_the_user_agent_product() {
+    let (emu, http) = start().await;
+    let url = format!("{}/api/v1/namespaces/ds/configmaps", emu.url());
+    let long = "x".repeat(300);
+    let cases = [
+        ("kubectl/v1.31.0 (linux/amd64) kubernetes/abc", "kubectl"),
+        ("python-requests/2.31", "python-requests"),
+        (long.as_str(), &long[..128]),
+    ];
+    for (i, (user_agent, manager)) in cases.into_iter().enumerate() {
+        let r = http
+            .post(&url)
+            .header("user-agent", user_agent)
+            .body(configmap(&format!("ua-{i}"), json!({})))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 201, "{user_agent}");
+        let obj: Value = r.json().await.unwrap();
+        assert_eq!(
+            obj["metadata"]["managedFields"][0]["manager"], manager,
+            "{user_agent}"
+        );
+    }
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn patch_bodies_that_do_not_decode_are_400_and_change_nothing() {
+    let (emu, http) = start().await;
+    let base = format!("{}/api/v1/namespaces/ds/configmaps", emu.url());
+    let created = http
+        .post(&base)
+        .body(configmap("p", json!({})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    let before: Value = created.json().await.unwrap();
+    let cases = [
+        ("application/merge-patch+json", "{"),
+        ("application/json-patch+json", "{]"),
+        ("application/strategic-merge-patch+json", "{"),
+        ("application/apply-patch+yaml", "kind: [unterminated"),
+    ];
+    for (content_type, body) in cases {
+        let r = http
+            .patch(format!("{base}/p?fieldManager=t"))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 400, "{content_type} {body:?}");
+        let status: Value = r.json().await.unwrap();
+        assert_eq!(status["reason"], "BadRequest", "{content_type}: {status}");
+    }
+    let (_, after) = get(&http, &emu, "/api/v1/namespaces/ds/configmaps/p").await;
+    assert_eq!(
+        after["metadata"]["resourceVersion"],
+        before["metadata"]["resourceVersion"]
+    );
+    emu.shutdown().await;
 }

@@ -8,16 +8,19 @@ use super::*;
 /// Labels of a table row.
 type Pairs = &'static [(&'static str, &'static str)];
 
-fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+/// `metadata.labels` as an object carries them.
+fn labels(pairs: &[(&str, &str)]) -> Value {
+    Value::Object(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect(),
+    )
 }
 
 fn matches(selector: &str, pairs: &[(&str, &str)]) -> bool {
     let parsed = LabelSelector::parse(selector).unwrap_or_else(|e| panic!("{selector:?}: {e}"));
-    parsed.matches(&labels(pairs))
+    parsed.matches_value(Some(&labels(pairs)))
 }
 
 fn label_error(selector: &str) -> String {
@@ -28,7 +31,7 @@ fn label_error(selector: &str) -> String {
 }
 
 /// The objects of apiconformance.py `s3_list`, each also labelled `conformance-set=list`.
-fn conformance_set() -> Vec<(&'static str, BTreeMap<String, String>)> {
+fn conformance_set() -> Vec<(&'static str, Value)> {
     let sets: &[(&str, Pairs)] = &[
         ("l0", &[("tier", "a"), ("env", "prod")]),
         ("l1", &[("tier", "b"), ("env", "dev")]),
@@ -39,7 +42,7 @@ fn conformance_set() -> Vec<(&'static str, BTreeMap<String, String>)> {
     sets.iter()
         .map(|(name, pairs)| {
             let mut l = labels(pairs);
-            l.insert("conformance-set".into(), "list".into());
+            l["conformance-set"] = json!("list");
             (*name, l)
         })
         .collect()
@@ -63,7 +66,7 @@ fn conformance_list_label_selectors_select_what_kube_selects() {
         let parsed = LabelSelector::parse(&query).unwrap();
         let got: Vec<&str> = conformance_set()
             .into_iter()
-            .filter(|(_, l)| parsed.matches(l))
+            .filter(|(_, l)| parsed.matches_value(Some(l)))
             .map(|(name, _)| name)
             .collect();
         assert_eq!(&got, want, "{id} {query:?}");
