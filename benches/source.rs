@@ -162,23 +162,27 @@ async fn watch_proxy(upstream: SocketAddr, marks: Arc<Mutex<Marks>>) -> SocketAd
                         Ok(0) | Err(_) => break,
                         Ok(got) => got,
                     };
-                    // Noted before the write: the source cannot have the bytes any earlier.
+                    // Noted, and recorded, before the write: the source cannot have the bytes
+                    // any earlier, and the bench cannot see the change arrive before its mark.
                     let now = Instant::now();
+                    {
+                        let mut m = marks.lock().unwrap();
+                        match m.want.clone() {
+                            None => window.clear(),
+                            Some(want) => {
+                                window.extend_from_slice(&buf[..got]);
+                                if window.windows(want.len()).any(|w| w == want.as_slice()) {
+                                    let key = String::from_utf8_lossy(&want).into_owned();
+                                    m.at.entry(key).or_insert(now);
+                                }
+                                let keep = window.len().saturating_sub(want.len());
+                                window.drain(..keep);
+                            }
+                        }
+                    }
                     if client_w.write_all(&buf[..got]).await.is_err() {
                         break;
                     }
-                    let mut m = marks.lock().unwrap();
-                    let Some(want) = m.want.clone() else {
-                        window.clear();
-                        continue;
-                    };
-                    window.extend_from_slice(&buf[..got]);
-                    if window.windows(want.len()).any(|w| w == want.as_slice()) {
-                        let key = String::from_utf8_lossy(&want).into_owned();
-                        m.at.entry(key).or_insert(now);
-                    }
-                    let keep = window.len().saturating_sub(want.len());
-                    window.drain(..keep);
                 }
             });
         }
