@@ -28,6 +28,8 @@ type Seen = Arc<Mutex<HashMap<String, Instant>>>;
 
 /// Changes made one at a time, 10 ms apart, for the latency; the paced floor posts as many.
 const PACED: usize = 1000;
+/// Bare POSTs of the throughput floor, 64 at once as the source delivers.
+const THROUGHPUT_POSTS: usize = 20_000;
 
 async fn receive(State(seen): State<Seen>, headers: HeaderMap, _body: Bytes) -> StatusCode {
     // The digest extension identifies the change; binary mode puts it in a header.
@@ -72,7 +74,9 @@ fn floor_request(http: &reqwest::Client, sink: &str, k: usize) -> reqwest::Reque
 /// The second-process floor: run by this same bench binary re-executed with
 /// `BENCH_POSTER=<sink>`, on a one-thread runtime like the source's, with one reqwest client.
 /// Posts `BENCH_POSTER_N` events one at a time, `BENCH_POSTER_INTERVAL_MS` apart (0: back to
-/// back), and prints each round trip in seconds.
+/// back), and prints each round trip in seconds. With `BENCH_POSTER_CONCURRENCY` above 1, that
+/// many posters share the client, as the source's deliveries do, and it prints only the time
+/// all `BENCH_POSTER_N` took: the throughput floor.
 fn poster(sink: &str) {
     let env = |k: &str| -> usize {
         std::env::var(k)
@@ -87,6 +91,13 @@ fn poster(sink: &str) {
         .enable_all()
         .build()
         .unwrap();
+    let concurrency = std::env::var("BENCH_POSTER_CONCURRENCY")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1);
+    if concurrency > 1 {
+        return rt.block_on(throughput(sink, n, concurrency, offset));
+    }
     rt.block_on(async {
         let http = reqwest::Client::new();
         for k in offset..offset + n {
@@ -100,6 +111,54 @@ fn poster(sink: &str) {
             }
         }
     });
+}
+
+/// `n` bare POSTs by `concurrency` posters sharing one client on this thread; prints the time
+/// all took, in seconds.
+async fn throughput(sink: &str, n: usize, concurrency: usize, offset: usize) {
+    let http = reqwest::Client::new();
+    let next = std::rc::Rc::new(std::cell::Cell::new(offset));
+    let t = Instant::now();
+    let posters = (0..concurrency).map(|_| {
+        let (http, next) = (http.clone(), next.clone());
+        async move {
+            loop {
+                let k = next.get();
+                if k >= offset + n {
+                    break;
+                }
+                next.set(k + 1);
+                let r = floor_request(&http, sink, k).send().await.unwrap();
+                assert_eq!(r.status(), 202);
+            }
+        }
+    });
+    futures::future::join_all(posters).await;
+    println!("{}", t.elapsed().as_secs_f64());
+}
+
+/// The throughput floor: `n` bare POSTs from a second process, `concurrency` at once (as the
+/// source delivers), on a one-thread runtime; events per second.
+async fn throughput_floor(sink: &str, n: usize, concurrency: usize, offset: usize) -> f64 {
+    let out = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .env("BENCH_POSTER", sink)
+        .env("BENCH_POSTER_N", n.to_string())
+        .env("BENCH_POSTER_INTERVAL_MS", "0")
+        .env("BENCH_POSTER_OFFSET", offset.to_string())
+        .env("BENCH_POSTER_CONCURRENCY", concurrency.to_string())
+        .stderr(Stdio::inherit())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the throughput floor's second process failed"
+    );
+    let took: f64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("the throughput floor prints its time");
+    n as f64 / took
 }
 
 /// Runs [`poster`] in a second process and returns its sorted round trips.
@@ -354,6 +413,7 @@ async fn bench() {
     bare.sort_by(f64::total_cmp);
     let bare_second = second_process_floor(&sink, 2000, 0, 10_000).await;
     let bare_paced = second_process_floor(&sink, PACED, 10, 20_000).await;
+    let floor_rate = throughput_floor(&sink, THROUGHPUT_POSTS, 64, 30_000).await;
 
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
@@ -518,6 +578,11 @@ async fn bench() {
         catch_up
     );
     println!(
+        "| catch-up rate / throughput floor ({THROUGHPUT_POSTS} bare POSTs, 64 at once, from a second process) | {:.0} / {floor_rate:.0} events/s ({:.2}x) |",
+        n as f64 / catch_up,
+        n as f64 / catch_up / floor_rate
+    );
+    println!(
         "| catch-up: CPU of the source / of the bench process (emulator, sink) | {source_cpu:.2} s / {bench_cpu:.2} s ({:.0} / {:.0} µs per change) |",
         source_cpu * 1e6 / n as f64,
         bench_cpu * 1e6 / n as f64
@@ -549,7 +614,7 @@ async fn bench() {
         "| checkpoint after the catch-up: ConfigMaps / bytes | {shards} / {:.1} MB ({detail}) |",
         bytes as f64 / 1e6
     );
-    let bare_posts = bare.len() + bare_second.len() + bare_paced.len();
+    let bare_posts = bare.len() + bare_second.len() + bare_paced.len() + THROUGHPUT_POSTS;
     println!(
         "| events seen by the sink | {} of {} (+ {} bare) |",
         seen.lock().unwrap().len() - bare_posts,

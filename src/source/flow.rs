@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cloudevents::AttributesReader;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
@@ -264,20 +263,21 @@ fn sender(
             stop.clone(),
         );
         Box::pin(async move {
-            let event = job
-                .item
-                .event(&settings.events, settings.overrides.as_ref());
+            let make = || {
+                job.item
+                    .event(&settings.events, settings.overrides.as_ref())
+            };
             let outcome = deliver::deliver(
                 &sink,
                 &settings.sink,
-                &event,
+                &make,
                 settings.content_mode,
                 &settings.delivery,
                 &stop,
             )
             .await;
             if let Ok(delivered) = &outcome {
-                count(&metrics, &settings, &event, delivered, job.seen);
+                count(&metrics, &settings, &job.item, delivered, job.seen);
             }
             (job, outcome)
         })
@@ -288,11 +288,11 @@ fn sender(
 fn count(
     metrics: &Metrics,
     settings: &Settings,
-    event: &cloudevents::Event,
+    item: &Pending,
     delivered: &Delivered,
     seen: Instant,
 ) {
-    let ty = Metrics::of(event.ty());
+    let ty = Metrics::of(item.ty());
     let failed_attempts = match delivered {
         Delivered::Sink { attempts } => {
             metrics.sent.get_or_create(&ty).inc();
@@ -301,12 +301,12 @@ fn count(
         }
         Delivered::DeadLettered { attempts, .. } => {
             metrics.dead_lettered.get_or_create(&ty).inc();
-            warn!(event_id = %event.id(), sink = %settings.sink, "event sent to the dead-letter sink");
+            warn!(event_id = %item.id(), sink = %settings.sink, "event sent to the dead-letter sink");
             *attempts
         }
         Delivered::Failed { error, attempts } => {
             metrics.failed.get_or_create(&ty).inc();
-            error!(event_id = %event.id(), sink = %settings.sink, error = %error, "the sink refused an event for good and there is no dead-letter sink");
+            error!(event_id = %item.id(), sink = %settings.sink, error = %error, "the sink refused an event for good and there is no dead-letter sink");
             *attempts
         }
     };

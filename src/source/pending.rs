@@ -3,7 +3,7 @@
 //! whole object, which is not kept otherwise).
 
 use chrono::{DateTime, Utc};
-use cloudevents::Event;
+use cloudevents::{AttributesReader, Event};
 use serde_json::Value;
 use tracing::warn;
 
@@ -49,13 +49,28 @@ impl Pending {
         }
         ev
     }
+
+    /// The event's type (the overrides never change it).
+    pub fn ty(&self) -> &str {
+        match self {
+            Pending::Tag { change, .. } => event::tag_type(change.kind),
+            Pending::Object(ev) => ev.ty(),
+        }
+    }
+
+    /// The event's id.
+    pub fn id(&self) -> String {
+        match self {
+            Pending::Tag { change, .. } => event::event_id(change),
+            Pending::Object(ev) => ev.id().to_owned(),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::source::change::ChangeKind;
-    use cloudevents::AttributesReader;
 
     fn change(kind: ChangeKind, tag: &str, digest: Option<&str>, generation: i64) -> TagChange {
         TagChange {
@@ -100,5 +115,21 @@ mod tests {
             first.extension("team").map(ToString::to_string).as_deref(),
             Some("ml")
         );
+    }
+
+    #[test]
+    fn the_type_and_id_are_the_built_events() {
+        let pending = Pending::Tag {
+            change: change(ChangeKind::Updated, "latest", Some("sha256:a"), 2),
+            found: Utc::now(),
+            after: None,
+        };
+        let overrides = serde_json::json!({"extensions": {"team": "ml"}});
+        let built = pending.event(&EventSettings::default(), Some(&overrides));
+        assert_eq!(pending.ty(), built.ty());
+        assert_eq!(pending.id(), built.id());
+        let object = Pending::Object(Box::new(built.clone()));
+        assert_eq!(object.ty(), built.ty());
+        assert_eq!(object.id(), built.id());
     }
 }

@@ -116,10 +116,10 @@ impl SinkClient {
     /// One attempt: POSTs the encoded event to `sink`. Ok with the status on a 2xx (whose body
     /// is ignored); otherwise the status, `Retry-After` and the start of the body, or why there
     /// was no response.
-    pub async fn post(&self, sink: &Url, event: &Encoded) -> Result<u16, SendError> {
+    pub async fn post(&self, sink: &Url, event: Encoded) -> Result<u16, SendError> {
         let mut request = reqwest::Request::new(reqwest::Method::POST, sink.clone());
-        *request.headers_mut() = event.headers.clone();
-        *request.body_mut() = Some(event.body.clone().into());
+        *request.headers_mut() = event.headers;
+        *request.body_mut() = Some(event.body.into());
         let mut response = self
             .http
             .execute(request)

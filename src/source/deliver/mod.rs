@@ -77,20 +77,26 @@ pub enum Delivered {
 #[error("delivery stopped by shutdown")]
 pub struct Stopped;
 
-/// Delivers `event` to `sink`: retries as `spec` says, honouring `Retry-After` on 429/503
-/// (capped by `max_backoff`), and when the sink refused it for good, sends it to the
-/// dead-letter sink (with the same retries) carrying [`knative_error_extensions`]. Every
-/// attempt sends the same event with the same id. `stop` being cancelled aborts waits and
-/// attempts in flight and returns [`Stopped`].
+/// An event, built by a function that gives the same event on every call (a queued change
+/// does: its id and time come from the change, never from the clock now). [`deliver`] builds
+/// it once per attempt, so the event and its encoding are moved into the request, never
+/// copied, and every attempt still sends the same event with the same id.
+pub type MakeEvent<'a> = &'a (dyn Fn() -> Event + Sync);
+
+/// Delivers the event `make` builds to `sink`: retries as `spec` says, honouring
+/// `Retry-After` on 429/503 (capped by `max_backoff`), and when the sink refused it for good,
+/// sends it to the dead-letter sink (with the same retries) carrying
+/// [`knative_error_extensions`]. Every attempt sends the same event with the same id. `stop`
+/// being cancelled aborts waits and attempts in flight and returns [`Stopped`].
 pub async fn deliver(
     client: &SinkClient,
     sink: &Url,
-    event: &Event,
+    make: MakeEvent<'_>,
     mode: ContentMode,
     spec: &DeliverySpec,
     stop: &CancellationToken,
 ) -> Result<Delivered, Stopped> {
-    let (attempts, result) = with_retries(client, sink, event, mode, spec, stop).await?;
+    let (attempts, result) = with_retries(client, sink, make, mode, spec, stop).await?;
     let err = match result {
         Ok(_) => return Ok(Delivered::Sink { attempts }),
         Err(err) => err,
@@ -101,10 +107,13 @@ pub async fn deliver(
             error: format!("sink {sink}: {err}"),
         });
     };
-    let mut dead = event.clone();
-    for (name, value) in knative_error_extensions(sink, &err) {
-        dead.set_extension(name, value);
-    }
+    let dead = || {
+        let mut dead = make();
+        for (name, value) in knative_error_extensions(sink, &err) {
+            dead.set_extension(name, value);
+        }
+        dead
+    };
     let (_, dead_result) = with_retries(client, dead_letter_sink, &dead, mode, spec, stop).await?;
     Ok(match dead_result {
         Ok(_) => Delivered::DeadLettered {
@@ -123,15 +132,18 @@ pub async fn deliver(
 async fn with_retries(
     client: &SinkClient,
     sink: &Url,
-    event: &Event,
+    make: MakeEvent<'_>,
     mode: ContentMode,
     spec: &DeliverySpec,
     stop: &CancellationToken,
 ) -> Result<(u32, Result<u16, SendError>), Stopped> {
-    // Encoded once: every attempt sends the same bytes. An event the SDK cannot encode is
-    // refused for good after one attempt, as a send that fails to encode is.
-    let encoded = match Encoded::new(event, mode) {
-        Ok(encoded) => encoded,
+    // An event the SDK cannot encode is refused for good after one attempt, as a send that
+    // fails to encode is. The first attempt sends this encoding; a retry encodes again (the
+    // same bytes: the same event).
+    let event = make();
+    let id = event.id().to_owned();
+    let first = match Encoded::new(event, mode) {
+        Ok(encoded) => std::sync::Mutex::new(Some(encoded)),
         Err(err) => return Ok((1, Err(err))),
     };
     if stop.is_cancelled() {
@@ -142,7 +154,9 @@ async fn with_retries(
     let attempts = AtomicU32::new(0);
     let attempt = || {
         attempts.fetch_add(1, Ordering::Relaxed);
-        client.post(sink, &encoded)
+        let taken = first.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let encoded = taken.map_or_else(|| Encoded::new(make(), mode), Ok);
+        async move { client.post(sink, encoded?).await }
     };
     let retrying = attempt
         .retry(spec.delays())
@@ -150,7 +164,7 @@ async fn with_retries(
         // The backoff, or a 429's or 503's `Retry-After` when longer (Knative's
         // `generateBackoffFn`), capped; None once the retries are spent.
         .adjust(|err, delay| delay.map(|delay| spec.wait_after(delay, err)))
-        .notify(|err, wait| log_retry(sink, event, attempts.load(Ordering::Relaxed), err, wait));
+        .notify(|err, wait| log_retry(sink, &id, attempts.load(Ordering::Relaxed), err, wait));
     let result = tokio::select! {
         biased;
         () = stop.cancelled() => return Err(Stopped),
@@ -161,12 +175,12 @@ async fn with_retries(
 
 /// An operator should see a sink that refuses without a log line per attempt: the first
 /// failure and every tenth one are warnings, the rest debug.
-fn log_retry(sink: &Url, event: &Event, attempt: u32, err: &SendError, wait: Duration) {
+fn log_retry(sink: &Url, event_id: &str, attempt: u32, err: &SendError, wait: Duration) {
     let wait_ms = wait.as_millis() as u64;
     if attempt == 1 || attempt.is_multiple_of(10) {
-        tracing::warn!(sink = %sink, event_id = event.id(), attempt, error = %err, wait_ms, "delivery attempt failed; retrying");
+        tracing::warn!(sink = %sink, event_id, attempt, error = %err, wait_ms, "delivery attempt failed; retrying");
     } else {
-        tracing::debug!(sink = %sink, event_id = event.id(), attempt, error = %err, wait_ms, "delivery attempt failed; retrying");
+        tracing::debug!(sink = %sink, event_id, attempt, error = %err, wait_ms, "delivery attempt failed; retrying");
     }
 }
 

@@ -1,6 +1,8 @@
 //! The CloudEvents HTTP binding of an event: its headers and body, written once by the SDK's
 //! binary or structured serialization, so that every attempt sends the same bytes.
 
+use std::collections::HashMap;
+
 use cloudevents::Event;
 use cloudevents::event::SpecVersion;
 use cloudevents::message::{
@@ -35,11 +37,11 @@ impl Encoded {
     /// `event` in `mode`: binary, each attribute and extension a header named as the SDK's
     /// HTTP binding names it (`ce-<name>`; `datacontenttype` is `Content-Type`) and the data
     /// the body; structured, the event as `application/cloudevents+json`.
-    pub fn new(event: &Event, mode: ContentMode) -> Result<Encoded, SendError> {
+    pub fn new(event: Event, mode: ContentMode) -> Result<Encoded, SendError> {
         let wire = Wire::default();
         match mode {
-            ContentMode::Binary => event.clone().deserialize_binary(wire),
-            ContentMode::Structured => event.clone().deserialize_structured(wire),
+            ContentMode::Binary => event.deserialize_binary(wire),
+            ContentMode::Structured => event.deserialize_structured(wire),
         }
         .map_err(|e| SendError::Encode(e.to_string()))
     }
@@ -56,21 +58,48 @@ impl Encoded {
 }
 
 /// What the SDK's serialization writes into an [`Encoded`].
-#[derive(Default)]
 struct Wire {
     headers: HeaderMap,
+}
+
+impl Default for Wire {
+    fn default() -> Self {
+        // An event has about a dozen attributes and extensions: room for them at once.
+        Wire {
+            headers: HeaderMap::with_capacity(16),
+        }
+    }
+}
+
+thread_local! {
+    /// The header name of each attribute seen, as the SDK's rule names it: the rule runs once
+    /// per attribute name, not once per event. Attribute names are few (the context
+    /// attributes, the source's extensions, `K_CE_OVERRIDES`'s, Knative's error extensions).
+    static HEADER_NAMES: std::cell::RefCell<HashMap<Box<str>, HeaderName>> =
+        std::cell::RefCell::new(HashMap::new());
 }
 
 impl Wire {
     /// The header of `attribute`, named by the SDK's HTTP binding rule (`ce-<name>`;
     /// `datacontenttype` is `Content-Type`).
     fn put(mut self, attribute: &str, value: String) -> cloudevents::message::Result<Self> {
-        let name = HeaderName::try_from(cloudevents::binding::http::header_prefix(attribute))
-            .map_err(other_error)?;
+        let name = header_name(attribute).map_err(other_error)?;
         let value = HeaderValue::try_from(value).map_err(other_error)?;
         self.headers.insert(name, value);
         Ok(self)
     }
+}
+
+/// `attribute`'s header name by the SDK's rule, from the cache once named.
+fn header_name(attribute: &str) -> Result<HeaderName, http::header::InvalidHeaderName> {
+    HEADER_NAMES.with_borrow_mut(|names| {
+        if let Some(name) = names.get(attribute) {
+            return Ok(name.clone());
+        }
+        let name = HeaderName::try_from(cloudevents::binding::http::header_prefix(attribute))?;
+        names.insert(attribute.into(), name.clone());
+        Ok(name)
+    })
 }
 
 fn other_error(e: impl std::error::Error + Send + Sync + 'static) -> cloudevents::message::Error {

@@ -86,7 +86,7 @@ impl Code {
                     dataschema: e.dataschema().map(ToString::to_string).unwrap_or_default(),
                 },
             );
-            let wire = Encoded::new(&e, ContentMode::Binary).expect("an event encodes");
+            let wire = Encoded::new(e.clone(), ContentMode::Binary).expect("an event encodes");
             code.binary_headers.extend(
                 wire.headers()
                     .keys()

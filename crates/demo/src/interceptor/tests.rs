@@ -31,7 +31,7 @@ fn event(kind: ChangeKind, namespace: &str, tag: &str, mode: ContentMode) -> Req
         message: failed.then(|| "manifest unknown".to_string()),
     };
     let now: DateTime<Utc> = "2026-05-01T10:00:01Z".parse().unwrap();
-    let wire = Encoded::new(&tag_event(&change, &EventSettings::default(), now), mode).unwrap();
+    let wire = Encoded::new(tag_event(&change, &EventSettings::default(), now), mode).unwrap();
     let body: Value = serde_json::from_slice(wire.body()).unwrap();
     Request::from_http("/", wire.headers(), body)
 }

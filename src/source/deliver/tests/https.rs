@@ -100,13 +100,14 @@ fn read_event(stream: &mut impl Read) -> Option<Event> {
 async fn an_https_sink_is_trusted_through_the_ca_bundle_and_only_through_it() {
     let (url, received) = https_sink();
     let untrusting = client();
-    let encoded = Encoded::new(&event(), ContentMode::Binary).unwrap();
-    let err = untrusting.post(&url, &encoded).await.unwrap_err();
+    let encoded = Encoded::new(event(), ContentMode::Binary).unwrap();
+    let err = untrusting.post(&url, encoded).await.unwrap_err();
     assert!(matches!(err, SendError::Transport(_)), "{err:?}");
     assert!(err.is_retryable());
 
     let trusting = SinkClient::new(Some(Duration::from_secs(10)), Some(CA_PEM)).unwrap();
-    let status = trusting.post(&url, &encoded).await.unwrap();
+    let encoded = Encoded::new(event(), ContentMode::Binary).unwrap();
+    let status = trusting.post(&url, encoded).await.unwrap();
     assert_eq!(status, 202);
     let arrived = received.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(with_json_data(arrived), event());

@@ -63,7 +63,8 @@ fn no_stop() -> CancellationToken {
 
 async fn run(sink: &Url, mode: ContentMode, spec: &DeliverySpec) -> Delivered {
     let (client, event, stop) = (client(), event(), no_stop());
-    let delivery = deliver(&client, sink, &event, mode, spec, &stop);
+    let make = || event.clone();
+    let delivery = deliver(&client, sink, &make, mode, spec, &stop);
     tokio::time::timeout(Duration::from_secs(30), delivery)
         .await
         .expect("delivery finishes")
@@ -236,6 +237,9 @@ async fn a_sink_failing_twice_with_503_gets_three_attempts_with_the_same_id_spac
     assert_eq!(outcome, Delivered::Sink { attempts: 3 });
     let ids: Vec<String> = sink.events().iter().map(|e| e.id().to_owned()).collect();
     assert_eq!(ids, [event().id(); 3]);
+    // Each attempt is the same event, attribute for attribute and byte for byte of its data.
+    let events = sink.events();
+    assert!(events.iter().all(|e| *e == events[0]), "{events:?}");
     let t = sink.times();
     assert!(
         t[1] - t[0] >= 20 * MS,
@@ -304,7 +308,7 @@ async fn an_event_that_cannot_be_encoded_is_refused_after_one_attempt_and_nothin
     // A header value cannot hold a line break: the SDK's binary encoding fails.
     let mut bad = event();
     bad.set_extension("team", "ml\nops");
-    let err = Encoded::new(&bad, ContentMode::Binary).unwrap_err();
+    let err = Encoded::new(bad.clone(), ContentMode::Binary).unwrap_err();
     assert!(matches!(err, SendError::Encode(_)), "{err:?}");
     assert!(!err.is_retryable());
 
@@ -317,7 +321,7 @@ async fn an_event_that_cannot_be_encoded_is_refused_after_one_attempt_and_nothin
     let outcome = deliver(
         &client(),
         &sink.url,
-        &bad,
+        &|| bad.clone(),
         ContentMode::Binary,
         &spec,
         &no_stop(),
@@ -523,7 +527,7 @@ async fn stop_after_first_request(
         deliver(
             &client(),
             &url,
-            &event(),
+            &event,
             ContentMode::Binary,
             &spec,
             &stop_rx,
@@ -573,7 +577,7 @@ async fn a_stop_already_given_sends_nothing() {
     let outcome = deliver(
         &client(),
         &sink.url,
-        &event(),
+        &event,
         ContentMode::Binary,
         &spec(None),
         &stop_rx,

@@ -101,7 +101,7 @@ fn an_encoded_event_is_byte_for_byte_what_the_sdks_reqwest_binding_sends() {
             .unwrap()
             .build()
             .unwrap();
-        let ours = Encoded::new(&ev, ContentMode::Binary).unwrap();
+        let ours = Encoded::new(ev.clone(), ContentMode::Binary).unwrap();
         assert_eq!(
             wire(ours.headers(), ours.body()),
             wire(sdk.headers(), sdk.body().unwrap().as_bytes().unwrap()),
@@ -113,7 +113,7 @@ fn an_encoded_event_is_byte_for_byte_what_the_sdks_reqwest_binding_sends() {
             .unwrap()
             .build()
             .unwrap();
-        let ours = Encoded::new(&ev, ContentMode::Structured).unwrap();
+        let ours = Encoded::new(ev.clone(), ContentMode::Structured).unwrap();
         assert_eq!(
             wire(ours.headers(), ours.body()),
             wire(sdk.headers(), sdk.body().unwrap().as_bytes().unwrap()),
@@ -121,7 +121,7 @@ fn an_encoded_event_is_byte_for_byte_what_the_sdks_reqwest_binding_sends() {
         );
     }
     let header = |name: &str| {
-        Encoded::new(&event(), ContentMode::Binary)
+        Encoded::new(event(), ContentMode::Binary)
             .unwrap()
             .headers()
             .get(name)
