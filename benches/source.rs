@@ -333,6 +333,8 @@ async fn checkpoint_size(client: kube::Client, namespace: &str) -> (usize, usize
 }
 
 /// Starts the release source; its log (level `warn`) goes to `$SOURCE_LOG` (appended) when set.
+/// `$SOURCE_ENV` (`NAME=value`, space-separated) is added to its environment only, for trying
+/// a runtime setting (e.g. `GLIBC_TUNABLES=...`) on the source without changing the bench's.
 fn spawn_source(kubeconfig: &std::path::Path, sink: &str, admin: u16) -> Child {
     let log = std::env::var_os("SOURCE_LOG").map(|path| {
         let file = std::fs::OpenOptions::new()
@@ -352,6 +354,12 @@ fn spawn_source(kubeconfig: &std::path::Path, sink: &str, admin: u16) -> Child {
         .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
         .env("KUBECONFIG", kubeconfig)
         .env("RUST_LOG", "warn")
+        .envs(
+            std::env::var("SOURCE_ENV")
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|pair| pair.split_once('=')),
+        )
         .stdout(Stdio::null())
         .stderr(log.unwrap_or_else(Stdio::null))
         .spawn()
