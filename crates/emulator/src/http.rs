@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -44,6 +44,7 @@ async fn handle(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
+    user: Option<Extension<control::AuthenticatedUser>>,
     body: Body,
 ) -> Response {
     let path = uri.path().to_string();
@@ -73,6 +74,9 @@ async fn handle(
         &user_agent,
         &headers,
     );
+    if let Some(Extension(control::AuthenticatedUser(name))) = user {
+        record.user = name;
+    }
     let route = parse_path(&state.cluster, &path, &query);
     if let Ok(Route::Resource { target, watch }) = &route {
         record.set_target(

@@ -17,6 +17,8 @@
 //! - [`registry`]: the resource types served and the discovery documents;
 //!   [`openapi`]: the OpenAPI v3 documents kubectl validates against.
 //! - [`simulate`]: what the cluster does by itself (seeded objects, scheduled imports).
+//! - [`aggregated`]: the image-API-only mode, an aggregated API server behind a real
+//!   kube-apiserver (TLS, the front proxy's identity, SubjectAccessReview).
 //! - [`handle`]: the programmatic handle tests and the demo use (seed, simulate imports,
 //!   faults, compaction); [`control`] exposes the same over HTTP for other processes.
 //!
@@ -24,6 +26,7 @@
 //! `config/300-crds/300-customrun.yaml`, the workspace's copy in `tests/crds/`), as on a cluster
 //! with Tekton installed: [`handle::CUSTOMRUN_CRD`].
 
+pub mod aggregated;
 pub mod control;
 pub mod handle;
 pub mod http;
