@@ -1,20 +1,29 @@
 //! A control plane from `scripts/realcluster up` (etcd, kube-apiserver, and the image API
 //! aggregated from `imagegate-emulator --serve-image-api-only`), stopped on drop, and what the
 //! tests do with it: kubectl as admin, SubjectAccessReviews, ServiceAccount tokens from the
-//! TokenRequest API.
+//! TokenRequest API, the audit log, a restart of kube-apiserver.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::support::EmulatorServer;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The ServiceAccount user `config/` runs the source as.
 pub const SOURCE_SA: &str = "system:serviceaccount:imagegate-system:imagegate-source";
+/// The ServiceAccount user `config/` runs the controller as.
+pub const CONTROLLER_SA: &str = "system:serviceaccount:imagegate-system:imagegate-controller";
 
 /// A control plane started by `scripts/realcluster up`, stopped (`down`) on drop.
 pub struct ControlPlane {
     /// The admin kubeconfig `up` printed.
     pub kubeconfig: PathBuf,
+    /// When kube-apiserver was down or starting ([`ControlPlane::restart_apiserver`]).
+    restarts: std::sync::Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
 }
 
 /// The `imagegate-emulator` binary the workspace built beside this test binary
@@ -52,6 +61,7 @@ impl ControlPlane {
         let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
         ControlPlane {
             kubeconfig: PathBuf::from(path),
+            restarts: Default::default(),
         }
     }
 
@@ -187,6 +197,42 @@ impl ControlPlane {
             .to_string()
     }
 
+    /// Writes a kubeconfig at `path` that reaches the API server as the ServiceAccount
+    /// `imagegate-system/<name>` with a TokenRequest token, as a pod's mounted token would.
+    pub fn service_account_kubeconfig(&self, name: &str, path: &Path) {
+        let ca = std::fs::read(self.ca_file()).unwrap();
+        let ca = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, ca);
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: realcluster\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\n\
+             users:\n- name: {name}\n  user:\n    token: {token}\n\
+             contexts:\n- name: {name}\n  context:\n    cluster: realcluster\n    user: {name}\n    namespace: imagegate-system\n\
+             current-context: {name}\n",
+            server = self.server(),
+            token = self.token("imagegate-system", name),
+        );
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// A kube client as admin (the `system:masters` certificate).
+    pub async fn client(&self) -> kube::Client {
+        imagegate::tls::install_crypto_provider();
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+
+    /// The aggregated image API: its control API directly, the API through the real server.
+    pub async fn image_api(&self) -> EmulatorServer {
+        EmulatorServer::behind_api_server(
+            format!("https://127.0.0.1:{}", self.env("IMAGE_API_PORT")),
+            &std::fs::read(self.ca_file()).unwrap(),
+            self.kubeconfig.clone(),
+            self.client().await,
+        )
+    }
+
     /// `config/` (namespace, ServiceAccounts, RBAC, the ImagePromotion CRD; its Deployments are
     /// stored but never run, there is no kubelet) and Tekton's CustomRun CRD, established.
     pub fn install(&self) {
@@ -199,6 +245,80 @@ impl ControlPlane {
         ]);
         self.established("imagepromotions.imagegate.dev");
         self.established("customruns.tekton.dev");
+    }
+
+    /// Every event of the audit log (the requests of ServiceAccounts, `up`'s audit policy).
+    pub fn audit(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.dir().join("logs/audit.log")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Fails unless `user` made requests and none of them was refused with 403, naming each
+    /// refused request. A kube-apiserver that is starting refuses requests until its RBAC caches
+    /// are filled, before `/readyz` says it is ready: refusals received while it restarted
+    /// ([`ControlPlane::restart_apiserver`]) are not the roles' doing, and are left out. Returns
+    /// how many were left out.
+    pub fn assert_never_forbidden(&self, user: &str) -> usize {
+        let events = self.audit();
+        let mine: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["user"]["username"] == user)
+            .collect();
+        assert!(!mine.is_empty(), "the audit log has no request of {user}");
+        let restarts = self.restarts.lock().unwrap().clone();
+        let while_restarting = |e: &Value| {
+            let at = e["requestReceivedTimestamp"]
+                .as_str()
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&Utc));
+            at.is_some_and(|at| restarts.iter().any(|(from, to)| *from <= at && at <= *to))
+        };
+        let (starting, refused): (Vec<&Value>, Vec<&Value>) = mine
+            .iter()
+            .copied()
+            .filter(|e| e["responseStatus"]["code"] == 403)
+            .partition(|e| while_restarting(e));
+        let refused: Vec<String> = refused
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {} at {}: {}",
+                    e["verb"],
+                    e["requestURI"],
+                    e["requestReceivedTimestamp"],
+                    e["responseStatus"]["message"]
+                )
+            })
+            .collect();
+        assert!(
+            refused.is_empty(),
+            "{} of {} requests of {user} were refused (403):\n{}",
+            refused.len(),
+            mine.len(),
+            refused.join("\n")
+        );
+        starting.len()
+    }
+
+    /// Stops kube-apiserver (every watch through it ends) and starts it again. With
+    /// `compact_etcd`, while it is down, etcd's revision moves on and is compacted, so a watch
+    /// resumed from any resourceVersion of before finds it too old: `410 Expired`.
+    pub fn restart_apiserver(&self, compact_etcd: bool) {
+        let mut cmd = Command::new(Path::new(ROOT).join("scripts/realcluster"));
+        cmd.args(["restart", "kube-apiserver"]).arg(self.dir());
+        if compact_etcd {
+            cmd.arg("--compact-etcd");
+        }
+        let from = Utc::now();
+        let out = cmd.output().expect("scripts/realcluster runs");
+        assert!(
+            out.status.success(),
+            "scripts/realcluster restart failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.restarts.lock().unwrap().push((from, Utc::now()));
     }
 }
 

@@ -12,7 +12,12 @@
 //! - [`cluster`]: the control plane and what the tests do with it.
 //! - [`manifests`]: `config/` and `tekton/` apply; the RBAC by SubjectAccessReview.
 //! - [`image_api`]: the image API aggregated, discovered, proxied and authorized.
+//! - [`runs`]: the controller's scenarios' setup; [`controller`]: the scenarios.
+//! - [`source`]: the source's scenarios.
 
 mod cluster;
+mod controller;
 mod image_api;
 mod manifests;
+mod runs;
+mod source;

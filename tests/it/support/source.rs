@@ -1,5 +1,6 @@
 //! `imagegate source` as a separate process, as a Deployment runs it.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -23,6 +24,11 @@ impl Source {
     ) -> Source {
         let kubeconfig = dir.path().join("source-kubeconfig");
         emu.write_kubeconfig(&kubeconfig, "source");
+        Source::with_kubeconfig(&kubeconfig, sink, extra)
+    }
+
+    /// Starts the source with `kubeconfig` (its identity and API server), sending to `sink`.
+    pub fn with_kubeconfig(kubeconfig: &Path, sink: &str, extra: &[&str]) -> Source {
         let admin = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
         command
@@ -38,7 +44,7 @@ impl Source {
             .args(extra)
             .arg("--admin-addr")
             .arg(format!("127.0.0.1:{admin}"))
-            .env("KUBECONFIG", &kubeconfig)
+            .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info");
         Source {
             process: Process::start(format!("imagegate source (admin port {admin})"), command),
