@@ -14,10 +14,12 @@
 //! - [`image_api`]: the image API aggregated, discovered, proxied and authorized.
 //! - [`runs`]: the controller's scenarios' setup; [`controller`]: the scenarios.
 //! - [`source`]: the source's scenarios.
+//! - [`differential`]: the same requests to the real server and to the emulator, compared.
 //! - [`rbac`]: every verb of `config/`'s roles, sufficient and needed, on the real authorizer.
 
 mod cluster;
 mod controller;
+mod differential;
 mod image_api;
 mod manifests;
 mod rbac;
