@@ -172,10 +172,10 @@ impl Side {
         if kind == "Status" {
             // An empty `details` decodes as none; a uid is each server's own.
             let mut details = v["details"].clone();
-            if let Some(d) = details.as_object_mut() {
-                if d.remove("uid").is_some() {
-                    d.insert("uid".into(), json!("<uid>"));
-                }
+            if let Some(d) = details.as_object_mut()
+                && d.remove("uid").is_some()
+            {
+                d.insert("uid".into(), json!("<uid>"));
             }
             if details == json!({}) {
                 details = Value::Null;
