@@ -4,8 +4,11 @@
 //! run. Not a test: it prints a report (the numbers go into BENCHMARKS.md).
 //!
 //! `cargo bench --bench controller` (RUNS=1000 by default; `RUNS=200` for a quick look).
+//! `API=real` runs the same against a real kube-apiserver and etcd ([`real`]).
 
 mod common;
+#[path = "controller/real.rs"]
+mod real;
 
 use common::{Killed, ms, percentile, rss_kib};
 use std::collections::HashMap;
@@ -60,14 +63,17 @@ fn run_body(name: &str, i: usize) -> CustomRun {
     .unwrap()
 }
 
+/// The ImageStream of the floor, `floor/nb-0`.
+fn floor_stream_yaml() -> String {
+    stream_yaml(0).replace("namespace: bench", "namespace: floor")
+}
+
 /// The floor: the API calls one promotion needs, made back to back by a plain client on
 /// objects set aside for it (start status, read the stream, patch the served tag, final
-/// status). Returns the per-promotion durations, sorted.
-async fn floor(client: &kube::Client, emu: &Emulator, samples: usize) -> Vec<f64> {
+/// status; [`floor_stream_yaml`] seeded). Returns the per-promotion durations, sorted.
+async fn floor(client: &kube::Client, samples: usize) -> Vec<f64> {
     let runs: Api<CustomRun> = Api::namespaced(client.clone(), "floor");
     let streams: Api<ImageStream> = Api::namespaced(client.clone(), "floor");
-    emu.seed_str(&stream_yaml(0).replace("namespace: bench", "namespace: floor"))
-        .unwrap();
     let mut run = runs
         .create(&PostParams::default(), &{
             let mut r = run_body("floor", 0);
@@ -155,64 +161,20 @@ async fn wait_all(done: &Arc<Mutex<HashMap<String, Instant>>>, prefix: &str, n: 
     }
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    imagegate::tls::install_crypto_provider();
-    let runs_n: usize = std::env::var("RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
-    let paced_n = runs_n.min(300);
-    let emu = Emulator::start(Config::default()).await.unwrap();
-    emu.seed_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/config/300-imagepromotion-crd.yaml"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    let t_seed = Instant::now();
-    let all: String = (0..runs_n + paced_n)
-        .map(|i| format!("---\n{}", stream_yaml(i)))
-        .collect();
-    emu.seed_str(&all).unwrap();
-    eprintln!(
-        "seeded {} ImageStreams in {:?}",
-        runs_n + paced_n,
-        t_seed.elapsed()
-    );
-    let client = emu.client().unwrap();
+/// The create-to-final latencies of the paced and the burst runs, sorted, and the burst's times.
+struct Phases {
+    paced: Vec<f64>,
+    burst: Vec<f64>,
+    /// When the last burst run was created, and when all were final, from the first create.
+    t_created: Duration,
+    t_all: Duration,
+}
 
-    let floor = floor(&client, &emu, 200).await;
-    let floor_p50 = percentile(&floor, 0.5);
-
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    emu.write_kubeconfig(&kubeconfig, "controller").unwrap();
-    let admin = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let controller = Killed::new(
-        Command::new(env!("CARGO_BIN_EXE_imagegate"))
-            .args(["controller", "--admin-addr", &format!("127.0.0.1:{admin}")])
-            .env("KUBECONFIG", &kubeconfig)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let pid = controller.pid();
-    common::wait_ready(admin).await;
-    let rss_idle = rss_kib(pid, "VmRSS:");
+/// Creates `paced_n` runs one every 20 ms (so that the latency is not queueing), then `runs_n`
+/// as fast as one client can, and times each from its create until the watch sees it final.
+async fn run_phases(client: &kube::Client, runs_n: usize, paced_n: usize) -> Phases {
     let done = watch_done(client.clone());
     let runs: Api<CustomRun> = Api::namespaced(client.clone(), "bench");
-    emu.clear_requests();
-
-    // Paced: one run at a time spaced out, so the latency is not queueing.
     let mut created = HashMap::new();
     for i in 0..paced_n {
         let name = format!("paced-{i}");
@@ -223,16 +185,17 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     wait_all(&done, "paced-", paced_n).await;
-    let mut paced: Vec<f64> = {
+    let latencies = |created: &HashMap<String, Instant>| -> Vec<f64> {
         let d = done.lock().unwrap();
-        created
+        let mut v: Vec<f64> = created
             .iter()
             .map(|(n, t)| (d[n].duration_since(*t)).as_secs_f64())
-            .collect()
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
     };
-    paced.sort_by(f64::total_cmp);
+    let paced = latencies(&created);
 
-    // Burst: every run created as fast as one client can, then wait for all.
     let t_burst = Instant::now();
     let mut created = HashMap::new();
     for i in 0..runs_n {
@@ -245,16 +208,96 @@ async fn main() {
     let t_created = t_burst.elapsed();
     wait_all(&done, "burst-", runs_n).await;
     let t_all = t_burst.elapsed();
-    let mut burst: Vec<f64> = {
-        let d = done.lock().unwrap();
-        created
-            .iter()
-            .map(|(n, t)| (d[n].duration_since(*t)).as_secs_f64())
-            .collect()
-    };
-    burst.sort_by(f64::total_cmp);
-    let rss_peak = rss_kib(pid, "VmHWM:");
-    let rss_end = rss_kib(pid, "VmRSS:");
+    Phases {
+        paced,
+        burst: latencies(&created),
+        t_created,
+        t_all,
+    }
+}
+
+/// How many runs of `bench` ended `Promoted`.
+async fn promoted(client: &kube::Client) -> usize {
+    let runs: Api<CustomRun> = Api::namespaced(client.clone(), "bench");
+    let list = runs.list(&Default::default()).await.unwrap();
+    list.items
+        .iter()
+        .filter(|r| r.succeeded_condition().and_then(|c| c.reason.as_deref()) == Some("Promoted"))
+        .count()
+}
+
+/// The report's lines about latency, common to both targets.
+fn report_phases(floor: &[f64], p: &Phases, runs_n: usize, paced_n: usize) {
+    let floor_p50 = percentile(floor, 0.5);
+    println!(
+        "| floor: bare API round trips of one promotion (start status, get stream, patch stream, final status), p50 / p99 | {} / {} |",
+        ms(floor_p50),
+        ms(percentile(floor, 0.99))
+    );
+    println!(
+        "| paced ({paced_n} runs, one per 20 ms): create-to-final p50 / p99 | {} / {} |",
+        ms(percentile(&p.paced, 0.5)),
+        ms(percentile(&p.paced, 0.99))
+    );
+    println!(
+        "| paced p50 / floor p50 | {:.2}x |",
+        percentile(&p.paced, 0.5) / floor_p50
+    );
+    println!(
+        "| burst: {runs_n} runs created in | {:.2} s |",
+        p.t_created.as_secs_f64()
+    );
+    println!(
+        "| burst: all {runs_n} final after | {:.2} s ({:.0} runs/s) |",
+        p.t_all.as_secs_f64(),
+        runs_n as f64 / p.t_all.as_secs_f64()
+    );
+    println!(
+        "| burst: create-to-final p50 / p99 | {} / {} |",
+        ms(percentile(&p.burst, 0.5)),
+        ms(percentile(&p.burst, 0.99))
+    );
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    imagegate::tls::install_crypto_provider();
+    let runs_n: usize = std::env::var("RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let paced_n = runs_n.min(300);
+    if std::env::var("API").as_deref() == Ok("real") {
+        real::run(runs_n, paced_n).await;
+        return;
+    }
+    let emu = Emulator::start(Config::default()).await.unwrap();
+    emu.seed_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/300-imagepromotion-crd.yaml"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let t_seed = Instant::now();
+    emu.seed_str(&all_streams(runs_n + paced_n)).unwrap();
+    emu.seed_str(&floor_stream_yaml()).unwrap();
+    eprintln!(
+        "seeded {} ImageStreams in {:?}",
+        runs_n + paced_n,
+        t_seed.elapsed()
+    );
+    let client = emu.client().unwrap();
+    let floor = floor(&client, 200).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    emu.write_kubeconfig(&kubeconfig, "controller").unwrap();
+    let controller = Controller::start(&kubeconfig).await;
+    emu.clear_requests();
+    let phases = run_phases(&client, runs_n, paced_n).await;
+    let rss = controller.rss();
 
     let total_runs = (paced_n + runs_n) as f64;
     let writes = emu.mutating_requests();
@@ -272,49 +315,28 @@ async fn main() {
         .map(|r| format!("{} {} {}", r.verb, r.resource, r.code))
         .collect();
     let (is_w, cr_w, ev_w) = (by("imagestreams"), by("customruns"), by("events"));
-    let promoted = {
-        let list = runs.list(&Default::default()).await.unwrap();
-        list.items
-            .iter()
-            .filter(|r| {
-                r.succeeded_condition().and_then(|c| c.reason.as_deref()) == Some("Promoted")
-            })
-            .count()
-    };
+    let promoted = promoted(&client).await;
 
     common::report_header(
         "imagegate controller benchmark",
         "emulator in the bench process, controller a separate release binary",
     );
     println!("| runs promoted | {promoted} of {} |", paced_n + runs_n);
-    println!(
-        "| floor: bare API round trips of one promotion (start status, get stream, patch stream, final status), p50 / p99 | {} / {} |",
-        ms(floor_p50),
-        ms(percentile(&floor, 0.99))
-    );
-    println!(
-        "| paced ({paced_n} runs, one per 20 ms): create-to-final p50 / p99 | {} / {} |",
-        ms(percentile(&paced, 0.5)),
-        ms(percentile(&paced, 0.99))
-    );
-    println!(
-        "| paced p50 / floor p50 | {:.2}x |",
-        percentile(&paced, 0.5) / floor_p50
-    );
-    println!(
-        "| burst: {runs_n} runs created in | {:.2} s |",
-        t_created.as_secs_f64()
-    );
-    println!(
-        "| burst: all {runs_n} final after | {:.2} s ({:.0} runs/s) |",
-        t_all.as_secs_f64(),
-        runs_n as f64 / t_all.as_secs_f64()
-    );
-    println!(
-        "| burst: create-to-final p50 / p99 | {} / {} |",
-        ms(percentile(&burst, 0.5)),
-        ms(percentile(&burst, 0.99))
-    );
+    report_phases(&floor, &phases, runs_n, paced_n);
+    report_writes(total_runs, (is_w, cr_w, ev_w), &refused);
+    rss.report();
+    drop(controller);
+    emu.shutdown().await;
+}
+
+/// The ImageStreams of the paced and the burst runs, `bench/nb-<i>`.
+fn all_streams(n: usize) -> String {
+    (0..n).map(|i| format!("---\n{}", stream_yaml(i))).collect()
+}
+
+/// The report's lines about writes: ImageStream, CustomRun status and Event writes per run,
+/// and the refused ones.
+fn report_writes(total_runs: f64, (is_w, cr_w, ev_w): (f64, f64, f64), refused: &[String]) {
     println!(
         "| API writes per run: ImageStream + CustomRun status | {:.2} ({:.2} + {:.2}) |",
         (is_w + cr_w) / total_runs,
@@ -329,12 +351,61 @@ async fn main() {
     if !refused.is_empty() {
         eprintln!("refused: {:?}", &refused[..refused.len().min(10)]);
     }
-    println!(
-        "| controller RSS idle / peak / end | {} / {} / {} MiB |",
-        rss_idle / 1024,
-        rss_peak / 1024,
-        rss_end / 1024
-    );
-    drop(controller);
-    emu.shutdown().await;
+}
+
+/// The release `imagegate controller` under measurement, a separate process.
+struct Controller {
+    process: Killed,
+    rss_idle: u64,
+}
+
+/// The controller's resident set: idle (ready, before any run), peak and at the end, in KiB.
+struct Rss(u64, u64, u64);
+
+impl Rss {
+    fn report(&self) {
+        println!(
+            "| controller RSS idle / peak / end | {} / {} / {} MiB |",
+            self.0 / 1024,
+            self.1 / 1024,
+            self.2 / 1024
+        );
+    }
+}
+
+impl Controller {
+    /// Starts the controller with `kubeconfig` and waits until it is ready.
+    async fn start(kubeconfig: &std::path::Path) -> Controller {
+        let admin = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let process = Killed::new(
+            Command::new(env!("CARGO_BIN_EXE_imagegate"))
+                .args(["controller", "--admin-addr", &format!("127.0.0.1:{admin}")])
+                .env("KUBECONFIG", kubeconfig)
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        common::wait_ready(admin).await;
+        let rss_idle = rss_kib(process.pid(), "VmRSS:");
+        Controller { process, rss_idle }
+    }
+
+    fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    fn rss(&self) -> Rss {
+        let pid = self.pid();
+        Rss(
+            self.rss_idle,
+            rss_kib(pid, "VmHWM:"),
+            rss_kib(pid, "VmRSS:"),
+        )
+    }
 }

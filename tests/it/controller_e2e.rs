@@ -162,12 +162,12 @@ impl Setup {
     }
 }
 
-fn reason(run: &CustomRun) -> (String, String) {
+pub(crate) fn reason(run: &CustomRun) -> (String, String) {
     let c = run.succeeded_condition().unwrap();
     (c.status.clone(), c.reason.clone().unwrap_or_default())
 }
 
-fn result(run: &CustomRun, name: &str) -> String {
+pub(crate) fn result(run: &CustomRun, name: &str) -> String {
     run.status
         .as_ref()
         .unwrap()
@@ -179,7 +179,7 @@ fn result(run: &CustomRun, name: &str) -> String {
         .clone()
 }
 
-fn served(is: &ImageStream) -> (String, std::collections::BTreeMap<String, String>) {
+pub(crate) fn served(is: &ImageStream) -> (String, std::collections::BTreeMap<String, String>) {
     let tag = is.spec_tag("latest").unwrap();
     (
         tag.from.as_ref().unwrap().name.clone().unwrap(),

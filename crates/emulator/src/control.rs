@@ -122,6 +122,12 @@ pub(crate) fn user_of(headers: &HeaderMap) -> String {
     }
 }
 
+/// The user a request was authenticated as, when the server authenticates (the
+/// image-API-only mode, [`crate::aggregated`]): the request log records it instead of
+/// [`user_of`]'s reading of the token.
+#[derive(Clone, Debug)]
+pub struct AuthenticatedUser(pub String);
+
 /// A fault to inject into the next matching requests.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]

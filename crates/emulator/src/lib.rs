@@ -22,6 +22,8 @@
 //! - `registry`: the resource types served and the discovery documents; `openapi`: the OpenAPI
 //!   v3 documents kubectl validates against.
 //! - `simulate`: what the cluster does by itself (seeded objects, scheduled imports).
+//! - [`aggregated`]: the image-API-only mode, an aggregated API server behind a real
+//!   kube-apiserver (TLS, the front proxy's identity, SubjectAccessReview).
 //! - `handle`: the programmatic handle tests and the demo use (seed, simulate imports, faults,
 //!   compaction); [`control`] exposes the same over HTTP for other processes.
 //!
@@ -29,6 +31,7 @@
 //! stand-in for Tekton's released CRD ([`tekton::customrun_crd`]: same group, version and kind,
 //! a schema that keeps every field); tests that need Tekton's schema create the released CRD.
 
+pub mod aggregated;
 pub mod control;
 mod handle;
 mod http;

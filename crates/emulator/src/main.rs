@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use imagegate_emulator::{Config, Emulator, control};
+use imagegate_emulator::{Config, Emulator, aggregated, control};
 use tracing_subscriber::EnvFilter;
 
 /// imagegate-emulator: a Kubernetes/OpenShift API server for tests and demos.
@@ -18,9 +18,15 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = LogFormat::Human, env = "IMAGEGATE_LOG_FORMAT")]
     log_format: LogFormat,
 
-    /// Where to write a kubeconfig that points kubectl and imagegate at the emulator.
-    #[arg(long, env = "KUBECONFIG_OUT")]
-    kubeconfig: PathBuf,
+    /// Where to write a kubeconfig that points kubectl and imagegate at the emulator (not with
+    /// --serve-image-api-only, where clients go through kube-apiserver).
+    #[arg(
+        long,
+        env = "KUBECONFIG_OUT",
+        required_unless_present = "serve_image_api_only",
+        conflicts_with = "serve_image_api_only"
+    )]
+    kubeconfig: Option<PathBuf>,
 
     /// Address to listen on (port 0 picks a free port; the kubeconfig has the real one).
     #[arg(long, default_value = "127.0.0.1:0")]
@@ -45,6 +51,9 @@ struct Cli {
     /// The user name the kubeconfig's token stands for in the request log.
     #[arg(long, default_value = "admin")]
     user: String,
+
+    #[command(flatten)]
+    image_api: aggregated::Options,
 }
 
 /// Log output format.
@@ -97,6 +106,12 @@ fn init_logging(format: LogFormat) {
 
 /// Starts the emulator, seeds it, writes the kubeconfig, and serves until interrupted.
 async fn serve(cli: Cli) -> anyhow::Result<()> {
+    if cli.image_api.serve_image_api_only {
+        return serve_image_api(cli).await;
+    }
+    let Some(kubeconfig) = cli.kubeconfig.clone() else {
+        anyhow::bail!("--kubeconfig is required");
+    };
     let emu = Emulator::start(Config {
         addr: cli.addr,
         retained_events: cli.retained_events,
@@ -111,20 +126,47 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
             .with_context(|| format!("cannot seed {}", file.display()))?;
         tracing::info!(file = %file.display(), objects = names.len(), "seeded");
     }
-    emu.write_kubeconfig(&cli.kubeconfig, &cli.user)
-        .with_context(|| format!("cannot write {}", cli.kubeconfig.display()))?;
+    emu.write_kubeconfig(&kubeconfig, &cli.user)
+        .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
     tracing::info!(
         url = %emu.url(),
-        kubeconfig = %cli.kubeconfig.display(),
+        kubeconfig = %kubeconfig.display(),
         control = format!("{}{}", emu.url(), control::PREFIX),
         "emulator serving"
     );
     println!("imagegate-emulator serving at {}", emu.url());
-    println!("kubeconfig: {}", cli.kubeconfig.display());
-    println!("  export KUBECONFIG={}", cli.kubeconfig.display());
+    println!("kubeconfig: {}", kubeconfig.display());
+    println!("  export KUBECONFIG={}", kubeconfig.display());
     shutdown_signal().await;
     tracing::info!("shutting down");
     emu.shutdown().await;
+    Ok(())
+}
+
+/// The image-API-only mode: HTTPS, behind kube-apiserver's aggregator.
+async fn serve_image_api(cli: Cli) -> anyhow::Result<()> {
+    imagegate_emulator::aggregated::tls::install_crypto_provider();
+    let api = aggregated::start(
+        &cli.image_api,
+        cli.internal_registry.clone(),
+        cli.retained_events,
+    )
+    .await?;
+    for file in &cli.seed {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let names = api
+            .cluster()
+            .seed_str(&text)
+            .with_context(|| format!("cannot seed {}", file.display()))?;
+        tracing::info!(file = %file.display(), objects = names.len(), "seeded");
+    }
+    let url = format!("https://{}", api.addr());
+    tracing::info!(%url, control = format!("{url}{}", control::PREFIX), "image API serving");
+    println!("imagegate-emulator serving the image API at {url}");
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    api.shutdown().await;
     Ok(())
 }
 

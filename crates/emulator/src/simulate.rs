@@ -356,7 +356,12 @@ impl Cluster {
                 ))
             })?;
         let digest = req.digest.clone().unwrap_or_else(random_digest);
-        if !digest.starts_with("sha256:") || digest.len() != 71 {
+        let hex = digest.strip_prefix("sha256:").unwrap_or_default();
+        if hex.len() != 64
+            || !hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
             return Err(ApiError::bad_request(format!(
                 "{digest:?} is not a sha256 digest"
             )));

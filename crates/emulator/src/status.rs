@@ -54,6 +54,8 @@ impl ApiError {
                     "FieldValueRequired"
                 } else if message.starts_with("Unsupported value") {
                     "FieldValueNotSupported"
+                } else if message.contains(" in body must be of type ") {
+                    "FieldValueTypeInvalid"
                 } else {
                     "FieldValueInvalid"
                 };
@@ -100,14 +102,15 @@ impl ApiError {
         .with_details(group, plural, name)
     }
 
-    /// 422 Invalid.
+    /// 422 Invalid, `<Kind>[.<group>] "<name>" is invalid: <why>` (a core kind unqualified,
+    /// as `errors.NewInvalid` words it).
     pub fn invalid(group: &str, kind: &str, name: &str, why: impl AsRef<str>) -> Self {
         ApiError::new(
             422,
             "Invalid",
             format!(
-                "{kind}.{} \"{name}\" is invalid: {}",
-                group_or_core(group),
+                "{} \"{name}\" is invalid: {}",
+                qualified(group, kind),
                 why.as_ref()
             ),
         )
@@ -153,6 +156,10 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if self.reason.is_empty() {
+            // An error the server did not classify (a storage error): no reason at all.
+            s.as_object_mut().map(|o| o.remove("reason"));
+        }
         if let Some(d) = &self.details {
             s["details"] = d.clone();
         }
@@ -184,10 +191,6 @@ fn qualified(group: &str, plural: &str) -> String {
     } else {
         format!("{plural}.{group}")
     }
-}
-
-fn group_or_core(group: &str) -> &str {
-    if group.is_empty() { "core" } else { group }
 }
 
 #[cfg(test)]

@@ -91,7 +91,8 @@ pub fn start(
                 .store
                 .subscribe_current(&ty.group, &ty.plural, t.namespace.as_deref());
         initial.extend(items.into_iter().filter(|o| filter.selects(o)));
-        if opts.send_initial_events {
+        // The end of the initial events is a bookmark, sent only to a watch that allows them.
+        if opts.send_initial_events && opts.allow_bookmarks {
             let mut bm = bookmark(&ty, current);
             bm["object"]["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
             initial_end = Some(bm);

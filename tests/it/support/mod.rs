@@ -54,12 +54,18 @@ pub async fn wait_ready(admin: u16) {
 
 /// A running emulator, stopped on drop. Its own thread and multi-threaded runtime keep it
 /// serving whatever the test's runtime is doing, as a separate server would.
+///
+/// Or, from [`EmulatorServer::behind_api_server`], the image API a real kube-apiserver
+/// aggregates (`scripts/realcluster up`): its control API reached directly over HTTPS, the API
+/// itself only through the real server.
 pub struct EmulatorServer {
     /// The server URL.
     pub url: String,
     /// A kubeconfig for the user `admin`.
     pub kubeconfig: PathBuf,
     http: reqwest::Client,
+    /// The admin client of the real API server, for an image API behind one.
+    api_server: Option<kube::Client>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
     _dir: tempfile::TempDir,
@@ -112,6 +118,7 @@ impl EmulatorServer {
             url,
             kubeconfig,
             http: reqwest::Client::new(),
+            api_server: None,
             stop: Some(stop),
             thread: Some(thread),
             _dir: dir,
@@ -121,6 +128,32 @@ impl EmulatorServer {
         server
     }
 
+    /// The image API served by `imagegate-emulator --serve-image-api-only` at `url` (HTTPS,
+    /// its certificate signed by the CA `ca_pem`), aggregated by the real API server that
+    /// `kubeconfig` and `admin` (its admin client) reach. Seeding and imports go to the control
+    /// API directly; [`EmulatorServer::client`] is the real server's admin client.
+    pub fn behind_api_server(
+        url: String,
+        ca_pem: &[u8],
+        kubeconfig: PathBuf,
+        admin: kube::Client,
+    ) -> EmulatorServer {
+        imagegate::tls::install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(ca_pem).unwrap())
+            .build()
+            .unwrap();
+        EmulatorServer {
+            url,
+            kubeconfig,
+            http,
+            api_server: Some(admin),
+            stop: None,
+            thread: None,
+            _dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
     /// A kube client authenticated as `user` (the token `user:<name>` names it in the log).
     pub fn client_as(&self, user: &str) -> kube::Client {
         let mut config = kube::Config::new(self.url.parse().unwrap());
@@ -128,9 +161,12 @@ impl EmulatorServer {
         kube::Client::try_from(config).unwrap()
     }
 
-    /// A kube client as `admin`.
+    /// A kube client as `admin` (behind an API server: the API server's admin client).
     pub fn client(&self) -> kube::Client {
-        self.client_as("admin")
+        match &self.api_server {
+            Some(c) => c.clone(),
+            None => self.client_as("admin"),
+        }
     }
 
     /// Writes a kubeconfig for `user` (what a program under test is given).

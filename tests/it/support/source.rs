@@ -1,5 +1,6 @@
 //! `imagegate source` as a separate process, as a Deployment runs it.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -34,6 +35,21 @@ impl Source {
     ) -> Source {
         let kubeconfig = dir.path().join("source-kubeconfig");
         emu.write_kubeconfig(&kubeconfig, "source");
+        Source::with_kubeconfig_env(&kubeconfig, sink, extra, env)
+    }
+
+    /// Starts the source with `kubeconfig` (its identity and API server), sending to `sink`.
+    pub fn with_kubeconfig(kubeconfig: &Path, sink: &str, extra: &[&str]) -> Source {
+        Source::with_kubeconfig_env(kubeconfig, sink, extra, &[])
+    }
+
+    /// [`Source::with_kubeconfig`], with these environment variables set too.
+    fn with_kubeconfig_env(
+        kubeconfig: &Path,
+        sink: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Source {
         let admin = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
         command
@@ -49,7 +65,7 @@ impl Source {
             .args(extra)
             .arg("--admin-addr")
             .arg(format!("127.0.0.1:{admin}"))
-            .env("KUBECONFIG", &kubeconfig)
+            .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info")
             .envs(env.iter().copied());
         Source {

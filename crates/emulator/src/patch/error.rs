@@ -1,6 +1,8 @@
-//! Why a patch fails, as kube-apiserver reports it: [`PatchError`] knows the HTTP status and the
-//! `Status` reason of each failure, and [`FieldConflict`] is one owner an apply would
+//! Why a patch fails, as kube-apiserver reports it: [`PatchError`] knows the HTTP status, the
+//! `Status` reason and causes of each failure, and [`FieldConflict`] is one owner an apply would
 //! take a field from, worded like kube's 409.
+
+use serde_json::{Value, json};
 
 /// An owner that an apply would take a field from, as kube reports it in a 409.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,6 +107,23 @@ impl PatchError {
             409 => "Conflict",
             422 => "Invalid",
             _ => "InternalError",
+        }
+    }
+
+    /// The `details.causes` of the `Status` (`[{reason, message, field}]`), empty when kube
+    /// sends none.
+    pub fn status_causes(&self) -> Vec<Value> {
+        match self {
+            PatchError::Conflict(conflicts) => conflicts
+                .iter()
+                .map(|c| {
+                    json!({"reason": "FieldManagerConflict",
+                        "message": format!("conflict with {}", c.owner()), "field": c.field})
+                })
+                .collect(),
+            PatchError::MissingFieldManager => vec![json!({"reason": "FieldValueRequired",
+                "message": "Required value: is required for apply patch", "field": "fieldManager"})],
+            _ => Vec::new(),
         }
     }
 }

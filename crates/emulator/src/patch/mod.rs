@@ -34,7 +34,7 @@ use serde_json::Value;
 
 pub use apply::{ApplyRequest, server_side_apply};
 pub use error::{FieldConflict, PatchError};
-pub use managed::record_update;
+pub use managed::{Writer, record_update, record_write};
 pub use request::PatchType;
 pub use strategic::strategic_merge_patch;
 

@@ -15,6 +15,7 @@ use chrono::{SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
 
 mod istag;
+mod names;
 mod patching;
 mod read;
 mod write;
@@ -199,7 +200,24 @@ fn strategy_error(e: StrategyError, ty: &ResourceType, name: &str) -> ApiError {
 }
 
 fn patch_error(e: PatchError) -> ApiError {
-    ApiError::new(e.http_code(), e.reason(), e.to_string())
+    if matches!(
+        e,
+        PatchError::JsonPatchTestFailed { .. } | PatchError::JsonPatchFailed { .. }
+    ) {
+        // The patch handler wraps the JSON patch library's error in a generic 422, whose
+        // message is the same for every failure.
+        return ApiError::new(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+        );
+    }
+    let causes = e.status_causes();
+    let mut err = ApiError::new(e.http_code(), e.reason(), e.to_string());
+    if !causes.is_empty() {
+        err.details = Some(json!({ "causes": causes }));
+    }
+    err
 }
 
 fn md(obj: &Value) -> Option<&Map<String, Value>> {
@@ -345,9 +363,9 @@ impl Cluster {
         if let Some(url_name) = &t.name {
             match m.get("name").and_then(Value::as_str) {
                 Some(b) if b != url_name => {
-                    return Err(ApiError::bad_request(
-                        "the name of the object does not match the name on the URL",
-                    ));
+                    return Err(ApiError::bad_request(format!(
+                        "the name of the object ({b}) does not match the name on the URL ({url_name})"
+                    )));
                 }
                 _ => {
                     m.insert("name".into(), json!(url_name));

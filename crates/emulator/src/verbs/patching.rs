@@ -8,7 +8,6 @@ use crate::openshift::{self, IstagWrite};
 use crate::patch::{self, PatchType};
 use crate::registry::Behavior;
 use crate::status::ApiError;
-use crate::store::WriteOp;
 
 const IMAGE_GROUP: &str = "image.openshift.io";
 
@@ -36,12 +35,9 @@ impl Cluster {
         }
         let patch_doc: Value = if kind == PatchType::Apply {
             if opts.field_manager.as_deref().unwrap_or("").is_empty() {
-                return Err(ApiError::invalid(
-                    "meta.k8s.io",
-                    "PatchOptions",
-                    "",
-                    "fieldManager: Required value: is required for apply patch",
-                ));
+                let why = "fieldManager: Required value: is required for apply patch";
+                return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", why)
+                    .with_field_causes(&[why.to_string()]));
             }
             serde_yaml::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
@@ -140,32 +136,19 @@ impl Cluster {
         Err(ApiError::conflict(&ty.group, &ty.plural, t.name()))
     }
 
-    /// Creates an object whose managedFields were computed by an apply.
+    /// Creates an object whose managedFields were computed by an apply, in one write (one
+    /// resourceVersion, one ADDED event), as the real server does.
     pub(super) fn create_preserving_fields(
         &self,
         t: &Target,
         body: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        let managed = body.pointer("/metadata/managedFields").cloned();
-        let mut obj = self.create(t, body, opts)?;
-        if let Some(mf) = managed {
-            // Re-store with the apply's ownership (create recorded an Update manager instead).
-            let ty = t.ty.clone();
-            let ns = t.ns().to_string();
-            let name = md_str(&obj, "name").unwrap_or_default().to_string();
-            let w = self
-                .store
-                .write(&ty.group, &ty.plural, &ns, &name, |_, cur| {
-                    let mut o = cur
-                        .ok_or_else(|| ApiError::not_found(&ty.group, &ty.plural, &name))?
-                        .value();
-                    o["metadata"]["managedFields"] = mf;
-                    Ok(WriteOp::Put(o))
-                })?;
-            obj = w.object.value();
-        }
-        Ok(obj)
+        let applied = WriteOptions {
+            applied: true,
+            ..opts.clone()
+        };
+        self.create(t, body, &applied)
     }
 }
 

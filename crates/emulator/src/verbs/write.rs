@@ -35,8 +35,20 @@ impl Cluster {
         if ty.behavior == Behavior::ImageStreamTag {
             return self.istag_write(t, body, IstagWrite::Create, opts);
         }
+        if md_str(&body, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
+            // The storage layer's refusal, which the registry passes on unclassified.
+            return Err(ApiError::new(
+                500,
+                "",
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
         self.check_body(t, &mut body, true)?;
         let name = md_str(&body, "name").unwrap_or_default().to_string();
+        // Images are named by their digest (`sha256:…`), which openshift-apiserver allows.
+        if matches!(ty.behavior, Behavior::Builtin | Behavior::Custom) && ty.group != IMAGE_GROUP {
+            super::names::check_name(&ty, &body)?;
+        }
         let ns = t.ns().to_string();
         let written =
             self.store
@@ -112,7 +124,9 @@ impl Cluster {
             _ => {}
         }
         apply_schema(ty, &mut obj, opts, &name)?;
-        patch::record_update(None, &mut obj, opts.manager(), &ty.api_version(), &now());
+        if !opts.applied {
+            patch::record_update(None, &mut obj, opts.manager(), &ty.api_version(), &now());
+        }
         Ok(obj)
     }
 
@@ -148,16 +162,27 @@ impl Cluster {
             return self.istag_write(t, body, IstagWrite::Update, opts);
         }
         self.check_body(t, &mut body, true)?;
-        // openshift-apiserver's ImageStream strategy has `AllowUnconditionalUpdate() == false`:
-        // a PUT of an ImageStream without `metadata.resourceVersion` is 422 Invalid.
-        let unconditional_allowed = ty.behavior != Behavior::ImageStream;
-        if !unconditional_allowed && md_str(&body, "resourceVersion").is_none_or(str::is_empty) {
-            return Err(ApiError::invalid(
-                &ty.group,
-                &ty.kind,
-                t.name(),
-                "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
-            ));
+        if md_str(&body, "resourceVersion").is_none_or(str::is_empty) {
+            match ty.behavior {
+                Behavior::ImageStream => {
+                    return Err(ApiError::invalid(
+                        &ty.group,
+                        &ty.kind,
+                        t.name(),
+                        "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                    ));
+                }
+                // apiextensions-apiserver allows no unconditional update of a custom resource,
+                // and names the resource, not the kind.
+                Behavior::Custom => {
+                    // Checked after the object is found: a missing one is 404 first.
+                    self.get(t)?;
+                    let why = "metadata.resourceVersion: Invalid value: 0: must be specified for an update";
+                    return Err(ApiError::invalid(&ty.group, &ty.plural, t.name(), why)
+                        .with_field_causes(&[why.to_string()]));
+                }
+                _ => {}
+            }
         }
         self.replace(t, &ty, body, opts, None)
     }
@@ -248,13 +273,14 @@ impl Cluster {
             }
             apply_schema(ty, &mut out, opts, &name)?;
             if !opts.applied {
-                patch::record_update(
-                    Some(old),
-                    &mut out,
-                    opts.manager(),
-                    &ty.api_version(),
-                    &now(),
-                );
+                let writer = patch::Writer {
+                    manager: opts.manager(),
+                    api_version: &ty.api_version(),
+                    subresource: "status",
+                    keys: patch::DEFAULT_MERGE_KEYS,
+                    now: &now(),
+                };
+                patch::record_write(Some(old), &mut out, &writer);
             }
             return Ok(out);
         }
@@ -357,7 +383,18 @@ impl Cluster {
                 if let Some(uid) = &pre_uid
                     && md_str(current, "uid") != Some(uid)
                 {
-                    return Err(ApiError::conflict(&ty.group, &ty.plural, &name));
+                    let stored = md_str(current, "uid").unwrap_or_default();
+                    return Err(ApiError::new(
+                        409,
+                        "Conflict",
+                        format!(
+                            "Operation cannot be fulfilled on {} \"{name}\": the UID in the precondition \
+                             ({uid}) does not match the UID in record ({stored}). The object might have \
+                             been deleted and then recreated",
+                            if ty.group.is_empty() { ty.kind.clone() } else { format!("{}.{}", ty.kind, ty.group) }
+                        ),
+                    )
+                    .with_details(&ty.group, &ty.kind, &name));
                 }
                 if let Some(rv) = &pre_rv
                     && md_str(current, "resourceVersion") != Some(rv)
@@ -383,8 +420,9 @@ impl Cluster {
         }
         let uid = md_str(&deleted, "uid");
         Ok(match ty.behavior {
-            // Custom resources answer with the deleted object, built-in kinds with a Status.
-            Behavior::Custom | Behavior::Crd => deleted.clone(),
+            // A CRD answers with the deleted object; custom resources (without finalizers:
+            // deleted at once) and built-in kinds with a Status.
+            Behavior::Crd => deleted.clone(),
             _ => success_status(&ty.group, &ty.plural, &name, uid),
         })
     }

@@ -25,6 +25,18 @@ fn help_lists_every_flag_of_the_emulator() {
         "--user",
         "--log-format",
         "--version",
+        "--serve-image-api-only",
+        "--secure-port",
+        "--bind-address",
+        "--tls-cert-file",
+        "--tls-private-key-file",
+        "--requestheader-client-ca-file",
+        "--requestheader-allowed-names",
+        "--requestheader-username-headers",
+        "--requestheader-group-headers",
+        "--requestheader-extra-headers-prefix",
+        "--authorization-kubeconfig",
+        "--authorization-always-allow-paths",
     ] {
         assert!(help.contains(flag), "no {flag} in:\n{help}");
     }
@@ -55,5 +67,51 @@ fn emulator_refuses_a_seed_file_that_does_not_exist() {
     assert!(
         !kc.exists(),
         "no kubeconfig for an emulator that did not start"
+    );
+}
+
+#[test]
+fn the_image_api_mode_names_the_flags_it_lacks() {
+    let out = emulator(&["--serve-image-api-only"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for flag in [
+        "--tls-cert-file",
+        "--tls-private-key-file",
+        "--requestheader-client-ca-file",
+        "--authorization-kubeconfig",
+    ] {
+        assert!(err.contains(flag), "{flag} not named in:\n{err}");
+    }
+    // Without the mode, the kubeconfig to write is required, and the mode's flags are refused.
+    let out = emulator(&[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--kubeconfig"));
+    let out = emulator(&["--kubeconfig", "/dev/null", "--secure-port", "8443"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--serve-image-api-only"));
+}
+
+#[test]
+fn the_image_api_mode_says_which_file_it_cannot_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.crt");
+    let missing = missing.to_str().unwrap();
+    let out = emulator(&[
+        "--serve-image-api-only",
+        "--tls-cert-file",
+        missing,
+        "--tls-private-key-file",
+        missing,
+        "--requestheader-client-ca-file",
+        missing,
+        "--authorization-kubeconfig",
+        missing,
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the serving certificate") && err.contains("missing.crt"),
+        "{err}"
     );
 }

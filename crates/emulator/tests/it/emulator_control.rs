@@ -152,6 +152,24 @@ async fn seeding_and_imports_work_over_http() {
     .await;
     assert_eq!(code, 404);
     assert_eq!(out["reason"], "NotFound");
+    // A digest that is not 64 lower-case hex digits is refused, not stored or ignored.
+    for bad in [
+        "sha256:gg",
+        &format!("sha256:{}", "g".repeat(64)),
+        &format!("sha256:{}", "A".repeat(64)),
+    ] {
+        let body = json!({"tag": "candidate", "digest": bad}).to_string();
+        let (code, out) = control(
+            &http,
+            &emu,
+            reqwest::Method::POST,
+            "namespaces/ds/imagestreams/nb/import",
+            Some(&body),
+        )
+        .await;
+        assert_eq!(code, 400, "{bad}: {out}");
+        assert_eq!(out["reason"], "BadRequest");
+    }
     let (code, _) = control(&http, &emu, reqwest::Method::POST, "no-such-endpoint", None).await;
     assert_eq!(code, 404);
     emu.shutdown().await;

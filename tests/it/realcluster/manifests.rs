@@ -1,143 +1,8 @@
-//! The real-cluster tier: the manifests and the RBAC of `config/` against a real kube-apiserver
-//! (v1.35.4, with etcd, from `scripts/realcluster up`), where server-side validation, CRD
-//! registration and RBAC are Kubernetes' own and not the emulator's. `scripts/test` builds the
-//! components first; a missing Go toolchain or a failed build fails these tests, never skips them.
+//! `config/` and `tekton/` against the real API server: server-side validation, the CRDs
+//! registered and served, and the shipped RBAC by SubjectAccessReview and a real token.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
+use super::cluster::ControlPlane;
 use crate::support::upstream::{CUSTOMRUN_CRD, TEKTON_PIPELINE, TEKTON_TRIGGERS};
-
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// A control plane started by `scripts/realcluster up`, stopped (`down`) on drop.
-struct ControlPlane {
-    kubeconfig: PathBuf,
-}
-
-impl ControlPlane {
-    fn up() -> ControlPlane {
-        let out = Command::new(Path::new(ROOT).join("scripts/realcluster"))
-            .arg("up")
-            .env("IMAGEGATE_ETCD_UNSAFE_NO_FSYNC", "1")
-            .output()
-            .expect("scripts/realcluster runs");
-        assert!(
-            out.status.success(),
-            "scripts/realcluster up failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        ControlPlane {
-            kubeconfig: PathBuf::from(path),
-        }
-    }
-
-    fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .env("KUBECONFIG", &self.kubeconfig)
-            .current_dir(ROOT)
-            .args(args)
-            .output()
-            .expect("kubectl is on PATH (scripts/test builds the pinned one)")
-    }
-
-    /// Runs kubectl and fails the test with its output if it fails; its stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Applies a file's text given on stdin (server-side); the output, and whether it worked.
-    fn apply_text(&self, text: &str) -> (bool, String) {
-        self.pipe(&["apply", "--server-side", "-f", "-"], text)
-    }
-
-    /// kubectl with `text` on stdin; whether it worked, and its output.
-    fn pipe(&self, args: &[&str], text: &str) -> (bool, String) {
-        use std::io::Write;
-        let mut child = Command::new("kubectl")
-            .env("KUBECONFIG", &self.kubeconfig)
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        (out.status.success(), text)
-    }
-
-    fn established(&self, crd: &str) {
-        self.ok(&[
-            "wait",
-            "--for=condition=Established",
-            &format!("crd/{crd}"),
-            "--timeout=60s",
-        ]);
-    }
-
-    /// What the API server says `user` may do: a SubjectAccessReview, for `verb` on
-    /// `group/resource[/subresource]` in namespace `ns` (empty: all), of the object `name` (empty: any).
-    fn can(&self, user: &str, verb: &str, resource: &str, ns: &str, name: &str) -> bool {
-        let (group, resource) = resource.split_once('/').unwrap_or(("", resource));
-        let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
-        let review = serde_json::json!({
-            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-            "spec": {"user": user, "resourceAttributes": {
-                "verb": verb, "group": group, "resource": resource, "subresource": subresource,
-                "namespace": ns, "name": name,
-            }},
-        });
-        let (ok, out) = self.pipe(
-            &["create", "-f", "-", "-o", "jsonpath={.status.allowed}"],
-            &review.to_string(),
-        );
-        assert!(ok, "the SubjectAccessReview failed: {out}");
-        out.trim() == "true"
-    }
-
-    /// `kubectl get --raw path` with only `token` (no client certificate) as the credential.
-    fn get_raw_as(&self, token: &str, path: &str) -> Output {
-        let server = self.ok(&[
-            "config",
-            "view",
-            "--minify",
-            "-o",
-            "jsonpath={.clusters[0].cluster.server}",
-        ]);
-        let ca = self.kubeconfig.parent().unwrap().join("pki/ca.crt");
-        Command::new("kubectl")
-            .env("KUBECONFIG", "/dev/null")
-            .args(["get", "--raw", path, "--server", &server, "--token", token])
-            .arg(format!("--certificate-authority={}", ca.display()))
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for ControlPlane {
-    fn drop(&mut self) {
-        let _ = Command::new(Path::new(ROOT).join("scripts/realcluster"))
-            .arg("down")
-            .arg(&self.kubeconfig)
-            .output();
-    }
-}
 
 #[test]
 fn config_tekton_and_their_crds_apply_to_a_real_api_server() {
@@ -216,7 +81,7 @@ fn the_shipped_roles_grant_what_the_programs_need_and_nothing_more_on_a_real_api
     cp.ok(&["apply", "--server-side", "-k", "config/"]);
     let source = "system:serviceaccount:imagegate-system:imagegate-source";
     let controller = "system:serviceaccount:imagegate-system:imagegate-controller";
-    // What each program's code calls (tests/it/rbac.rs proves each is used, on the emulator), and
+    // What each program's code calls (tests/rbac.rs proves each is used, on the emulator), and
     // what it must not do.
     let (sys, nb) = ("imagegate-system", "notebooks");
     let (yes, no) = (true, false);

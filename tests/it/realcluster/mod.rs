@@ -1,0 +1,27 @@
+//! The real-cluster tier: imagegate against a real kube-apiserver (v1.35.4, with etcd, from
+//! `scripts/realcluster up`), where server-side validation, CRDs, RBAC, watches, Leases and
+//! Events are Kubernetes' own, and the OpenShift image API is aggregated from the emulator
+//! (`imagegate-emulator --serve-image-api-only`), so the programs talk to the real server only.
+//! `scripts/test` builds the components first; a missing Go toolchain or a failed build fails
+//! these tests, never skips them.
+//!
+//! Each test starts its own control plane (about 5 s) and keeps its scenarios apart by
+//! namespace; nextest runs each test in a process of its own, so a control plane is not shared
+//! between tests.
+//!
+//! - [`cluster`]: the control plane and what the tests do with it.
+//! - [`manifests`]: `config/` and `tekton/` apply; the RBAC by SubjectAccessReview.
+//! - [`image_api`]: the image API aggregated, discovered, proxied and authorized.
+//! - [`runs`]: the controller's scenarios' setup; [`controller`]: the scenarios.
+//! - [`source`]: the source's scenarios.
+//! - [`differential`]: the same requests to the real server and to the emulator, compared.
+//! - [`rbac`]: every verb of `config/`'s roles, sufficient and needed, on the real authorizer.
+
+mod cluster;
+mod controller;
+mod differential;
+mod image_api;
+mod manifests;
+mod rbac;
+mod runs;
+mod source;
