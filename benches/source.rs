@@ -114,7 +114,7 @@ fn poster(sink: &str) {
 }
 
 /// `n` bare POSTs by `concurrency` posters sharing one client on this thread; prints the time
-/// all took, in seconds.
+/// all took and the CPU time this process used, in seconds.
 async fn throughput(sink: &str, n: usize, concurrency: usize, offset: usize) {
     let http = reqwest::Client::new();
     let next = std::rc::Rc::new(std::cell::Cell::new(offset));
@@ -134,12 +134,14 @@ async fn throughput(sink: &str, n: usize, concurrency: usize, offset: usize) {
         }
     });
     futures::future::join_all(posters).await;
-    println!("{}", t.elapsed().as_secs_f64());
+    let cpu = cpu_seconds(std::process::id());
+    println!("{} {cpu}", t.elapsed().as_secs_f64());
 }
 
 /// The throughput floor: `n` bare POSTs from a second process, `concurrency` at once (as the
-/// source delivers), on a one-thread runtime; events per second.
-async fn throughput_floor(sink: &str, n: usize, concurrency: usize, offset: usize) -> f64 {
+/// source delivers), on a one-thread runtime; events per second, and the poster's CPU seconds
+/// per POST.
+async fn throughput_floor(sink: &str, n: usize, concurrency: usize, offset: usize) -> (f64, f64) {
     let out = tokio::process::Command::new(std::env::current_exe().unwrap())
         .env("BENCH_POSTER", sink)
         .env("BENCH_POSTER_N", n.to_string())
@@ -154,11 +156,12 @@ async fn throughput_floor(sink: &str, n: usize, concurrency: usize, offset: usiz
         out.status.success(),
         "the throughput floor's second process failed"
     );
-    let took: f64 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("the throughput floor prints its time");
-    n as f64 / took
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut numbers = text.split_whitespace().map(|v| v.parse::<f64>().ok());
+    let (Some(Some(took)), Some(Some(cpu))) = (numbers.next(), numbers.next()) else {
+        panic!("the throughput floor prints its time and CPU, not {text:?}");
+    };
+    (n as f64 / took, cpu / n as f64)
 }
 
 /// Runs [`poster`] in a second process and returns its sorted round trips.
@@ -421,7 +424,7 @@ async fn bench() {
     bare.sort_by(f64::total_cmp);
     let bare_second = second_process_floor(&sink, 2000, 0, 10_000).await;
     let bare_paced = second_process_floor(&sink, PACED, 10, 20_000).await;
-    let floor_rate = throughput_floor(&sink, THROUGHPUT_POSTS, 64, 30_000).await;
+    let (floor_rate, floor_cpu) = throughput_floor(&sink, THROUGHPUT_POSTS, 64, 30_000).await;
 
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
@@ -591,9 +594,10 @@ async fn bench() {
         n as f64 / catch_up / floor_rate
     );
     println!(
-        "| catch-up: CPU of the source / of the bench process (emulator, sink) | {source_cpu:.2} s / {bench_cpu:.2} s ({:.0} / {:.0} µs per change) |",
+        "| catch-up: CPU of the source / of the bench process (emulator, sink) | {source_cpu:.2} s / {bench_cpu:.2} s ({:.0} / {:.0} µs per change; a bare POST of the floor: {:.0} µs) |",
         source_cpu * 1e6 / n as f64,
-        bench_cpu * 1e6 / n as f64
+        bench_cpu * 1e6 / n as f64,
+        floor_cpu * 1e6
     );
     println!(
         "| source RSS idle / peak (burst) / peak (catch-up run) | {} / {} / {} MiB |",

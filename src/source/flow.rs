@@ -215,7 +215,7 @@ impl Flow {
                 event_id = %event::event_id(&change),
                 "change"
             );
-            let order = format!("{}/{}/{}", key.0, key.1, change.tag);
+            let order = Arc::from(format!("{}/{}/{}", key.0, key.1, change.tag));
             let item = Pending::Tag {
                 change,
                 found: chrono::Utc::now(),
@@ -236,12 +236,12 @@ impl Flow {
         let now = chrono::Utc::now();
         let url = &self.settings.api_server_url;
         let event = apiserver::event(shape, action, is, url, now);
-        let order = format!("{}/{}", key.0, key.1);
+        let order = Arc::from(format!("{}/{}", key.0, key.1));
         self.push(order, Pending::Object(Box::new(event)), seen)
             .await;
     }
 
-    async fn push(&self, key: String, item: Pending, seen: Instant) {
+    async fn push(&self, key: Arc<str>, item: Pending, seen: Instant) {
         if self.queue.push(Job { key, item, seen }).await.is_err() {
             error!("the delivery queue is gone; stopping");
         }

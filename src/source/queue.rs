@@ -14,8 +14,9 @@ use tokio::task::JoinSet;
 
 /// One event on its way to the sink.
 pub struct Job<A> {
-    /// The ordering key (`namespace/imagestream/tag`, or `namespace/imagestream`).
-    pub key: String,
+    /// The ordering key (`namespace/imagestream/tag`, or `namespace/imagestream`), shared by
+    /// the dispatcher's indexes without copies.
+    pub key: Arc<str>,
     /// What the owner delivers: the event or what it is built from, and what to record once
     /// it is delivered (or dead-lettered). The queue never looks inside.
     pub item: A,
@@ -100,9 +101,9 @@ async fn dispatch<A, O>(
     A: Send + 'static,
     O: Send + 'static,
 {
-    let mut queues: HashMap<String, VecDeque<Job<A>>> = HashMap::new();
-    let mut waiting: VecDeque<String> = VecDeque::new();
-    let mut in_flight: HashSet<String> = HashSet::new();
+    let mut queues: HashMap<Arc<str>, VecDeque<Job<A>>> = HashMap::new();
+    let mut waiting: VecDeque<Arc<str>> = VecDeque::new();
+    let mut in_flight: HashSet<Arc<str>> = HashSet::new();
     let mut running: JoinSet<(Job<A>, O)> = JoinSet::new();
     let mut open = true;
     loop {
@@ -171,10 +172,10 @@ mod tests {
             let l = l.clone();
             Box::pin(async move {
                 // Key "slow" takes longer: "fast" must not wait for it.
-                if job.key == "slow" {
+                if &*job.key == "slow" {
                     tokio::time::sleep(Duration::from_millis(30)).await;
                 }
-                l.lock().unwrap().push((job.key.clone(), job.item));
+                l.lock().unwrap().push((job.key.to_string(), job.item));
                 (job, ())
             })
         });
@@ -241,7 +242,7 @@ mod tests {
         let (q, mut done) = start(20, 3, deliver);
         for n in 0..20 {
             q.push(Job {
-                key: format!("k{n}"),
+                key: format!("k{n}").into(),
                 item: (),
                 seen: Instant::now(),
             })
