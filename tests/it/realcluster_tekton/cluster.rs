@@ -126,6 +126,50 @@ impl Cluster {
         Kubectl { cluster: self }
     }
 
+    /// A kubeconfig (written to `path`) for ServiceAccount `ns/sa`, with a TokenRequest token as
+    /// a pod's projected token would be: the identity a program under test runs as.
+    pub fn kubeconfig_of(&self, ns: &str, sa: &str, path: &Path) {
+        let k = self.kubectl();
+        let token = k.ok(&["create", "token", "-n", ns, sa, "--duration=1h"]);
+        let server = k.ok(&[
+            "config",
+            "view",
+            "--minify",
+            "-o",
+            "jsonpath={.clusters[0].cluster.server}",
+        ]);
+        let ca = format!(
+            "--certificate-authority={}",
+            self.dir.join("pki/ca.crt").display()
+        );
+        let config = |args: &[&str]| {
+            let out = Command::new("kubectl")
+                .env("KUBECONFIG", path)
+                .arg("config")
+                .args(args)
+                .output()
+                .expect("kubectl runs");
+            assert!(out.status.success(), "kubectl config {args:?}: {out:?}");
+        };
+        config(&[
+            "set-cluster",
+            "realcluster",
+            "--server",
+            &server,
+            &ca,
+            "--embed-certs",
+        ]);
+        config(&["set-credentials", sa, "--token", token.trim()]);
+        config(&[
+            "set-context",
+            "realcluster",
+            "--cluster=realcluster",
+            "--user",
+            sa,
+        ]);
+        config(&["use-context", "realcluster"]);
+    }
+
     /// A log of a component `up --tekton` started (for a failure's message).
     pub fn log_tail(&self, name: &str) -> String {
         let text = std::fs::read_to_string(self.dir.join("logs").join(format!("{name}.log")))

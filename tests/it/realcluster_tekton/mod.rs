@@ -7,7 +7,11 @@
 //! - [`pipelines`]: PipelineRuns end Succeeded or Failed as the test decides, with the results and
 //!   exit codes Tekton read from the pods; `finally` after a failure.
 //! - [`triggers`]: an EventListener turns the CloudEvent its CEL filter passes into its PipelineRun.
+//! - [`customrun`]: the CustomRun contract with `config/` and `tekton/` as shipped: what Tekton
+//!   writes into the `begin` CustomRun and when it cancels it, `imagegate controller` ending it,
+//!   and the source's CloudEvent through the shipped EventListener to a PipelineRun.
 
 mod cluster;
+mod customrun;
 mod pipelines;
 mod triggers;

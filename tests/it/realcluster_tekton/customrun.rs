@@ -1,0 +1,255 @@
+//! The CustomRun contract against the real Tekton Pipelines controller (v1.15.0): `config/` and
+//! `tekton/` as shipped, the real controller making the `begin` CustomRun of the shipped Pipeline
+//! and cancelling it, `imagegate controller` (the binary, as its ServiceAccount with `config/`'s
+//! RBAC) ending it, and the source's own CloudEvent reaching the shipped EventListener (the real
+//! Triggers sink) that creates the PipelineRun.
+//!
+//! One test, in phases: `imagegate controller` reconciles every ImagePromotion CustomRun of the
+//! cluster, so no other test may run one beside it, and the first phase needs it stopped. The
+//! image API is not served on this cluster (the ImageStreams are another tier's), so a run that
+//! gets as far as reading its ImageStream ends `ImageStreamNotFound`; what Tekton does with that
+//! is part of the contract too.
+
+use std::path::Path;
+use std::process::Command;
+
+use imagegate::source::change::{ChangeKind, TagChange};
+use imagegate::source::deliver::{ContentMode, Encoded, SinkClient};
+use imagegate::source::event::{self, EventSettings};
+use serde_json::Value;
+
+use super::cluster::{Kubectl, cluster, condition, finished, succeeded};
+use crate::support::{Process, free_port};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+/// The namespace `tekton/kustomization.yaml` installs into.
+const NS: &str = "notebooks";
+const DIGEST: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+/// What Tekton writes to `spec.statusMessage` when it cancels a CustomRun (pkg/reconciler/pipelinerun).
+const CANCELLED: &str = "CustomRun cancelled as the PipelineRun it belongs to has been cancelled.";
+const TIMED_OUT: &str = "CustomRun cancelled as the PipelineRun it belongs to has timed out.";
+
+/// A PipelineRun of the shipped Pipeline for `notebooks/jupyter` at [`DIGEST`], with `extra` in
+/// its spec.
+fn pipelinerun(name: &str, extra: Value) -> String {
+    let mut run = serde_json::json!({
+        "apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+        "metadata": {"name": name},
+        "spec": {
+            "pipelineRef": {"name": "imagegate-promote"},
+            "params": [
+                {"name": "imagestream", "value": "notebooks/jupyter"},
+                {"name": "digest", "value": DIGEST},
+                {"name": "image", "value": format!("quay.io/modh/jupyter@{DIGEST}")},
+            ],
+        },
+    });
+    json_patch::merge(&mut run["spec"], &extra);
+    run.to_string()
+}
+
+/// The CustomRun Tekton made for pipeline task `task` of PipelineRun `run`, once it exists.
+fn customrun_of(k: &Kubectl, run: &str, task: &str) -> Value {
+    k.wait(NS, &format!("customrun/{run}-{task}"), 60, |_| true)
+}
+
+/// Without `imagegate controller`: what Tekton writes into the CustomRun it makes from the
+/// shipped `begin` task, and into it when the PipelineRun is cancelled or times out.
+fn tekton_cancels_the_customruns_it_made(k: &Kubectl) {
+    k.create(NS, &pipelinerun("cancelled", serde_json::json!({})));
+    let begin = customrun_of(k, "cancelled", "begin");
+    let spec = &begin["spec"];
+    assert_eq!(
+        spec["customRef"],
+        serde_json::json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion", "name": "notebooks"})
+    );
+    // The pipeline task's params, with the Pipeline's default for candidate-tag filled in, and
+    // its `timeout: 2m` as Go prints a duration.
+    let params: Vec<(&str, &str)> = spec["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["value"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        params,
+        [
+            ("imagestream", "notebooks/jupyter"),
+            ("candidate-tag", "candidate"),
+            ("digest", DIGEST),
+            ("action", "begin"),
+        ]
+    );
+    assert_eq!(spec["timeout"], "2m0s", "{begin:#}");
+    assert_eq!(spec["serviceAccountName"], "default");
+    assert_eq!(spec.get("retries"), None);
+    assert_eq!(
+        begin["metadata"]["labels"]["tekton.dev/pipelineTask"],
+        "begin"
+    );
+    assert_eq!(begin["metadata"]["labels"]["tekton.dev/memberOf"], "tasks");
+    assert_eq!(begin["metadata"]["ownerReferences"][0]["name"], "cancelled");
+
+    k.ok(&[
+        "patch",
+        "-n",
+        NS,
+        "pipelinerun/cancelled",
+        "--type=merge",
+        "-p",
+        r#"{"spec": {"status": "Cancelled"}}"#,
+    ]);
+    let begin = k.wait(NS, "customrun/cancelled-begin", 30, |r| {
+        r["spec"]["status"] == "RunCancelled"
+    });
+    assert_eq!(begin["spec"]["statusMessage"], CANCELLED);
+    // Tekton ends the PipelineRun at once: it does not wait for the custom task to confirm.
+    let run = k.wait(NS, "pipelinerun/cancelled", 30, finished);
+    assert_eq!(condition(&run, "Succeeded").unwrap()["reason"], "Cancelled");
+    assert_eq!(
+        succeeded(&begin),
+        None,
+        "nobody has reconciled it: {begin:#}"
+    );
+
+    k.create(
+        NS,
+        &pipelinerun(
+            "timed-out",
+            serde_json::json!({"timeouts": {"pipeline": "3s"}}),
+        ),
+    );
+    customrun_of(k, "timed-out", "begin");
+    let begin = k.wait(NS, "customrun/timed-out-begin", 30, |r| {
+        r["spec"]["status"] == "RunCancelled"
+    });
+    assert_eq!(begin["spec"]["statusMessage"], TIMED_OUT);
+    let run = k.wait(NS, "pipelinerun/timed-out", 30, finished);
+    assert_eq!(
+        condition(&run, "Succeeded").unwrap()["reason"],
+        "PipelineRunTimeout"
+    );
+}
+
+/// `imagegate controller` as its ServiceAccount (`config/`'s RBAC), on a free admin port.
+fn start_controller(dir: &Path) -> Process {
+    let c = cluster();
+    let kubeconfig = dir.join("controller.kubeconfig");
+    c.kubeconfig_of("imagegate-system", "imagegate-controller", &kubeconfig);
+    let admin = free_port();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
+    command
+        .args(["--log-format", "json", "controller", "--admin-addr"])
+        .arg(format!("127.0.0.1:{admin}"))
+        .env("KUBECONFIG", &kubeconfig)
+        .env("RUST_LOG", "info");
+    let process = Process::start("imagegate controller", command);
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(crate::support::wait_ready(admin));
+    process
+}
+
+/// The runs Tekton cancelled end `CustomRunCancelled` with Tekton's message, once imagegate sees them.
+fn imagegate_ends_the_cancelled_runs(k: &Kubectl) {
+    for (run, message) in [("cancelled", CANCELLED), ("timed-out", TIMED_OUT)] {
+        let begin = k.wait(NS, &format!("customrun/{run}-begin"), 30, finished);
+        let done = condition(&begin, "Succeeded").unwrap();
+        assert_eq!(done["status"], "False", "{begin:#}");
+        assert_eq!(done["reason"], "CustomRunCancelled");
+        assert_eq!(done["message"], message);
+        assert!(begin["status"]["completionTime"].is_string(), "{begin:#}");
+    }
+}
+
+/// The source's CloudEvent for a new candidate digest, as `imagegate source` builds and encodes
+/// it (binary mode), POSTed by the source's own client to the shipped EventListener's sink.
+fn the_source_event_reaches_the_shipped_eventlistener(k: &Kubectl) -> String {
+    let listener = k.wait(NS, "eventlistener/imagegate", 60, |el| {
+        condition(el, "Ready").is_some_and(|r| r["status"] == "True")
+    });
+    let url = listener["status"]["address"]["url"].as_str().unwrap();
+    let change = TagChange {
+        kind: ChangeKind::Updated,
+        namespace: NS.into(),
+        image_stream: "jupyter".into(),
+        image_stream_uid: "8c1c4a4e-0000-4000-8000-000000000001".into(),
+        tag: "candidate".into(),
+        digest: Some(DIGEST.into()),
+        previous_digest: None,
+        docker_image_reference: Some(format!("quay.io/modh/jupyter@{DIGEST}")),
+        generation: 1,
+        time: Some("2026-12-01T10:00:00Z".into()),
+        reason: None,
+        message: None,
+    };
+    let settings = EventSettings::new("https://imagegate.dev/schemas/").unwrap();
+    let event = event::tag_event(&change, &settings, chrono::Utc::now());
+    let wire = Encoded::new(&event, ContentMode::Binary).unwrap();
+    let status = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        SinkClient::new(None, None)
+            .unwrap()
+            .post(&url.parse().unwrap(), &wire)
+            .await
+    });
+    assert_eq!(status.ok(), Some(202), "the sink accepted the event");
+    format!("imagegate-{}", event::event_id(&change))
+}
+
+#[test]
+fn the_shipped_pipeline_on_real_tekton_hands_imagegate_its_customruns_and_reads_how_they_ended() {
+    let c = cluster();
+    let k = c.kubectl();
+    k.ok(&["apply", "--server-side", "-k", &format!("{ROOT}/config")]);
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/imagepromotions.imagegate.dev",
+    ]);
+    k.namespace(NS);
+    k.ok(&["apply", "--server-side", "-k", &format!("{ROOT}/tekton")]);
+
+    tekton_cancels_the_customruns_it_made(&k);
+    let dir = tempfile::tempdir().unwrap();
+    let _controller = start_controller(dir.path());
+    imagegate_ends_the_cancelled_runs(&k);
+
+    // The whole route up to imagegate's first read: the event passes the shipped CEL filter, the
+    // binding and template name the PipelineRun after the event id and fill its params, Tekton
+    // makes `begin`, imagegate finds no ImageStream (no image API on this cluster) and ends it;
+    // Tekton fails the run, skips `validate`, and neither `finally` task's `when` holds.
+    let name = the_source_event_reaches_the_shipped_eventlistener(&k);
+    let run = k.wait(NS, &format!("pipelinerun/{name}"), 60, |_| true);
+    assert_eq!(
+        run["metadata"]["annotations"]["imagegate.dev/digest"],
+        DIGEST
+    );
+    let run = k.wait(NS, &format!("pipelinerun/{name}"), 60, finished);
+    assert_eq!(
+        condition(&run, "Succeeded").unwrap()["reason"],
+        "Failed",
+        "{run:#}"
+    );
+    let begin = k.get(NS, &format!("customrun/{name}-begin")).unwrap();
+    let done = condition(&begin, "Succeeded").unwrap();
+    assert_eq!(done["reason"], "ImageStreamNotFound", "{begin:#}");
+    let skipped: Vec<(&str, &str)> = run["status"]["skippedTasks"]
+        .as_array()
+        .expect("skipped tasks")
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("validate", "PipelineRun was stopping"),
+            ("promote", "When Expressions evaluated to false"),
+            ("reject", "When Expressions evaluated to false"),
+        ]
+    );
+    assert_eq!(
+        run["status"]["childReferences"].as_array().unwrap().len(),
+        1,
+        "only begin ran: {run:#}"
+    );
+}
