@@ -1,8 +1,8 @@
 //! The CustomRun contract against the real Tekton Pipelines controller (v1.15.0): `config/` and
 //! `tekton/` as shipped, the real controller making the `begin` CustomRun of the shipped Pipeline
 //! and cancelling it, `imagegate controller` (the binary, as its ServiceAccount with `config/`'s
-//! RBAC) ending it, and the source's own CloudEvent reaching the shipped EventListener (the real
-//! Triggers sink) that creates the PipelineRun.
+//! RBAC) ending it, `retries` left to imagegate, and the source's own CloudEvent reaching the
+//! shipped EventListener (the real Triggers sink) that creates the PipelineRun.
 //!
 //! One test, in phases: `imagegate controller` reconciles every ImagePromotion CustomRun of the
 //! cluster, so no other test may run one beside it, and the first phase needs it stopped. The
@@ -162,6 +162,54 @@ fn imagegate_ends_the_cancelled_runs(k: &Kubectl) {
     }
 }
 
+/// `retries: 2` on a custom task: Tekton hands the count to the CustomRun and makes no second
+/// CustomRun; imagegate runs the attempts, archives the failed ones in `retriesStatus`, and ends
+/// the run only after the last one. The ImageStream is missing, so every attempt fails.
+fn imagegate_runs_the_retries_tekton_hands_it(k: &Kubectl) {
+    let spec = serde_json::json!({
+        "pipelineRef": null,
+        "pipelineSpec": {
+            "params": [{"name": "imagestream"}, {"name": "digest"}, {"name": "image"}],
+            "tasks": [{
+                "name": "begin",
+                "retries": 2,
+                "taskRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion", "name": "notebooks"},
+                "params": [
+                    {"name": "imagestream", "value": "$(params.imagestream)"},
+                    {"name": "digest", "value": "$(params.digest)"},
+                    {"name": "action", "value": "begin"},
+                ],
+            }],
+        },
+    });
+    k.create(NS, &pipelinerun("retried", spec));
+    let run = k.wait(NS, "pipelinerun/retried", 60, finished);
+    assert_eq!(
+        condition(&run, "Succeeded").unwrap()["reason"],
+        "Failed",
+        "{run:#}"
+    );
+    let children = run["status"]["childReferences"].as_array().unwrap();
+    assert_eq!(children.len(), 1, "one CustomRun for all attempts: {run:#}");
+    assert_eq!(children[0]["name"], "retried-begin");
+    let begin = k.get(NS, "customrun/retried-begin").unwrap();
+    assert_eq!(begin["spec"]["retries"], 2);
+    let done = condition(&begin, "Succeeded").unwrap();
+    assert_eq!(done["status"], "False", "{begin:#}");
+    assert_eq!(done["reason"], "ImageStreamNotFound");
+    let attempts = begin["status"]["retriesStatus"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no retriesStatus: {begin:#}"));
+    assert_eq!(attempts.len(), 2, "{begin:#}");
+    // Each archived attempt is a CustomRun status of its own (conditions at its top level).
+    for attempt in attempts {
+        assert_eq!(
+            attempt["conditions"][0]["reason"], "ImageStreamNotFound",
+            "{attempt:#}"
+        );
+    }
+}
+
 /// The source's CloudEvent for a new candidate digest, as `imagegate source` builds and encodes
 /// it (binary mode), POSTed by the source's own client to the shipped EventListener's sink.
 fn the_source_event_reaches_the_shipped_eventlistener(k: &Kubectl) -> String {
@@ -213,6 +261,7 @@ fn the_shipped_pipeline_on_real_tekton_hands_imagegate_its_customruns_and_reads_
     let dir = tempfile::tempdir().unwrap();
     let _controller = start_controller(dir.path());
     imagegate_ends_the_cancelled_runs(&k);
+    imagegate_runs_the_retries_tekton_hands_it(&k);
 
     // The whole route up to imagegate's first read: the event passes the shipped CEL filter, the
     // binding and template name the PipelineRun after the event id and fill its params, Tekton
