@@ -1,8 +1,9 @@
 //! The CustomRun contract against the real Tekton Pipelines controller (v1.15.0): `config/` and
 //! `tekton/` as shipped, the real controller making the `begin` CustomRun of the shipped Pipeline
 //! and cancelling it, `imagegate controller` (the binary, as its ServiceAccount with `config/`'s
-//! RBAC) ending it, `retries` left to imagegate, and the source's own CloudEvent reaching the
-//! shipped EventListener (the real Triggers sink) that creates the PipelineRun.
+//! RBAC) ending it, `retries` left to imagegate, a pipeline task's `timeout` while the image API is
+//! down, and the source's own CloudEvent reaching the shipped EventListener (the real Triggers
+//! sink) that creates the PipelineRun.
 //!
 //! One test, in phases: `imagegate controller` reconciles every ImagePromotion CustomRun of the
 //! cluster, so no other test may run one beside it, and the first phase needs it stopped. The
@@ -210,6 +211,82 @@ fn imagegate_runs_the_retries_tekton_hands_it(k: &Kubectl) {
     }
 }
 
+/// The image API registered (an APIService) but down: the aggregator answers 503 for every
+/// ImageStream, as when OpenShift's API server is unavailable. Removed again by the caller.
+const IMAGE_API_DOWN: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: image-api-down, namespace: notebooks}
+spec: {type: ExternalName, externalName: localhost}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1.image.openshift.io}
+spec:
+  group: image.openshift.io
+  version: v1
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  insecureSkipTLSVerify: true
+  service: {namespace: notebooks, name: image-api-down, port: PORT}
+"#;
+
+/// A pipeline task's `timeout: 3s` becomes the CustomRun's `spec.timeout`; while the image API
+/// is down, imagegate retries its read (the run marked started) until the attempt is past it
+/// and ends `CustomRunTimedOut`, which Tekton reads as the task's failure.
+fn a_pipeline_task_timeout_ends_the_customrun_timed_out(k: &Kubectl) {
+    let nobody = free_port().to_string();
+    k.create(NS, &IMAGE_API_DOWN.replace("PORT", &nobody));
+    k.wait(NS, "service/image-api-down", 10, |_| true);
+    let raw = "/apis/image.openshift.io/v1/namespaces/notebooks/imagestreams/jupyter";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let out = k.run(&["get", "--raw", raw], "");
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("ServiceUnavailable") || err.contains("unable to handle the request") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the image API never answered 503: {err}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let spec = serde_json::json!({
+        "pipelineRef": null,
+        "pipelineSpec": {
+            "params": [{"name": "imagestream"}, {"name": "digest"}, {"name": "image"}],
+            "tasks": [{
+                "name": "begin",
+                "timeout": "3s",
+                "taskRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion", "name": "notebooks"},
+                "params": [
+                    {"name": "imagestream", "value": "$(params.imagestream)"},
+                    {"name": "digest", "value": "$(params.digest)"},
+                    {"name": "action", "value": "begin"},
+                ],
+            }],
+        },
+    });
+    k.create(NS, &pipelinerun("slow", spec));
+    let run = k.wait(NS, "pipelinerun/slow", 60, finished);
+    k.ok(&["delete", "apiservice", "v1.image.openshift.io"]);
+    let begin = k.get(NS, "customrun/slow-begin").unwrap();
+    assert_eq!(begin["spec"]["timeout"], "3s");
+    let done = condition(&begin, "Succeeded").unwrap();
+    assert_eq!(done["status"], "False", "{begin:#}");
+    assert_eq!(done["reason"], "CustomRunTimedOut");
+    assert_eq!(
+        done["message"],
+        "the attempt did not finish within its timeout (3s)"
+    );
+    assert_eq!(
+        condition(&run, "Succeeded").unwrap()["reason"],
+        "Failed",
+        "{run:#}"
+    );
+}
+
 /// The source's CloudEvent for a new candidate digest, as `imagegate source` builds and encodes
 /// it (binary mode), POSTed by the source's own client to the shipped EventListener's sink.
 fn the_source_event_reaches_the_shipped_eventlistener(k: &Kubectl) -> String {
@@ -301,4 +378,5 @@ fn the_shipped_pipeline_on_real_tekton_hands_imagegate_its_customruns_and_reads_
         1,
         "only begin ran: {run:#}"
     );
+    a_pipeline_task_timeout_ends_the_customrun_timed_out(&k);
 }
