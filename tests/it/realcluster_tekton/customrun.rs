@@ -2,7 +2,7 @@
 //! `tekton/` as shipped, the real controller making the `begin` CustomRun of the shipped Pipeline
 //! and cancelling it, `imagegate controller` (the binary, as its ServiceAccount with `config/`'s
 //! RBAC) ending it, `retries` left to imagegate, a pipeline task's `timeout` while the image API is
-//! down, and the source's own CloudEvent reaching the shipped EventListener (the real Triggers
+//! down (with a controller restart mid-run), and the source's own CloudEvent reaching the shipped EventListener (the real Triggers
 //! sink) that creates the PipelineRun.
 //!
 //! One test, in phases: `imagegate controller` reconciles every ImagePromotion CustomRun of the
@@ -231,10 +231,8 @@ spec:
   service: {namespace: notebooks, name: image-api-down, port: PORT}
 "#;
 
-/// A pipeline task's `timeout: 3s` becomes the CustomRun's `spec.timeout`; while the image API
-/// is down, imagegate retries its read (the run marked started) until the attempt is past it
-/// and ends `CustomRunTimedOut`, which Tekton reads as the task's failure.
-fn a_pipeline_task_timeout_ends_the_customrun_timed_out(k: &Kubectl) {
+/// Registers the image API as down ([`IMAGE_API_DOWN`]) and waits until the aggregator says so.
+fn take_the_image_api_down(k: &Kubectl) {
     let nobody = free_port().to_string();
     k.create(NS, &IMAGE_API_DOWN.replace("PORT", &nobody));
     k.wait(NS, "service/image-api-down", 10, |_| true);
@@ -252,6 +250,15 @@ fn a_pipeline_task_timeout_ends_the_customrun_timed_out(k: &Kubectl) {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+}
+
+/// A pipeline task's `timeout: 3s` becomes the CustomRun's `spec.timeout`; while the image API
+/// is down, imagegate retries its read (the run marked started) until the attempt is past it
+/// and ends `CustomRunTimedOut`, which Tekton reads as the task's failure. The controller is
+/// killed (-9) and restarted once the run has started: the restarted one keeps that attempt and
+/// its clock.
+fn a_pipeline_task_timeout_ends_the_customrun_timed_out(k: &Kubectl, controller: &mut Process) {
+    take_the_image_api_down(k);
     let spec = serde_json::json!({
         "pipelineRef": null,
         "pipelineSpec": {
@@ -269,10 +276,17 @@ fn a_pipeline_task_timeout_ends_the_customrun_timed_out(k: &Kubectl) {
         },
     });
     k.create(NS, &pipelinerun("slow", spec));
+    let started = k.wait(NS, "customrun/slow-begin", 30, |r| {
+        r["status"]["startTime"].is_string()
+    });
+    controller.kill();
+    controller.restart();
     let run = k.wait(NS, "pipelinerun/slow", 60, finished);
     k.ok(&["delete", "apiservice", "v1.image.openshift.io"]);
     let begin = k.get(NS, "customrun/slow-begin").unwrap();
     assert_eq!(begin["spec"]["timeout"], "3s");
+    assert_eq!(begin["status"]["startTime"], started["status"]["startTime"]);
+    assert_eq!(begin["status"].get("retriesStatus"), None, "{begin:#}");
     let done = condition(&begin, "Succeeded").unwrap();
     assert_eq!(done["status"], "False", "{begin:#}");
     assert_eq!(done["reason"], "CustomRunTimedOut");
@@ -336,7 +350,7 @@ fn the_shipped_pipeline_on_real_tekton_hands_imagegate_its_customruns_and_reads_
 
     tekton_cancels_the_customruns_it_made(&k);
     let dir = tempfile::tempdir().unwrap();
-    let _controller = start_controller(dir.path());
+    let mut controller = start_controller(dir.path());
     imagegate_ends_the_cancelled_runs(&k);
     imagegate_runs_the_retries_tekton_hands_it(&k);
 
@@ -378,5 +392,5 @@ fn the_shipped_pipeline_on_real_tekton_hands_imagegate_its_customruns_and_reads_
         1,
         "only begin ran: {run:#}"
     );
-    a_pipeline_task_timeout_ends_the_customrun_timed_out(&k);
+    a_pipeline_task_timeout_ends_the_customrun_timed_out(&k, &mut controller);
 }
