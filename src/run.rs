@@ -35,8 +35,14 @@ fn leader_config(args: &LeaderArgs, program: &str) -> Option<LeaderConfig> {
 
 /// `imagegate controller`: reconcile ImagePromotion CustomRuns until SIGTERM.
 pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
-    let client = kube::Client::try_default()
+    let mut config = kube::Config::infer()
         .await
+        .context("cannot find a Kubernetes config (in-cluster config or KUBECONFIG)")?;
+    // kube's own retry layer would repeat a 429, 503 or 504 inside one request for minutes (15
+    // tries, doubling from 5 ms), holding the reconcile past the run's timeout and its
+    // cancellation; the error policy retries instead, never later than the run's deadline.
+    config.default_retry = false;
+    let client = kube::Client::try_from(config)
         .context("cannot build a Kubernetes client (in-cluster config or KUBECONFIG)")?;
     let settings = crate::controller::Settings {
         admin_addr: args.admin_addr,

@@ -91,14 +91,15 @@ impl Setup {
         }
     }
 
-    /// Keeps runs busy: every read of an ImageStream fails (500) until the faults are cleared.
-    async fn fail_stream_reads(&self) {
+    /// Keeps runs busy: every read of an ImageStream fails with `status` until the faults are
+    /// cleared.
+    async fn fail_stream_reads(&self, status: u16) {
         self.emu
             .inject_fault(Fault {
                 verb: Some("get".into()),
                 resource: Some("imagestreams".into()),
                 count: 10_000,
-                status: Some(500),
+                status: Some(status),
                 ..Default::default()
             })
             .await;
@@ -384,7 +385,7 @@ async fn bad_params_and_other_namespaces_are_refused_with_a_reason() {
 async fn cancellation_ends_the_run_with_tektons_reason_and_message() {
     let s = Setup::new().await;
     // Keep the run busy: every read of the stream fails until it is cancelled.
-    s.fail_stream_reads().await;
+    s.fail_stream_reads(500).await;
     s.create_run(
         "promote-b",
         &[("imagestream", "nb"), ("digest", B)],
@@ -430,7 +431,7 @@ async fn cancellation_ends_the_run_with_tektons_reason_and_message() {
 #[tokio::test]
 async fn a_timeout_retries_then_fails_with_every_attempt_archived() {
     let s = Setup::new().await;
-    s.fail_stream_reads().await;
+    s.fail_stream_reads(500).await;
     s.create_run(
         "promote-b",
         &[("imagestream", "nb"), ("digest", B)],
@@ -446,6 +447,30 @@ async fn a_timeout_retries_then_fails_with_every_attempt_archived() {
         Some("CustomRunTimedOut")
     );
     assert_eq!(status.retries_status[0].conditions[0].status, "False");
+    rbac::assert_config_allows(&s.emu, "controller").await;
+}
+
+/// 503 is what kube-apiserver answers for an aggregated API whose server is down (the image API,
+/// on OpenShift). kube's client would retry it inside the request for minutes; the controller
+/// turns that off, so that its own retries keep to the run's timeout.
+#[tokio::test]
+async fn a_run_the_image_api_keeps_answering_503_times_out_on_time() {
+    let s = Setup::new().await;
+    s.fail_stream_reads(503).await;
+    let started = std::time::Instant::now();
+    s.create_run(
+        "promote-b",
+        &[("imagestream", "nb"), ("digest", B)],
+        json!({"spec": {"timeout": "1s"}}),
+    )
+    .await;
+    let run = s.done("promote-b").await;
+    assert_eq!(reason(&run), ("False".into(), "CustomRunTimedOut".into()));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "a 1 s timeout took {:?}",
+        started.elapsed()
+    );
     rbac::assert_config_allows(&s.emu, "controller").await;
 }
 

@@ -15,6 +15,7 @@
 //! - [`manifests`]: the shipped manifests fit together and fit the code (the consistency checks,
 //!   the broken-manifest cases, `kubectl kustomize`).
 //! - [`realcluster`]: `config/` and `tekton/` against a real kube-apiserver.
+//! - [`realcluster_tekton`]: the real Tekton Pipelines and Triggers on it (kwok for the kubelet).
 
 mod api_types;
 mod cli;
@@ -27,6 +28,7 @@ mod manifests;
 mod python_interop;
 mod rbac;
 mod realcluster;
+mod realcluster_tekton;
 mod runtime;
 mod source_checkpoint;
 mod source_e2e;

@@ -28,7 +28,7 @@ pub struct ControlPlane {
 
 /// The `imagegate-emulator` binary the workspace built beside this test binary
 /// (`target/debug/deps/it-*` → `target/debug/imagegate-emulator`).
-fn emulator_binary() -> PathBuf {
+pub(crate) fn emulator_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let bin = exe
         .parent()

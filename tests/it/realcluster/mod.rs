@@ -17,7 +17,7 @@
 //! - [`differential`]: the same requests to the real server and to the emulator, compared.
 //! - [`rbac`]: every verb of `config/`'s roles, sufficient and needed, on the real authorizer.
 
-mod cluster;
+pub(crate) mod cluster;
 mod controller;
 mod differential;
 mod image_api;
