@@ -60,6 +60,33 @@ pub struct ImagePromotionSpec {
     /// served tag moves. Omitted or empty means no checks.
     #[serde(default, skip_serializing_if = "Checks::is_empty")]
     pub checks: Checks,
+    /// What a `promote` run must show before the served tag moves. Omitted means the defaults:
+    /// the pipeline's `validation-status` is required.
+    #[serde(default, skip_serializing_if = "Validation::is_default")]
+    pub validation: Validation,
+}
+
+/// The evidence of validation a `promote` run needs.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Validation {
+    /// Whether `promote` requires the `validation-status` param (default `true`): without it,
+    /// or with any value but `Succeeded` or `Completed`, the run fails and nothing moves.
+    /// UNSAFE when `false`: a run that omits the param then promotes with no validation at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+}
+
+impl Validation {
+    /// True when nothing is set (the defaults apply).
+    pub fn is_default(&self) -> bool {
+        self == &Validation::default()
+    }
+
+    /// Whether `promote` requires `validation-status` (the default).
+    pub fn status_required(&self) -> bool {
+        self.required.unwrap_or(true)
+    }
 }
 
 /// The checks a candidate image must pass. Each one that is set is evaluated and reported in the

@@ -14,11 +14,11 @@ use serde_json::Value;
 use crate::api::ImageStream;
 
 use super::checks::ImageFacts;
-use super::params::Action;
 use super::params::checks::ParsedChecks;
+use super::params::{Action, Validation};
 use super::status::{Outcome, Target, phase, reason};
 
-use self::served::{current_digest, outcome, served_annotations};
+use self::served::{current_digest, outcome, pull_spec, served_annotations};
 
 /// The served-tag annotations imagegate maintains.
 pub mod annotation {
@@ -43,8 +43,8 @@ pub struct Ask<'a> {
     pub run_name: &'a str,
     /// The raw `validation-status`.
     pub validation_status: &'a str,
-    /// Whether that status means validation failed.
-    pub validation_failed: bool,
+    /// What that status means for `promote`.
+    pub validation: Validation,
     /// The checks to run on the candidate image.
     pub checks: &'a ParsedChecks,
 }
@@ -83,11 +83,20 @@ pub fn decide(
     if let Some(done) = landed(ask, is) {
         return Decision::Final(done);
     }
-    match ask.target.action {
+    let decision = match ask.target.action {
         Action::Begin => actions::begin(ask, is),
         Action::Promote => actions::promote(ask, is, image, now),
         Action::Reject => actions::reject(ask, is),
         Action::Rollback => actions::rollback(ask, is),
+    };
+    let image = pull_spec(is, ask.target);
+    match decision {
+        Decision::Final(o) => Decision::Final(o.with_image(image)),
+        Decision::Write { patch, outcome } => Decision::Write {
+            patch,
+            outcome: outcome.with_image(image),
+        },
+        need => need,
     }
 }
 
@@ -117,7 +126,7 @@ pub fn landed(ask: &Ask, is: &ImageStream) -> Option<Outcome> {
         }
         _ => return None,
     };
-    Some(outcome(
+    let done = outcome(
         ok,
         why,
         get(annotation::MESSAGE),
@@ -125,7 +134,8 @@ pub fn landed(ask: &Ask, is: &ImageStream) -> Option<Outcome> {
         &get(annotation::PREVIOUS_DIGEST),
         &phase_now,
         vec![],
-    ))
+    );
+    Some(done.with_image(pull_spec(is, t)))
 }
 
 #[cfg(test)]

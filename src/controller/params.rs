@@ -90,18 +90,33 @@ pub struct Request {
     pub action: Action,
     /// The raw `validation-status` param.
     pub validation_status: String,
+    /// Whether `promote` requires `validation-status` (`spec.validation.required`, default true).
+    pub validation_required: bool,
     /// The checks the candidate image must pass.
     pub checks: ParsedChecks,
 }
 
+/// What the pipeline reported about its validation, as `promote` reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Validation {
+    /// `Succeeded` or `Completed` (or no status where the ImagePromotion does not require one).
+    Passed,
+    /// No `validation-status` where one is required: the run fails closed.
+    Missing,
+    /// Anything else (`$(tasks.<t>.status)` is `Failed` or `None` when the task did not pass).
+    Failed,
+}
+
 impl Request {
-    /// Whether the pipeline reported its validation as failed: anything other than
-    /// `Succeeded`, `Completed` or empty (`$(tasks.status)` is `Failed` or `None` otherwise).
-    pub fn validation_failed(&self) -> bool {
-        !matches!(
-            self.validation_status.as_str(),
-            "" | "Succeeded" | "Completed"
-        )
+    /// What `validation-status` says: a missing (or empty) status passes only where the
+    /// ImagePromotion sets `validation.required: false`.
+    pub fn validation(&self) -> Validation {
+        match self.validation_status.as_str() {
+            "Succeeded" | "Completed" => Validation::Passed,
+            "" if self.validation_required => Validation::Missing,
+            "" => Validation::Passed,
+            _ => Validation::Failed,
+        }
     }
 }
 
@@ -194,6 +209,7 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
         digest,
         action,
         validation_status: values.get(names::VALIDATION_STATUS).to_string(),
+        validation_required: spec.validation.status_required(),
         checks,
     })
 }

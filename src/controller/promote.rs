@@ -37,7 +37,7 @@ pub async fn promote(
         target,
         run_name: &run_name,
         validation_status: &request.validation_status,
-        validation_failed: request.validation_failed(),
+        validation: request.validation(),
         checks: &request.checks,
     };
     let mut facts: Option<ImageFacts> = None;
@@ -99,7 +99,7 @@ pub async fn landed_or(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Out
         target: &target,
         run_name: &name,
         validation_status: "",
-        validation_failed: false,
+        validation: crate::controller::params::Validation::Passed,
         checks: &checks,
     };
     decide::landed(&ask, &is).unwrap_or(fallback)

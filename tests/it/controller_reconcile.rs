@@ -106,6 +106,14 @@ impl Harness {
     }
 }
 
+/// The params of a promotion of B that the pipeline validated.
+fn validated_b() -> Value {
+    json!([
+        {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B},
+        {"name": "validation-status", "value": "Succeeded"}
+    ])
+}
+
 fn condition(run: &CustomRun) -> (String, String) {
     let c = run.succeeded_condition().unwrap();
     (c.status.clone(), c.reason.clone().unwrap_or_default())
@@ -114,12 +122,7 @@ fn condition(run: &CustomRun) -> (String, String) {
 #[tokio::test]
 async fn a_promotion_reads_writes_and_finishes_in_the_fixed_order() {
     let h = harness().await;
-    let run = h
-        .create(
-            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
-            json!({}),
-        )
-        .await;
+    let run = h.create(validated_b(), json!({})).await;
     h.take_requests();
     reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
     assert_eq!(
@@ -168,7 +171,13 @@ async fn bad_params_end_the_run_in_one_write() {
         .collect();
     assert_eq!(
         names,
-        vec!["promoted-digest", "previous-digest", "phase", "checks"]
+        vec![
+            "promoted-digest",
+            "previous-digest",
+            "phase",
+            "checks",
+            "image"
+        ]
     );
 }
 
@@ -183,12 +192,7 @@ async fn the_injected_clock_decides_timeouts_and_nil_means_sixty_minutes() {
         status: Some(500),
         ..Default::default()
     });
-    let run = h
-        .create(
-            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
-            json!({}),
-        )
-        .await;
+    let run = h.create(validated_b(), json!({})).await;
     assert!(reconcile(Arc::new(run), h.ctx.clone()).await.is_err());
     let started = h.get().await;
     assert_eq!(condition(&started), ("Unknown".into(), "Started".into()));
@@ -224,7 +228,7 @@ async fn a_cancelled_run_that_wrote_nothing_is_cancelled_with_the_message() {
     let h = harness().await;
     let run = h
         .create(
-            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
+            validated_b(),
             json!({"status": "RunCancelled", "statusMessage": "CustomRun cancelled as the PipelineRun it belongs to has timed out."}),
         )
         .await;
@@ -249,12 +253,7 @@ async fn a_cancelled_run_that_wrote_nothing_is_cancelled_with_the_message() {
 #[tokio::test]
 async fn a_run_cancelled_after_its_promotion_landed_reports_the_promotion() {
     let h = harness().await;
-    let run = h
-        .create(
-            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
-            json!({}),
-        )
-        .await;
+    let run = h.create(validated_b(), json!({})).await;
     reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
     let done = h.get().await;
     assert_eq!(condition(&done), ("True".into(), "Promoted".into()));

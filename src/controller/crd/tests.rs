@@ -28,6 +28,9 @@ fn every_field_uses_its_documented_json_name() {
             max_size: Some("5Gi".into()),
             non_root_user: true,
         },
+        validation: Validation {
+            required: Some(false),
+        },
     };
     let value = serde_json::to_value(&spec).unwrap();
     assert_eq!(
@@ -38,7 +41,8 @@ fn every_field_uses_its_documented_json_name() {
                 "requiredLabels": ["vcs-ref"], "allowedRegistries": ["quay.io/org"],
                 "allowedArchitectures": ["amd64"], "allowedOS": ["linux"],
                 "maxAge": "720h", "maxSize": "5Gi", "nonRootUser": true
-            }
+            },
+            "validation": {"required": false}
         })
     );
     assert_eq!(

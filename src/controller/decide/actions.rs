@@ -5,6 +5,7 @@
 
 use crate::api::ImageStream;
 use crate::controller::checks::{self, CheckOutcome, ImageFacts};
+use crate::controller::params::Validation;
 use crate::controller::status::{Outcome, phase, reason};
 
 use super::served::{
@@ -70,9 +71,22 @@ pub(super) fn promote(
     let served = t.served_tag.as_str();
     let served_now = current_digest(is, served).unwrap_or_default().to_string();
     let digest = t.digest.clone().unwrap_or_default();
-    if ask.validation_failed {
-        let message = validation_failed(ask, is, &digest);
-        return mark_failed(is, ask, &digest, reason::VALIDATION_FAILED, message, vec![]);
+    match ask.validation {
+        Validation::Passed => {}
+        // Fail closed: no evidence, no promotion, and nothing written.
+        Validation::Missing => {
+            return Decision::Final(Outcome::failed(
+                reason::VALIDATION_REQUIRED,
+                format!(
+                    "promote needs the validation-status param (e.g. $(tasks.validate.status)) to be Succeeded or Completed; it is missing, so {served} keeps {}",
+                    display(&served_now)
+                ),
+            ));
+        }
+        Validation::Failed => {
+            let message = validation_failed(ask, is, &digest);
+            return mark_failed(is, ask, &digest, reason::VALIDATION_FAILED, message, vec![]);
+        }
     }
     if current_digest(is, &t.candidate_tag) != Some(digest.as_str()) {
         return candidate_moved(is, t, &digest);

@@ -41,7 +41,11 @@ fn ask<'a>(t: &'a Target, status: &'a str, checks: &'a ParsedChecks) -> Ask<'a> 
         target: t,
         run_name: "run-1",
         validation_status: status,
-        validation_failed: !matches!(status, "" | "Succeeded" | "Completed"),
+        validation: match status {
+            "Succeeded" | "Completed" => Validation::Passed,
+            "" => Validation::Missing,
+            _ => Validation::Failed,
+        },
         checks,
     }
 }
@@ -391,4 +395,52 @@ fn landed_recognises_each_actions_own_write() {
         let got = landed(&ask(&t, "", &checks), &is).map(|o| o.reason);
         assert_eq!(got, want, "{action:?} {digest:?}");
     }
+}
+
+#[test]
+fn a_promotion_without_validation_status_fails_closed_and_writes_nothing() {
+    let is = stream(B, A, json!(null));
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    match decide(&ask(&t, "", &checks), &is, None, now()) {
+        Decision::Final(o) => {
+            assert_eq!(
+                (o.reason, o.succeeded),
+                (reason::VALIDATION_REQUIRED, false)
+            );
+            assert!(o.message.contains("validation-status"), "{}", o.message);
+            assert!(
+                o.message.contains(&format!("latest keeps {A}")),
+                "{}",
+                o.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn begin_reports_the_candidate_by_digest_through_the_streams_repository() {
+    let t = target(Action::Begin, Some(B));
+    let checks = no_checks();
+    let mut is = stream(B, A, json!(null));
+    // Without an integrated registry: the digest's own pull spec from the history.
+    let d = decide(&ask(&t, "", &checks), &is, None, now());
+    assert_eq!(written(&d).1.image, format!("quay.io/org/nb@{B}"));
+    is.status.as_mut().unwrap().docker_image_repository =
+        "image-registry.openshift-image-registry.svc:5000/ds/nb".into();
+    let d = decide(&ask(&t, "", &checks), &is, None, now());
+    let (_, outcome) = written(&d);
+    assert_eq!(
+        outcome.image,
+        format!("image-registry.openshift-image-registry.svc:5000/ds/nb@{B}")
+    );
+    // After a restart, the landed mark reports the same image.
+    let marked = stream(
+        B,
+        A,
+        json!({annotation::PHASE: "Validating", annotation::CUSTOMRUN: "run-1", annotation::CANDIDATE_DIGEST: B}),
+    );
+    let again = landed(&ask(&t, "", &checks), &marked).unwrap();
+    assert_eq!(again.image, format!("quay.io/org/nb@{B}"));
 }

@@ -30,7 +30,7 @@ fn defaults_fill_the_tags_and_the_action() {
     assert_eq!(r.served_tag, "latest");
     assert_eq!(r.action, Action::Promote);
     assert_eq!(r.digest.as_deref(), Some(D));
-    assert!(!r.validation_failed());
+    assert_eq!(r.validation(), Validation::Missing, "fails closed");
 }
 
 #[test]
@@ -127,21 +127,34 @@ fn rollback_needs_no_digest() {
 }
 
 #[test]
-fn validation_status_other_than_success_is_a_failure() {
-    for (status, failed) in [
-        ("", false),
-        ("Succeeded", false),
-        ("Completed", false),
-        ("Failed", true),
-        ("None", true),
-        ("succeeded", true),
+fn validation_status_must_say_success_and_may_be_missing_only_where_the_spec_allows() {
+    use Validation::{Failed, Missing, Passed};
+    let unsafe_spec = ImagePromotionSpec {
+        validation: crate::controller::crd::Validation {
+            required: Some(false),
+        },
+        ..Default::default()
+    };
+    for (status, required, not_required) in [
+        ("", Missing, Passed),
+        ("Succeeded", Passed, Passed),
+        ("Completed", Passed, Passed),
+        ("Failed", Failed, Failed),
+        ("None", Failed, Failed),
+        ("succeeded", Failed, Failed),
     ] {
-        let r = parse_params(json!([
+        let params = json!([
             {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D},
             {"name": "validation-status", "value": status}
-        ]))
-        .unwrap();
-        assert_eq!(r.validation_failed(), failed, "{status:?}");
+        ]);
+        let r = parse_params(params.clone()).unwrap();
+        assert_eq!(r.validation(), required, "{status:?}");
+        let r = parse(&run(params), &unsafe_spec).unwrap();
+        assert_eq!(
+            r.validation(),
+            not_required,
+            "{status:?} with required: false"
+        );
     }
 }
 

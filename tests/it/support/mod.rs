@@ -6,6 +6,7 @@
 //! Deployment runs it ([`source`]), a CloudEvents sink ([`sink`]), the RBAC checker ([`rbac`]) and
 //! the released upstream manifests from Go's module cache ([`upstream`]).
 
+pub mod controller;
 pub mod process;
 pub mod rbac;
 pub mod sink;
