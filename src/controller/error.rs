@@ -25,6 +25,14 @@ pub enum Error {
         /// The API error.
         source: kube::Error,
     },
+    /// Asking the API server whether the run's service account may promote.
+    #[error("asking whether {user} may promote (a SubjectAccessReview): {source}")]
+    Authorize {
+        /// The service account's user name.
+        user: String,
+        /// The API error.
+        source: kube::Error,
+    },
     /// Reading the ImageStream.
     #[error("reading ImageStream {name}: {source}")]
     ReadImageStream {
@@ -72,6 +80,7 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Error::ReadSpec { .. } => "read_spec",
+            Error::Authorize { .. } => "authorize",
             Error::ReadImageStream { .. } => "read_imagestream",
             Error::ReadImage { .. } => "read_image",
             Error::PatchImageStream { .. } => "patch_imagestream",

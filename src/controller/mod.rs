@@ -2,7 +2,8 @@
 //! ImagePromotion`. One module per step of a run, in the order the data flows:
 //!
 //! CustomRun -> [`reconcile`] (Tekton's fixed order; it only hands off) -> [`params`] (pure:
-//! what the run asks, over its [`crd`] spec, the checks parsed) -> [`promote`] (the one
+//! what the run asks, over its [`crd`] spec, the checks parsed) -> [`authorize`] (may the run's
+//! service account promote: a SubjectAccessReview) -> [`promote`] (the one
 //! ImageStream write: read, [`decide`] (pure, one function per action, with the candidate's
 //! [`checks`]), write conditionally, read again on a conflict) -> [`status`] (pure: conditions
 //! and results), written by [`report`] with a Kubernetes Event.
@@ -12,6 +13,7 @@
 //! reconciles CustomRuns inside the shared [`crate::runtime`] (admin server, leader election,
 //! shutdown).
 
+pub mod authorize;
 pub mod checks;
 pub mod crd;
 pub mod decide;

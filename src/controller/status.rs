@@ -30,6 +30,8 @@ pub mod reason {
     pub const VALIDATION_FAILED: &str = "ValidationFailed";
     /// `promote` without `validation-status` (the ImagePromotion requires it): nothing written.
     pub const VALIDATION_REQUIRED: &str = "ValidationRequired";
+    /// The run's service account may not `promote` the ImagePromotion: nothing written.
+    pub const FORBIDDEN: &str = "Forbidden";
     /// The candidate tag no longer points at the digest that was validated.
     pub const CANDIDATE_MOVED: &str = "CandidateMoved";
     /// `reject` marked the served tag UpdateFailed.

@@ -43,6 +43,20 @@ spec:
     .unwrap();
     emu.import("ds", "nb", "candidate", Some(A)).unwrap();
     emu.import("ds", "nb", "candidate", Some(B)).unwrap();
+    // The runs' service account (`default`) may promote in ds.
+    emu.seed_str(&crate::support::controller::promoter_role())
+        .unwrap();
+    emu.seed_str(
+        r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: promoter-default, namespace: ds}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: imagegate-promoter}
+subjects:
+- {kind: ServiceAccount, name: default, namespace: ds}
+"#,
+    )
+    .unwrap();
     let client = emu.client_as("controller").unwrap();
     let now = Arc::new(Mutex::new(
         "2026-12-01T10:00:00Z".parse::<Timestamp>().unwrap(),
@@ -128,12 +142,13 @@ async fn a_promotion_reads_writes_and_finishes_in_the_fixed_order() {
     assert_eq!(
         h.take_requests(),
         vec![
+            "create subjectaccessreviews",
             "update customruns/status",
             "get imagestreams",
             "patch imagestreams",
             "update customruns/status"
         ],
-        "start, read, the one write, finish"
+        "may the run's account promote, start, read, the one write, finish"
     );
     let run = h.get().await;
     assert_eq!(condition(&run), ("True".into(), "Promoted".into()));
@@ -178,6 +193,28 @@ async fn bad_params_end_the_run_in_one_write() {
             "checks",
             "image"
         ]
+    );
+}
+
+#[tokio::test]
+async fn a_run_whose_service_account_may_not_promote_ends_forbidden_in_one_write() {
+    let h = harness().await;
+    let run = h
+        .create(validated_b(), json!({"serviceAccountName": "intruder"}))
+        .await;
+    h.take_requests();
+    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
+    assert_eq!(
+        h.take_requests(),
+        vec!["create subjectaccessreviews", "update customruns/status"],
+        "asked, refused, no ImageStream request at all"
+    );
+    let run = h.get().await;
+    assert_eq!(condition(&run), ("False".into(), "Forbidden".into()));
+    let message = run.succeeded_condition().unwrap().message.clone().unwrap();
+    assert!(
+        message.starts_with("service account \"ds/intruder\" may not promote"),
+        "{message}"
     );
 }
 

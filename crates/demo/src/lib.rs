@@ -51,6 +51,8 @@ const CONTROLLER_USER: &str = "system:serviceaccount:imagegate-system:imagegate-
 const TEKTON_USER: &str = "system:serviceaccount:tekton-pipelines:tekton-pipelines-controller";
 
 const SEED: &str = include_str!("../../../examples/notebook-imagestreams.yaml");
+/// The ClusterRole that holds the permission to promote, which `tekton/` binds.
+const PROMOTER_ROLE: &str = include_str!("../../../config/204-clusterrole-promoter.yaml");
 
 /// How the demo runs.
 #[derive(Clone, Debug, Default)]
@@ -238,14 +240,23 @@ impl World {
             &imagegate::controller::crd::crd_yaml(),
             "the ImagePromotion CRD",
         )?;
+        seed(PROMOTER_ROLE, "config/204-clusterrole-promoter.yaml")?;
         let streams = seed(SEED, "examples/notebook-imagestreams.yaml")?;
         let admin = emulator.client()?;
         create_namespaced(&admin, promotion).await?;
+        // The pipeline's identity and its permission to promote, as `kubectl apply -k tekton/`.
+        for kind in ["ServiceAccount", "RoleBinding"] {
+            for obj in files.all(kind) {
+                create_namespaced(&admin, obj.clone()).await?;
+            }
+        }
         timeline.line(
             "cluster",
             format!(
                 "API emulator at {} with {} objects from examples/notebook-imagestreams.yaml, \
-                 the CustomRun and ImagePromotion CRDs, and ImagePromotion notebooks from tekton/",
+                 the CustomRun and ImagePromotion CRDs, the ClusterRole imagegate-promoter from \
+                 config/, and from tekton/ ImagePromotion notebooks and the pipeline's service \
+                 account, bound to imagegate-promoter",
                 emulator.url(),
                 streams.len()
             ),

@@ -90,6 +90,9 @@ pub struct RunRecord {
     pub name: String,
     /// Its params, resolved with the Pipeline's defaults.
     pub params: BTreeMap<String, String>,
+    /// The service account its tasks run as (`taskRunTemplate.serviceAccountName`, else
+    /// `default`), which its CustomRuns carry.
+    pub service_account: String,
     /// Whether it finished.
     pub done: bool,
     /// Whether it succeeded (when done).
@@ -212,11 +215,15 @@ impl Runner {
             if runs.contains_key(&name) {
                 return Ok(Created::AlreadyExists(name));
             }
+            let service_account = str_at(&pipeline_run, "/spec/taskRunTemplate/serviceAccountName")
+                .unwrap_or("default")
+                .to_string();
             runs.insert(
                 name.clone(),
                 RunRecord {
                     name: name.clone(),
                     params: params.clone(),
+                    service_account,
                     ..RunRecord::default()
                 },
             );
@@ -426,10 +433,14 @@ impl Runner {
         params: &BTreeMap<String, String>,
     ) -> anyhow::Result<TaskOutcome> {
         let name = format!("{run}-{task}");
+        let service_account = self
+            .lock()
+            .get(run)
+            .map_or_else(|| "default".to_string(), |r| r.service_account.clone());
         let mut spec = json!({
             "customRef": task_ref,
             "params": params.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
-            "serviceAccountName": "default",
+            "serviceAccountName": service_account,
         });
         if let Some(t) = pipeline_task.get("timeout") {
             spec["timeout"] = t.clone();

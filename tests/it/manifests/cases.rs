@@ -231,6 +231,14 @@ const CASES: &[Case] = &[
         expect: &["param 'digest' of Pipeline", "has no default"],
     },
     Case {
+        name: "a TriggerTemplate running its PipelineRun as an undefined ServiceAccount",
+        by: By::Check,
+        breaks: |m| {
+            templated_run(m)["taskRunTemplate"]["serviceAccountName"] = json!("imagegate-pipelin")
+        },
+        expect: &["ServiceAccount 'imagegate-pipelin' is not defined"],
+    },
+    Case {
         name: "a $(tt.params.x) the TriggerTemplate does not declare",
         by: By::Check,
         breaks: |m| {
@@ -421,8 +429,8 @@ fn run_cases(by: By) {
 }
 
 #[test]
-fn every_case_is_named_once_and_all_37_are_here() {
-    assert_eq!(CASES.len(), 37);
+fn every_case_is_named_once_and_all_38_are_here() {
+    assert_eq!(CASES.len(), 38);
     let mut names: Vec<&str> = CASES.iter().map(|c| c.name).collect();
     names.sort_unstable();
     names.dedup();

@@ -61,6 +61,9 @@ impl Setup {
         .unwrap();
         emu.seed_str(&crd).await;
         emu.seed_promotion_stream("ds", A, B).await;
+        // The runs' service account may promote in ds, as tekton/ grants its pipeline's.
+        seed_promoter_role(&emu).await;
+        grant_promote(&emu, "ds", "default").await;
         let client = emu.client();
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
@@ -175,6 +178,32 @@ impl Setup {
             .filter(|r| r.user == "controller" && r.resource == resource)
             .collect()
     }
+}
+
+/// The ClusterRole `imagegate-promoter` of `config/`.
+pub fn promoter_role() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/config/204-clusterrole-promoter.yaml"
+    ))
+    .unwrap()
+}
+
+/// Seeds the ClusterRole `imagegate-promoter` of `config/`.
+pub async fn seed_promoter_role(emu: &EmulatorServer) {
+    emu.seed_str(&promoter_role()).await;
+}
+
+/// Binds the ClusterRole `imagegate-promoter` to the service account `ns/sa` in `ns` (a
+/// RoleBinding named `promoter-<sa>`), as `tekton/310-pipeline-rbac.yaml` does.
+pub async fn grant_promote(emu: &EmulatorServer, ns: &str, sa: &str) {
+    emu.seed(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": format!("promoter-{sa}"), "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "imagegate-promoter"},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]
+    }))
+    .await;
 }
 
 /// The run's final condition: (status, reason).

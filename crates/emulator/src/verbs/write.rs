@@ -35,6 +35,9 @@ impl Cluster {
         if ty.behavior == Behavior::ImageStreamTag {
             return self.istag_write(t, body, IstagWrite::Create, opts);
         }
+        if ty.behavior == Behavior::SubjectAccessReview {
+            return crate::rbac::review::review(&self.store, body);
+        }
         self.check_body(t, &mut body, true)?;
         let name = md_str(&body, "name").unwrap_or_default().to_string();
         let ns = t.ns().to_string();

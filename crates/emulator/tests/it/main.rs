@@ -1,6 +1,7 @@
 //! The emulator's integration tests, one test binary: its REST semantics over raw HTTP
 //! ([`emulator_http`]), kube-rs against it ([`emulator_kube`]), its control API
-//! ([`emulator_control`]), kubectl against the real binary ([`kubectl`]) and the binary's
+//! ([`emulator_control`]), SubjectAccessReviews answered from the stored RBAC
+//! ([`subject_access_review`]), kubectl against the real binary ([`kubectl`]) and the binary's
 //! command line ([`cli`]). [`process`] runs the binary and prints its log when a test fails.
 
 mod cli;
@@ -8,6 +9,7 @@ mod emulator_control;
 mod emulator_http;
 mod emulator_kube;
 mod kubectl;
+mod subject_access_review;
 // The workspace's helper for programs under test (the product's tests share it); this binary
 // uses only part of it.
 #[allow(dead_code)]
