@@ -75,6 +75,17 @@ pub struct Validation {
     /// UNSAFE when `false`: a run that omits the param then promotes with no validation at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required: Option<bool>,
+    /// The Pipeline whose runs count as proof of validation. When set, `promote` reads the
+    /// PipelineRun that owns the CustomRun and promotes only if it runs this Pipeline (by name,
+    /// in the run's namespace) and each task in `tasks` succeeded with an `image` param naming
+    /// exactly the digest promoted; otherwise the run fails `Unverified`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<String>,
+    /// The pipeline tasks (names within `pipeline`) that must have succeeded, each with an
+    /// `image` param naming the digest promoted (e.g. `$(tasks.begin.results.image)`). Required
+    /// with `pipeline`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<String>,
 }
 
 impl Validation {

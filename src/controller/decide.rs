@@ -16,6 +16,7 @@ use crate::api::ImageStream;
 use super::checks::ImageFacts;
 use super::params::checks::ParsedChecks;
 use super::params::{Action, Validation};
+use super::proof::{Evidence, Proof};
 use super::status::{Outcome, Target, phase, reason};
 
 use self::served::{current_digest, outcome, pull_spec, served_annotations};
@@ -47,6 +48,18 @@ pub struct Ask<'a> {
     pub validation: Validation,
     /// The checks to run on the candidate image.
     pub checks: &'a ParsedChecks,
+    /// What counts as proof of validation, when the ImagePromotion names it.
+    pub proof: Option<&'a Proof>,
+}
+
+/// What a decision asked to be read ([`Decision::NeedImage`], [`Decision::NeedEvidence`]),
+/// once it was read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fetched {
+    /// The candidate image's metadata, for the checks.
+    pub image: Option<ImageFacts>,
+    /// The run's PipelineRun and TaskRuns, for the proof of validation.
+    pub evidence: Option<Evidence>,
 }
 
 /// What to do next.
@@ -61,6 +74,8 @@ pub enum Decision {
         /// Its pull spec from the candidate tag's history (what allowed registries check).
         reference: String,
     },
+    /// The proof of validation needs the run's PipelineRun and its TaskRuns.
+    NeedEvidence,
     /// Patch the ImageStream (strategic merge with a resourceVersion precondition), then
     /// report the outcome.
     Write {
@@ -71,12 +86,11 @@ pub enum Decision {
     },
 }
 
-/// Decides a run against the current stream. `image` is the candidate's metadata once
-/// [`Decision::NeedImage`] asked for it.
+/// Decides a run against the current stream, with what earlier decisions asked to be read.
 pub fn decide(
     ask: &Ask,
     is: &ImageStream,
-    image: Option<&ImageFacts>,
+    fetched: &Fetched,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Decision {
     // A restart after our own write landed: finish, never write twice.
@@ -85,7 +99,7 @@ pub fn decide(
     }
     let decision = match ask.target.action {
         Action::Begin => actions::begin(ask, is),
-        Action::Promote => actions::promote(ask, is, image, now),
+        Action::Promote => actions::promote(ask, is, fetched, now),
         Action::Reject => actions::reject(ask, is),
         Action::Rollback => actions::rollback(ask, is),
     };

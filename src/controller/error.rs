@@ -41,6 +41,14 @@ pub enum Error {
         /// The API error.
         source: kube::Error,
     },
+    /// Reading the proof of validation (the run's PipelineRun or one of its TaskRuns).
+    #[error("reading {what}, the proof of validation: {source}")]
+    ReadEvidence {
+        /// `PipelineRun <name>` or `TaskRun <name>`.
+        what: String,
+        /// The API error.
+        source: kube::Error,
+    },
     /// Reading the candidate image's metadata.
     #[error("reading ImageStreamImage {name}: {source}")]
     ReadImage {
@@ -83,6 +91,7 @@ impl Error {
             Error::Authorize { .. } => "authorize",
             Error::ReadImageStream { .. } => "read_imagestream",
             Error::ReadImage { .. } => "read_image",
+            Error::ReadEvidence { .. } => "read_evidence",
             Error::PatchImageStream { .. } => "patch_imagestream",
             Error::Contended { .. } => "contended",
             Error::WriteStatus { .. } => "write_status",

@@ -5,8 +5,9 @@
 //! what the run asks, over its [`crd`] spec, the checks parsed) -> [`authorize`] (may the run's
 //! service account promote: a SubjectAccessReview) -> [`promote`] (the one
 //! ImageStream write: read, [`decide`] (pure, one function per action, with the candidate's
-//! [`checks`]), write conditionally, read again on a conflict) -> [`status`] (pure: conditions
-//! and results), written by [`report`] with a Kubernetes Event.
+//! [`checks`] and the [`proof`] of validation), write conditionally, read again on a
+//! conflict) -> [`status`] (pure: conditions and results), written by [`report`] with a
+//! Kubernetes Event.
 //!
 //! [`error`] names what failed and requeues the run, [`metrics`] counts, and [`runs`] is what
 //! the controller remembers per run (bounded; [`watch`] forgets deleted runs). [`run`]
@@ -21,6 +22,7 @@ pub mod error;
 pub mod metrics;
 pub mod params;
 pub mod promote;
+pub mod proof;
 pub mod reconcile;
 pub mod report;
 pub mod runs;

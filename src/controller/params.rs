@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use crate::api::{CustomRun, ParamValue};
 
-use super::crd::ImagePromotionSpec;
+use super::crd::{ImagePromotionSpec, Validation as ValidationSpec};
+use super::proof::Proof;
 
 pub mod checks;
 
@@ -92,6 +93,8 @@ pub struct Request {
     pub validation_status: String,
     /// Whether `promote` requires `validation-status` (`spec.validation.required`, default true).
     pub validation_required: bool,
+    /// What counts as proof of validation (`spec.validation.pipeline` and `tasks`), if anything.
+    pub proof: Option<Proof>,
     /// The checks the candidate image must pass.
     pub checks: ParsedChecks,
 }
@@ -201,6 +204,7 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
     let action = action(&values)?;
     let digest = digest(&values, action)?;
     let checks = spec.checks.parse()?;
+    let proof = proof(&spec.validation)?;
     Ok(Request {
         namespace,
         imagestream,
@@ -210,6 +214,7 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
         action,
         validation_status: values.get(names::VALIDATION_STATUS).to_string(),
         validation_required: spec.validation.status_required(),
+        proof,
         checks,
     })
 }
@@ -346,6 +351,43 @@ fn digest(values: &Values, action: Action) -> Result<Option<String>, String> {
         )),
         d => Ok(Some(d.to_string())),
     }
+}
+
+/// The proof an ImagePromotion asks for: a Pipeline and its tasks, both or neither.
+fn proof(v: &ValidationSpec) -> Result<Option<Proof>, String> {
+    let pipeline = v.pipeline.as_deref().unwrap_or_default();
+    match (pipeline.is_empty(), v.tasks.is_empty()) {
+        (true, true) => return Ok(None),
+        (true, false) => {
+            return Err(
+                "validation.tasks needs validation.pipeline: the Pipeline whose runs count as proof"
+                    .into(),
+            );
+        }
+        (false, true) => {
+            return Err(format!(
+                "validation.pipeline {pipeline:?} needs validation.tasks: the pipeline tasks that \
+                 must have validated the digest"
+            ));
+        }
+        (false, false) => {}
+    }
+    if !is_dns_subdomain(pipeline) {
+        return Err(format!(
+            "validation.pipeline: {pipeline:?} is not a valid Pipeline name"
+        ));
+    }
+    for (i, task) in v.tasks.iter().enumerate() {
+        if task.len() > 63 || task.contains('.') || !is_dns_subdomain(task) {
+            return Err(format!(
+                "validation.tasks[{i}]: {task:?} is not a valid pipeline task name"
+            ));
+        }
+    }
+    Ok(Some(Proof {
+        pipeline: pipeline.to_string(),
+        tasks: v.tasks.clone(),
+    }))
 }
 
 #[cfg(test)]

@@ -32,6 +32,9 @@ pub mod reason {
     pub const VALIDATION_REQUIRED: &str = "ValidationRequired";
     /// The run's service account may not `promote` the ImagePromotion: nothing written.
     pub const FORBIDDEN: &str = "Forbidden";
+    /// The ImagePromotion asks for proof of validation and the run's PipelineRun does not give
+    /// it: nothing written.
+    pub const UNVERIFIED: &str = "Unverified";
     /// The candidate tag no longer points at the digest that was validated.
     pub const CANDIDATE_MOVED: &str = "CandidateMoved";
     /// `reject` marked the served tag UpdateFailed.

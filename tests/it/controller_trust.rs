@@ -4,6 +4,8 @@
 
 use crate::support::controller::{A, B, Setup, VALIDATED_B, grant_promote, reason, result, served};
 use crate::support::rbac;
+use crate::support::tekton::PipelineRunStandIn;
+use crate::support::upstream::install_released_pipelinerun_crds;
 
 use serde_json::json;
 
@@ -181,5 +183,114 @@ subjects:
         reason(&s.done("notebooks").await),
         ("True".into(), "Promoted".into())
     );
+    rbac::assert_config_allows(&s.emu, "controller").await;
+}
+
+/// Proof of validation: the ImagePromotion `notebooks` names the Pipeline `imagegate-promote` and
+/// its task `validate`, and Tekton's PipelineRun and TaskRun CRDs are served.
+async fn with_proof(s: &Setup) {
+    install_released_pipelinerun_crds(s.client.clone()).await;
+    s.emu
+        .seed(json!({
+            "apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+            "metadata": {"name": "notebooks", "namespace": "ds"},
+            "spec": {"validation": {"pipeline": "imagegate-promote", "tasks": ["validate"]}}
+        }))
+        .await;
+}
+
+/// The candidate B by digest, as begin reports it.
+async fn image_of_b(s: &Setup) -> String {
+    let repository = s.stream().await.status.unwrap().docker_image_repository;
+    format!("{repository}@{B}")
+}
+
+/// A promote CustomRun of B through `notebooks`, created as the pipeline controller creates it
+/// for `pr` (None: a CustomRun that belongs to no PipelineRun).
+async fn promote_in(s: &Setup, name: &str, pr: Option<&PipelineRunStandIn>) {
+    let mut extra = json!({"spec": {"customRef": {"name": "notebooks"}}});
+    if let Some(pr) = pr {
+        json_patch::merge(&mut extra, &pr.child_metadata("promote"));
+    }
+    s.create_run(name, VALIDATED_B, extra).await;
+}
+
+#[tokio::test]
+async fn a_promotion_its_pipelinerun_proves_validated_is_promoted() {
+    let s = Setup::new().await;
+    with_proof(&s).await;
+    let image = image_of_b(&s).await;
+    let mut pr = PipelineRunStandIn::create(&s.client, "ds", "run-b", "imagegate-promote").await;
+    pr.task_run("validate", Some(&image), true).await;
+    promote_in(&s, "run-b-promote", Some(&pr)).await;
+    let run = s.done("run-b-promote").await;
+    assert_eq!(
+        reason(&run),
+        ("True".into(), "Promoted".into()),
+        "{:?}",
+        run.status
+    );
+    assert_eq!(s.stream().await.current_digest("latest"), Some(B));
+    rbac::assert_config_allows(&s.emu, "controller").await;
+}
+
+#[tokio::test]
+async fn a_promotion_nothing_proves_validated_is_unverified_and_the_served_tag_untouched() {
+    let s = Setup::new().await;
+    with_proof(&s).await;
+    let before = s.served_tag().await;
+    let image = image_of_b(&s).await;
+    let other_image = image.replace(B, A);
+    let mut cases: Vec<(&str, Option<PipelineRunStandIn>, String)> = Vec::new();
+    let mut other_digest =
+        PipelineRunStandIn::create(&s.client, "ds", "other-digest", "imagegate-promote").await;
+    other_digest
+        .task_run("validate", Some(&other_image), true)
+        .await;
+    cases.push((
+        "other-digest",
+        Some(other_digest),
+        format!("validated {other_image:?}, not {B}"),
+    ));
+    let mut failed =
+        PipelineRunStandIn::create(&s.client, "ds", "failed", "imagegate-promote").await;
+    failed.task_run("validate", Some(&image), false).await;
+    cases.push(("failed", Some(failed), "did not succeed (Failed".into()));
+    let skipped = PipelineRunStandIn::create(&s.client, "ds", "skipped", "imagegate-promote").await;
+    cases.push((
+        "skipped",
+        Some(skipped),
+        "task \"validate\" has no TaskRun in PipelineRun \"skipped\"".into(),
+    ));
+    let mut hand_made = PipelineRunStandIn::create(&s.client, "ds", "hand-made", "my-own").await;
+    hand_made.task_run("validate", Some(&image), true).await;
+    cases.push((
+        "hand-made",
+        Some(hand_made),
+        "runs Pipeline \"my-own\", not \"imagegate-promote\"".into(),
+    ));
+    cases.push(("orphan", None, "belongs to no PipelineRun".into()));
+    for (name, pr, _) in &cases {
+        promote_in(&s, &format!("{name}-promote"), pr.as_ref()).await;
+    }
+    for (name, _, want) in &cases {
+        let run_name = format!("{name}-promote");
+        let run = s.done(&run_name).await;
+        assert_eq!(
+            reason(&run),
+            ("False".into(), "Unverified".into()),
+            "{name}"
+        );
+        let message = s.message(&run_name).await;
+        assert!(
+            message.starts_with(&format!("nothing proves that {B} was validated: ")),
+            "{name}: {message}"
+        );
+        assert!(
+            message.contains(want.as_str()),
+            "{name}: {want:?} not in {message:?}"
+        );
+    }
+    s.assert_served_untouched(&before).await;
     rbac::assert_config_allows(&s.emu, "controller").await;
 }

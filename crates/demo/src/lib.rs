@@ -1,19 +1,20 @@
 //! imagegate-demo: the whole loop on one machine, with no cluster. The library is the demo
 //! ([`run`]); `src/main.rs` is the thin `imagegate-demo` binary (`cargo demo`).
 //!
-//! The embedded API emulator holds four notebook ImageStreams (`examples/`), the Tekton CustomRun
-//! CRD and imagegate's ImagePromotion CRD. The real source ([`imagegate::source::run`]) and the real
+//! The embedded API emulator holds four notebook ImageStreams (`examples/`), Tekton's CustomRun,
+//! PipelineRun and TaskRun CRDs (the emulator's stand-ins) and imagegate's ImagePromotion CRD. The real source ([`imagegate::source::run`]) and the real
 //! controller ([`imagegate::controller::run`]) run against it over HTTP, each as its own service
 //! account. Between them sits a stand-in for Tekton: an HTTP EventListener and a pipeline runner
 //! that do what the files in `tekton/` say (the private modules `tekton`, `listener` with `request`
-//! and the CEL `interceptor`, `pipeline`); the one thing it simulates is the container of the
-//! smoke-test Task.
+//! and the CEL `interceptor`, `pipeline` with the `objects` it writes: PipelineRuns, TaskRuns);
+//! the one thing it simulates is the container of the smoke-test Task.
 //!
 //! Five scenarios run in turn, each checked against what should happen; the demo ends with a
 //! table of every stream's served digest and phase, and fails if any scenario ended otherwise.
 
 mod interceptor;
 mod listener;
+mod objects;
 mod pipeline;
 mod request;
 mod tekton;
@@ -241,6 +242,14 @@ impl World {
             "the ImagePromotion CRD",
         )?;
         seed(PROMOTER_ROLE, "config/204-clusterrole-promoter.yaml")?;
+        for crd in [
+            imagegate_emulator::tekton::pipelinerun_crd(),
+            imagegate_emulator::tekton::taskrun_crd(),
+        ] {
+            emulator
+                .seed(crd)
+                .map_err(|e| anyhow!("cannot seed a Tekton CRD: {}", e.message))?;
+        }
         let streams = seed(SEED, "examples/notebook-imagestreams.yaml")?;
         let admin = emulator.client()?;
         create_namespaced(&admin, promotion).await?;
@@ -254,7 +263,7 @@ impl World {
             "cluster",
             format!(
                 "API emulator at {} with {} objects from examples/notebook-imagestreams.yaml, \
-                 the CustomRun and ImagePromotion CRDs, the ClusterRole imagegate-promoter from \
+                 the CustomRun, PipelineRun, TaskRun and ImagePromotion CRDs, the ClusterRole imagegate-promoter from \
                  config/, and from tekton/ ImagePromotion notebooks and the pipeline's service \
                  account, bound to imagegate-promoter",
                 emulator.url(),

@@ -6,11 +6,11 @@
 //!
 //! Its public surface is what its users need: [`Emulator`] (start with a [`Config`], seed,
 //! simulate imports with an [`ImportRequest`], inject faults, read the request log, errors as
-//! [`ApiError`]), [`tekton`] (the stand-in CustomRun CRD) and [`control`] (the
-//! [`control::Fault`] and [`control::RequestRecord`] types and the control API's
-//! [`control::PREFIX`]), and [`Rbac`] (with [`Attributes`], [`Grant`], [`PolicyRule`], [`RoleKey`]
-//! and [`UserInfo`]): the RBAC evaluator it answers SubjectAccessReviews with, which imagegate's
-//! tests also check request logs with. The modules behind it are private to the crate; the
+//! [`ApiError`]), [`tekton`] (the stand-in CRDs of CustomRuns, PipelineRuns and TaskRuns),
+//! [`control`] (the [`control::Fault`] and [`control::RequestRecord`] types and the control API's
+//! [`control::PREFIX`]), and [`Rbac`] (with [`Attributes`], [`Grant`], [`PolicyRule`],
+//! [`RoleKey`] and [`UserInfo`]): the RBAC evaluator it answers SubjectAccessReviews with, which
+//! imagegate's tests also check request logs with. The modules behind it are private to the crate; the
 //! request path reads top to bottom:
 //! - `http`: routing of `/api`, `/apis`, `/openapi/v3` and the control API under
 //!   [`control::PREFIX`], fault injection and the request log.

@@ -30,6 +30,8 @@ fn every_field_uses_its_documented_json_name() {
         },
         validation: Validation {
             required: Some(false),
+            pipeline: Some("imagegate-promote".into()),
+            tasks: vec!["validate".into()],
         },
     };
     let value = serde_json::to_value(&spec).unwrap();
@@ -42,7 +44,7 @@ fn every_field_uses_its_documented_json_name() {
                 "allowedArchitectures": ["amd64"], "allowedOS": ["linux"],
                 "maxAge": "720h", "maxSize": "5Gi", "nonRootUser": true
             },
-            "validation": {"required": false}
+            "validation": {"required": false, "pipeline": "imagegate-promote", "tasks": ["validate"]}
         })
     );
     assert_eq!(

@@ -6,13 +6,14 @@
 use crate::api::ImageStream;
 use crate::controller::checks::{self, CheckOutcome, ImageFacts};
 use crate::controller::params::Validation;
+use crate::controller::proof;
 use crate::controller::status::{Outcome, phase, reason};
 
 use super::served::{
     already_serving, candidate_moved, current_digest, display, mark, mark_failed, outcome, patch,
     previous_in_history, reference_of, served_annotations, served_before,
 };
-use super::{Ask, Decision, annotation};
+use super::{Ask, Decision, Fetched, annotation};
 
 /// `begin`: marks the served tag `Validating` for the candidate, which it keeps serving.
 pub(super) fn begin(ask: &Ask, is: &ImageStream) -> Decision {
@@ -59,12 +60,13 @@ pub(super) fn reject(ask: &Ask, is: &ImageStream) -> Decision {
     mark_failed(is, ask, &digest, reason::REJECTED, message, vec![])
 }
 
-/// `promote`: after a successful validation and passing checks, points the served tag at the
-/// candidate; a failed validation or check marks it `UpdateFailed` instead.
+/// `promote`: after a successful validation, its proof and passing checks, points the served
+/// tag at the candidate; a failed validation or check marks it `UpdateFailed` instead, and a
+/// missing status or proof refuses without a write.
 pub(super) fn promote(
     ask: &Ask,
     is: &ImageStream,
-    image: Option<&ImageFacts>,
+    fetched: &Fetched,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Decision {
     let t = ask.target;
@@ -91,7 +93,21 @@ pub(super) fn promote(
     if current_digest(is, &t.candidate_tag) != Some(digest.as_str()) {
         return candidate_moved(is, t, &digest);
     }
-    let checks_done = match run_checks(ask, is, image, now, &digest) {
+    if let Some(proof) = ask.proof {
+        let Some(evidence) = &fetched.evidence else {
+            return Decision::NeedEvidence;
+        };
+        if let Err(missing) = proof::verify(proof, evidence, &digest) {
+            return Decision::Final(Outcome::failed(
+                reason::UNVERIFIED,
+                format!(
+                    "nothing proves that {digest} was validated: {missing}; {served} keeps {}",
+                    display(&served_now)
+                ),
+            ));
+        }
+    }
+    let checks_done = match run_checks(ask, is, fetched.image.as_ref(), now, &digest) {
         Checked::Passed(outcomes) => outcomes,
         Checked::Decided(decision) => return decision,
     };

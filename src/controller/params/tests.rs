@@ -132,6 +132,7 @@ fn validation_status_must_say_success_and_may_be_missing_only_where_the_spec_all
     let unsafe_spec = ImagePromotionSpec {
         validation: crate::controller::crd::Validation {
             required: Some(false),
+            ..Default::default()
         },
         ..Default::default()
     };
@@ -200,4 +201,57 @@ fn digests_are_checked_strictly() {
     assert!(!is_digest("sha256:AAAA"));
     assert!(!is_digest(&D.to_uppercase()));
     assert!(!is_digest(&format!("{D}0")));
+}
+
+#[test]
+fn the_proof_needs_a_pipeline_and_its_tasks_with_valid_names() {
+    let with = |pipeline: Option<&str>, tasks: &[&str]| {
+        let spec = ImagePromotionSpec {
+            validation: crate::controller::crd::Validation {
+                pipeline: pipeline.map(str::to_string),
+                tasks: tasks.iter().map(|t| t.to_string()).collect(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        parse(
+            &run(json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}])),
+            &spec,
+        )
+    };
+    assert_eq!(with(None, &[]).unwrap().proof, None);
+    assert_eq!(
+        with(Some("imagegate-promote"), &["validate", "scan"])
+            .unwrap()
+            .proof,
+        Some(Proof {
+            pipeline: "imagegate-promote".into(),
+            tasks: vec!["validate".into(), "scan".into()],
+        })
+    );
+    for (pipeline, tasks, want) in [
+        (
+            None,
+            &["validate"][..],
+            "validation.tasks needs validation.pipeline",
+        ),
+        (
+            Some("p"),
+            &[][..],
+            "validation.pipeline \"p\" needs validation.tasks",
+        ),
+        (
+            Some("Bad_Name"),
+            &["validate"][..],
+            "\"Bad_Name\" is not a valid Pipeline name",
+        ),
+        (
+            Some("p"),
+            &["ok", "a.b"][..],
+            "validation.tasks[1]: \"a.b\" is not a valid pipeline task name",
+        ),
+    ] {
+        let err = with(pipeline, tasks).unwrap_err();
+        assert!(err.contains(want), "{want:?} not in {err:?}");
+    }
 }

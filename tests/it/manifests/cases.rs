@@ -207,6 +207,38 @@ const CASES: &[Case] = &[
         expect: &["InvalidParams", "\"promot\" is not one of"],
     },
     Case {
+        name: "a proof of validation naming a Pipeline that does not exist",
+        by: By::Check,
+        breaks: |m| {
+            m.first_mut("ImagePromotion", "")["spec"]["validation"]["pipeline"] =
+                json!("imagegate-promot")
+        },
+        expect: &[
+            "Pipeline 'imagegate-promot' is not defined",
+            "no run could prove",
+        ],
+    },
+    Case {
+        name: "a proof of validation naming a task the Pipeline does not have",
+        by: By::Check,
+        breaks: |m| {
+            m.first_mut("ImagePromotion", "")["spec"]["validation"]["tasks"] = json!(["validat"])
+        },
+        expect: &["'validat' is not a task of Pipeline 'imagegate-promote'"],
+    },
+    Case {
+        name: "a validation task that validates an image of its own instead of begin's",
+        by: By::Check,
+        breaks: |m| {
+            param(&mut pipeline_task(m, "tasks", task_ref)["params"], "image")["value"] =
+                json!("quay.io/org/nb:latest")
+        },
+        expect: &[
+            "validates image \"quay.io/org/nb:latest\"",
+            "not bound to the digest promoted",
+        ],
+    },
+    Case {
         name: "a CustomRun naming an ImagePromotion version the CRD does not serve",
         by: By::Check,
         breaks: |m| m.add_file("tekton/zz-customrun.yaml", CUSTOMRUN_WRONG_VERSION),
@@ -429,8 +461,8 @@ fn run_cases(by: By) {
 }
 
 #[test]
-fn every_case_is_named_once_and_all_38_are_here() {
-    assert_eq!(CASES.len(), 38);
+fn every_case_is_named_once_and_all_41_are_here() {
+    assert_eq!(CASES.len(), 41);
     let mut names: Vec<&str> = CASES.iter().map(|c| c.name).collect();
     names.sort_unstable();
     names.dedup();

@@ -52,6 +52,9 @@ impl<'a> Checker<'a> {
         for d in self.of_kind("TriggerTemplate") {
             self.trigger_template(d);
         }
+        for d in self.of_kind("ImagePromotion") {
+            self.proof_of_validation(d);
+        }
         for d in self.of_kind("TriggerBinding") {
             self.trigger_binding(d);
         }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::rbac::{self, Policy};
 use crate::support::sink::Sink;
+use crate::support::tekton::PipelineRunStandIn;
 use crate::support::{EmulatorServer, Process, free_port};
 use imagegate::api::CustomRun;
 use imagegate::source::checkpoint;
@@ -353,9 +354,22 @@ async fn the_controller_makes_only_the_calls_config_grants_and_uses_every_grant(
     emu.seed(json!({
         "apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
         "metadata": {"name": "notebooks", "namespace": "ds"},
-        "spec": {"checks": {"requiredLabels": ["io.k8s.display-name"]}}
+        "spec": {"checks": {"requiredLabels": ["io.k8s.display-name"]},
+                 "validation": {"pipeline": "imagegate-promote", "tasks": ["validate"]}}
     }))
     .await;
+    // The PipelineRun that validated B, as Tekton records it: the proof the promotion reads.
+    crate::support::upstream::install_released_pipelinerun_crds(admin.clone()).await;
+    let repository = Api::<imagegate::api::ImageStream>::namespaced(admin.clone(), "ds")
+        .get("nb")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .docker_image_repository;
+    let mut pr = PipelineRunStandIn::create(&admin, "ds", "run-b", "imagegate-promote").await;
+    pr.task_run("validate", Some(&format!("{repository}@{B}")), true)
+        .await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     emu.write_kubeconfig(&kubeconfig, CONTROLLER_SA);
@@ -394,9 +408,9 @@ async fn the_controller_makes_only_the_calls_config_grants_and_uses_every_grant(
         run_to_end(&runs, &controller, failing).await,
         ("False".into(), "ValidationFailed".into())
     );
-    // A promotion through a named ImagePromotion with checks (ImagePromotion get,
-    // ImageStreamImage get).
-    let promote = run_body(
+    // A promotion through a named ImagePromotion with checks and a proof of validation
+    // (ImagePromotion get, PipelineRun and TaskRun get, ImageStreamImage get).
+    let mut promote = run_body(
         "promote-b",
         &[
             ("imagestream", "nb"),
@@ -405,6 +419,10 @@ async fn the_controller_makes_only_the_calls_config_grants_and_uses_every_grant(
         ],
         json!({"customRef": {"name": "notebooks"}}),
     );
+    let owned: kube::core::ObjectMeta =
+        serde_json::from_value(pr.child_metadata("promote")["metadata"].clone()).unwrap();
+    promote.metadata.owner_references = owned.owner_references;
+    promote.metadata.labels = owned.labels;
     assert_eq!(
         run_to_end(&runs, &controller, promote).await,
         ("True".into(), "Promoted".into())
