@@ -56,6 +56,11 @@ pub struct ImagePromotionSpec {
     /// `latest`). The CustomRun's `served-tag` param takes precedence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served_tag: Option<String>,
+    /// Hidden tag that keeps the digest served before the last promotion, pinned by digest, so
+    /// that pruning the served tag's history cannot remove what a rollback returns to (default
+    /// `<servedTag>-previous`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_tag: Option<String>,
     /// Checks on the candidate image's metadata; all configured checks must pass before the
     /// served tag moves. Omitted or empty means no checks.
     #[serde(default, skip_serializing_if = "Checks::is_empty")]

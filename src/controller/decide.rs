@@ -8,6 +8,7 @@
 
 mod actions;
 mod served;
+mod way_back;
 
 use serde_json::Value;
 
@@ -33,7 +34,17 @@ pub mod annotation {
     pub const MESSAGE: &str = "imagegate.dev/message";
     /// The CustomRun that set the phase.
     pub const CUSTOMRUN: &str = "imagegate.dev/customrun";
+    /// The digests rolled back from the served tag, comma-separated, oldest first (at most
+    /// [`super::ROLLED_BACK_KEPT`]): `promote` refuses them unless `allow-rolled-back`.
+    pub const ROLLED_BACK_DIGESTS: &str = "imagegate.dev/rolled-back-digests";
+    /// On the previous tag: the served tag whose previous digest it keeps.
+    pub const PREVIOUS_OF: &str = "imagegate.dev/previous-of";
+    /// OpenShift's annotation that hides a tag from the console and from spawners' image lists.
+    pub const HIDDEN: &str = "hidden";
 }
+
+/// How many rolled-back digests the served tag remembers (the oldest is forgotten first).
+pub const ROLLED_BACK_KEPT: usize = 10;
 
 /// Everything a decision needs besides the stream.
 #[derive(Clone, Debug)]
@@ -50,6 +61,10 @@ pub struct Ask<'a> {
     pub checks: &'a ParsedChecks,
     /// What counts as proof of validation, when the ImagePromotion names it.
     pub proof: Option<&'a Proof>,
+    /// The hidden tag that keeps the digest served before a promotion.
+    pub previous_tag: &'a str,
+    /// Whether `promote` may promote a digest that was rolled back.
+    pub allow_rolled_back: bool,
 }
 
 /// What a decision asked to be read ([`Decision::NeedImage`], [`Decision::NeedEvidence`]),

@@ -32,6 +32,8 @@ pub mod names {
     pub const ACTION: &str = "action";
     /// The validation outcome, e.g. `$(tasks.status)`.
     pub const VALIDATION_STATUS: &str = "validation-status";
+    /// `"true"` lets `promote` promote a digest that was rolled back.
+    pub const ALLOW_ROLLED_BACK: &str = "allow-rolled-back";
     /// Every param the task accepts.
     pub const ALL: &[&str] = &[
         IMAGESTREAM,
@@ -40,6 +42,7 @@ pub mod names {
         DIGEST,
         ACTION,
         VALIDATION_STATUS,
+        ALLOW_ROLLED_BACK,
     ];
 }
 
@@ -47,6 +50,8 @@ pub mod names {
 pub const DEFAULT_CANDIDATE_TAG: &str = "candidate";
 /// The default served tag.
 pub const DEFAULT_SERVED_TAG: &str = "latest";
+/// The default previous tag is the served tag's name with this suffix.
+pub const PREVIOUS_TAG_SUFFIX: &str = "-previous";
 
 /// What the run does to the served tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -85,6 +90,10 @@ pub struct Request {
     pub candidate_tag: String,
     /// The served tag.
     pub served_tag: String,
+    /// The hidden tag that keeps the digest served before the last promotion.
+    pub previous_tag: String,
+    /// Whether `promote` may promote a digest that was rolled back (`allow-rolled-back`).
+    pub allow_rolled_back: bool,
     /// The digest validated (required except for rollback).
     pub digest: Option<String>,
     /// What to do.
@@ -201,6 +210,8 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
     let values = Values::read(run)?;
     let imagestream = imagestream(&values, spec, &namespace)?;
     let (candidate_tag, served_tag) = tags(&values, spec)?;
+    let previous_tag = previous_tag(spec, &candidate_tag, &served_tag)?;
+    let allow_rolled_back = flag(&values, names::ALLOW_ROLLED_BACK)?;
     let action = action(&values)?;
     let digest = digest(&values, action)?;
     let checks = spec.checks.parse()?;
@@ -210,6 +221,8 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
         imagestream,
         candidate_tag,
         served_tag,
+        previous_tag,
+        allow_rolled_back,
         digest,
         action,
         validation_status: values.get(names::VALIDATION_STATUS).to_string(),
@@ -320,6 +333,40 @@ fn tags(values: &Values, spec: &ImagePromotionSpec) -> Result<(String, String), 
         ));
     }
     Ok((candidate, served))
+}
+
+/// The previous tag: the spec's, else `<served>-previous`; a valid tag name that is neither the
+/// candidate nor the served tag.
+fn previous_tag(
+    spec: &ImagePromotionSpec,
+    candidate: &str,
+    served: &str,
+) -> Result<String, String> {
+    let tag = spec
+        .previous_tag
+        .clone()
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| format!("{served}{PREVIOUS_TAG_SUFFIX}"));
+    if !is_tag_name(&tag) {
+        return Err(format!("previousTag: {tag:?} is not a valid tag name"));
+    }
+    if tag == candidate || tag == served {
+        return Err(format!(
+            "previousTag {tag:?} must differ from the candidate tag {candidate:?} and the served tag {served:?}"
+        ));
+    }
+    Ok(tag)
+}
+
+/// A boolean param: `true`, or `false`/empty.
+fn flag(values: &Values, name: &str) -> Result<bool, String> {
+    match values.get(name) {
+        "true" => Ok(true),
+        "" | "false" => Ok(false),
+        other => Err(format!(
+            "param {name:?}: {other:?} is not \"true\" or \"false\""
+        )),
+    }
 }
 
 /// The action; `promote` when not given.

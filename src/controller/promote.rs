@@ -41,6 +41,8 @@ pub async fn promote(
         validation: request.validation(),
         checks: &request.checks,
         proof: request.proof.as_ref(),
+        previous_tag: &request.previous_tag,
+        allow_rolled_back: request.allow_rolled_back,
     };
     let mut fetched = Fetched::default();
     for _ in 0..WRITE_ATTEMPTS {
@@ -118,6 +120,8 @@ pub async fn landed_or(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Out
         validation: crate::controller::params::Validation::Passed,
         checks: &checks,
         proof: None,
+        previous_tag: "",
+        allow_rolled_back: false,
     };
     decide::landed(&ask, &is).unwrap_or(fallback)
 }

@@ -41,6 +41,8 @@ pub mod reason {
     pub const REJECTED: &str = "Rejected";
     /// Params or the ImagePromotion spec are unusable.
     pub const INVALID_PARAMS: &str = "InvalidParams";
+    /// `promote` of a digest that was rolled back, without `allow-rolled-back`: nothing written.
+    pub const DIGEST_ROLLED_BACK: &str = "DigestRolledBack";
     /// The ImageStream does not exist (a missing named ImagePromotion is `InvalidParams`).
     pub const IMAGESTREAM_NOT_FOUND: &str = "ImageStreamNotFound";
     /// `spec.status: RunCancelled` (Tekton's exact reason, which PipelineRuns classify).

@@ -7,6 +7,7 @@ use crate::support::rbac;
 use crate::support::tekton::PipelineRunStandIn;
 use crate::support::upstream::install_released_pipelinerun_crds;
 
+use imagegate::api::ImageStream;
 use serde_json::json;
 
 #[tokio::test]
@@ -292,5 +293,112 @@ async fn a_promotion_nothing_proves_validated_is_unverified_and_the_served_tag_u
         );
     }
     s.assert_served_untouched(&before).await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
+}
+
+/// Promotes B (the pipeline validated it) with run `name`, and checks it.
+async fn promote_b(s: &Setup, name: &str, extra: &[(&str, &str)]) -> (String, String) {
+    let params: Vec<(&str, &str)> = VALIDATED_B.iter().chain(extra).copied().collect();
+    s.create_run(name, &params, json!({})).await;
+    reason(&s.done(name).await)
+}
+
+#[tokio::test]
+async fn a_rolled_back_digest_is_refused_then_promoted_again_only_with_the_param() {
+    let s = Setup::new().await;
+    assert_eq!(promote_b(&s, "promote-b", &[]).await.1, "Promoted");
+    s.create_run(
+        "rollback",
+        &[("imagestream", "nb"), ("action", "rollback")],
+        json!({}),
+    )
+    .await;
+    assert_eq!(reason(&s.done("rollback").await).1, "RolledBack");
+    let (_, ann) = served(&s.stream().await);
+    assert_eq!(ann["imagegate.dev/rolled-back-digests"], B);
+
+    // The pipeline of B runs again: refused, nothing written.
+    let before = s.served_tag().await;
+    let writes = s.writes("imagestreams").await.len();
+    assert_eq!(
+        promote_b(&s, "promote-b-again", &[]).await,
+        ("False".into(), "DigestRolledBack".into())
+    );
+    let message = s.message("promote-b-again").await;
+    assert!(
+        message.contains("allow-rolled-back") && message.contains(&format!("latest keeps {A}")),
+        "{message}"
+    );
+    assert_eq!(s.served_tag().await, before, "the served tag is untouched");
+    assert_eq!(s.writes("imagestreams").await.len(), writes);
+
+    // Promoted on purpose, it is served again and no longer listed.
+    assert_eq!(
+        promote_b(&s, "promote-b-anyway", &[("allow-rolled-back", "true")]).await,
+        ("True".into(), "Promoted".into())
+    );
+    let is = s.stream().await;
+    assert_eq!(is.current_digest("latest"), Some(B));
+    assert!(
+        !served(&is)
+            .1
+            .contains_key("imagegate.dev/rolled-back-digests")
+    );
+    rbac::assert_config_allows(&s.emu, "controller").await;
+}
+
+#[tokio::test]
+async fn a_rollback_after_the_history_was_pruned_returns_through_the_previous_tag() {
+    let s = Setup::new().await;
+    assert_eq!(promote_b(&s, "promote-b", &[]).await.1, "Promoted");
+    let is = s.stream().await;
+    let previous = is.spec_tag("latest-previous").expect("the previous tag");
+    assert_eq!(
+        previous.annotations.as_ref().unwrap()["hidden"],
+        "true",
+        "hidden from UIs"
+    );
+    assert_eq!(
+        previous.from.as_ref().unwrap().name.as_deref(),
+        Some(&*format!("nb@{A}"))
+    );
+    assert_eq!(is.current_digest("latest-previous"), Some(A));
+
+    // `oc adm prune images` keeps few revisions: every tag keeps only its current image, so A
+    // is left only where the previous tag pins it.
+    let streams: kube::Api<ImageStream> = kube::Api::namespaced(s.client.clone(), "ds");
+    let mut pruned = s.stream().await;
+    for tag in &mut pruned.status.as_mut().unwrap().tags {
+        if let Some(items) = tag.items.as_mut() {
+            items.truncate(1);
+        }
+    }
+    streams
+        .replace_status("nb", &kube::api::PostParams::default(), &pruned)
+        .await
+        .unwrap();
+    let is = s.stream().await;
+    assert_eq!(is.history("latest").len(), 1);
+    assert!(
+        is.history("candidate")
+            .iter()
+            .all(|e| e.digest() != Some(A))
+    );
+
+    s.create_run(
+        "rollback",
+        &[("imagestream", "nb"), ("action", "rollback")],
+        json!({}),
+    )
+    .await;
+    let run = s.done("rollback").await;
+    assert_eq!(
+        reason(&run),
+        ("True".into(), "RolledBack".into()),
+        "{:?}",
+        run.status
+    );
+    assert_eq!(result(&run, "promoted-digest"), A);
+    assert_eq!(s.stream().await.current_digest("latest"), Some(A));
     rbac::assert_config_allows(&s.emu, "controller").await;
 }

@@ -19,6 +19,7 @@ fn every_field_uses_its_documented_json_name() {
         image_stream: Some("app".into()),
         candidate_tag: Some("candidate".into()),
         served_tag: Some("latest".into()),
+        previous_tag: Some("latest-before".into()),
         checks: Checks {
             required_labels: vec!["vcs-ref".into()],
             allowed_registries: vec!["quay.io/org".into()],
@@ -39,6 +40,7 @@ fn every_field_uses_its_documented_json_name() {
         value,
         json!({
             "imageStream": "app", "candidateTag": "candidate", "servedTag": "latest",
+            "previousTag": "latest-before",
             "checks": {
                 "requiredLabels": ["vcs-ref"], "allowedRegistries": ["quay.io/org"],
                 "allowedArchitectures": ["amd64"], "allowedOS": ["linux"],

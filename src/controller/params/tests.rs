@@ -255,3 +255,47 @@ fn the_proof_needs_a_pipeline_and_its_tasks_with_valid_names() {
         assert!(err.contains(want), "{want:?} not in {err:?}");
     }
 }
+
+#[test]
+fn the_previous_tag_defaults_after_the_served_tag_and_may_not_be_another_tag() {
+    let params = json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}]);
+    assert_eq!(
+        parse_params(params.clone()).unwrap().previous_tag,
+        "latest-previous"
+    );
+    let named = |tag: &str| ImagePromotionSpec {
+        previous_tag: Some(tag.into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        parse(&run(params.clone()), &named("rollback-to"))
+            .unwrap()
+            .previous_tag,
+        "rollback-to"
+    );
+    for (tag, want) in [
+        ("latest", "must differ from the candidate tag"),
+        ("candidate", "must differ"),
+        ("-bad", "\"-bad\" is not a valid tag name"),
+    ] {
+        let err = parse(&run(params.clone()), &named(tag)).unwrap_err();
+        assert!(err.contains(want), "{tag}: {err}");
+    }
+}
+
+#[test]
+fn allow_rolled_back_is_true_or_false() {
+    let with = |value: &str| {
+        parse_params(json!([
+            {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D},
+            {"name": "allow-rolled-back", "value": value}
+        ]))
+    };
+    assert!(with("true").unwrap().allow_rolled_back);
+    assert!(!with("false").unwrap().allow_rolled_back);
+    assert!(!with("").unwrap().allow_rolled_back);
+    assert_eq!(
+        with("yes").unwrap_err(),
+        "param \"allow-rolled-back\": \"yes\" is not \"true\" or \"false\""
+    );
+}

@@ -227,6 +227,7 @@ fn stand_in(param: &str) -> String {
         names::SERVED_TAG => "run-time-served".into(),
         names::ACTION => params::Action::Promote.as_str().into(),
         names::VALIDATION_STATUS => String::new(),
+        names::ALLOW_ROLLED_BACK => "false".into(),
         _ => "run-time-value".into(),
     }
 }

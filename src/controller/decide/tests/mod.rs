@@ -1,6 +1,7 @@
 //! Table tests of the decision, over ImageStreams shaped like the oracle sequence.
 
 mod proof;
+mod way_back;
 
 use super::*;
 use crate::controller::crd::Checks;
@@ -50,6 +51,8 @@ fn ask<'a>(t: &'a Target, status: &'a str, checks: &'a ParsedChecks) -> Ask<'a> 
         },
         checks,
         proof: None,
+        previous_tag: "latest-previous",
+        allow_rolled_back: false,
     }
 }
 
