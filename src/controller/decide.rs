@@ -41,6 +41,9 @@ pub mod annotation {
     pub const PREVIOUS_OF: &str = "imagegate.dev/previous-of";
     /// OpenShift's annotation that hides a tag from the console and from spawners' image lists.
     pub const HIDDEN: &str = "hidden";
+    /// Open Data Hub's annotation that keeps a tag out of its spawner's image list; the previous
+    /// tag carries it where the candidate tag does.
+    pub const ODH_OUTDATED: &str = "opendatahub.io/image-tag-outdated";
 }
 
 /// How many rolled-back digests the served tag remembers (the oldest is forgotten first).

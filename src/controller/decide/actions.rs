@@ -151,7 +151,8 @@ pub(super) fn promote(
     }
     let mut write = patch(is, served, &marks, Some(&digest));
     if !served_now.is_empty() {
-        keep_previous(&mut write, is, ask.previous_tag, served, &served_now);
+        let tags = (t.candidate_tag.as_str(), served, ask.previous_tag);
+        keep_previous(&mut write, is, tags, &served_now);
     }
     Decision::Write {
         patch: write,

@@ -55,18 +55,30 @@ pub(super) fn kept_previous<'s>(is: &'s ImageStream, previous_tag: &str) -> Opti
 }
 
 /// Adds the previous tag to a served-tag patch: `previous_tag` pinned to `{is}@{digest}`,
-/// hidden, and saying which served tag it keeps the previous digest of.
+/// hidden, and saying which served tag it keeps the previous digest of. It is hidden the way the
+/// candidate tag is: always OpenShift's `hidden: "true"`, and Open Data Hub's
+/// `opendatahub.io/image-tag-outdated: "true"` where the candidate tag carries it (ODH's
+/// spawner lists every tag without it).
 pub(super) fn keep_previous(
     patch: &mut Value,
     is: &ImageStream,
-    previous_tag: &str,
-    served: &str,
+    tags: (&str, &str, &str),
     digest: &str,
 ) {
+    let (candidate, served, previous_tag) = tags;
     let name = is.metadata.name.clone().unwrap_or_default();
+    let mut annotations = json!({annotation::HIDDEN: "true", annotation::PREVIOUS_OF: served});
+    let outdated = is
+        .spec_tag(candidate)
+        .and_then(|t| t.annotations.as_ref())
+        .and_then(|a| a.get(annotation::ODH_OUTDATED))
+        .is_some_and(|v| v == "true");
+    if outdated {
+        annotations[annotation::ODH_OUTDATED] = json!("true");
+    }
     let tag = json!({
         "name": previous_tag,
-        "annotations": {annotation::HIDDEN: "true", annotation::PREVIOUS_OF: served},
+        "annotations": annotations,
         "from": {
             "kind": "ImageStreamImage",
             "name": format!("{name}@{digest}"),

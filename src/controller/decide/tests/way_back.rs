@@ -21,6 +21,28 @@ fn a_promotion_keeps_the_digest_it_replaces_in_the_hidden_previous_tag() {
 }
 
 #[test]
+fn the_previous_tag_is_hidden_from_open_data_hub_where_the_candidate_tag_is() {
+    let mut is = stream(B, A, json!(null));
+    is.spec.tags[0].annotations = Some(
+        [(annotation::ODH_OUTDATED.to_string(), "true".to_string())]
+            .into_iter()
+            .collect(),
+    );
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    let d = decide(&ask(&t, "Succeeded", &checks), &is, &nothing(), now());
+    let (patch, _) = written(&d);
+    assert_eq!(
+        patch["spec"]["tags"][1]["annotations"],
+        json!({
+            "hidden": "true",
+            "imagegate.dev/previous-of": "latest",
+            "opendatahub.io/image-tag-outdated": "true"
+        })
+    );
+}
+
+#[test]
 fn a_rolled_back_digest_is_refused_unless_the_run_allows_it() {
     let is = stream(
         B,
