@@ -1,4 +1,5 @@
-//! The calls the controller makes for the trust checks, both ways: `config/` grants each of
+//! The calls the controller makes for the trust checks (the SubjectAccessReview, the PipelineRun
+//! and TaskRun reads of the proof), both ways: `config/` grants each of
 //! them, and without its rule the same call is refused; and the permission to promote, which the
 //! controller asks about, is held by exactly the account `tekton/` binds it to.
 
@@ -65,12 +66,29 @@ fn config_without(rule_start: &str) -> Policy {
     policy
 }
 
-/// The controller's calls for the trust checks, each with the rule of `config/` that grants it.
+/// The controller's calls for the trust checks, each with the rule of `config/` that grants it:
+/// the review of who may promote, and the reads of the proof of validation.
 fn trust_calls() -> Vec<(RequestRecord, &'static str)> {
-    vec![(
-        call("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews"),
-        "- apiGroups: [\"authorization.k8s.io\"]",
-    )]
+    vec![
+        (
+            call("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews"),
+            "- apiGroups: [\"authorization.k8s.io\"]",
+        ),
+        (
+            call(
+                "GET",
+                "/apis/tekton.dev/v1/namespaces/ds/pipelineruns/run-b",
+            ),
+            "- apiGroups: [\"tekton.dev\"]\n  resources: [\"pipelineruns\"]",
+        ),
+        (
+            call(
+                "GET",
+                "/apis/tekton.dev/v1/namespaces/ds/taskruns/run-b-validate",
+            ),
+            "- apiGroups: [\"tekton.dev\"]\n  resources: [\"taskruns\"]",
+        ),
+    ]
 }
 
 #[test]
