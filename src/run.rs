@@ -41,10 +41,21 @@ pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
     let settings = crate::controller::Settings {
         admin_addr: args.admin_addr,
         concurrency: args.concurrency,
+        namespaces: dedup(&args.namespaces),
         leader: leader_config(&args.leader, "controller"),
     };
     let clock = Arc::new(k8s_openapi::jiff::Timestamp::now);
     crate::controller::run(client, settings, clock, shutdown_signal()).await
+}
+
+/// The namespaces given, each once, in the order first given.
+fn dedup(namespaces: &[String]) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    namespaces
+        .iter()
+        .filter(|ns| seen.insert(ns.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -115,7 +126,7 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
         overrides,
         ca_pem: args.ca_certs.clone(),
         sink_timeout: args.sink_timeout.map(std::time::Duration::from_secs),
-        namespaces: args.namespaces.clone(),
+        namespaces: dedup(&args.namespaces),
         selector: args.selector.clone(),
         tags: crate::source::state::TagFilter(args.tags.clone()),
         mode: match args.mode {

@@ -10,6 +10,7 @@
 //! - [`runtime`]: the runtime both programs run in: standby, shutdown, a lost Lease.
 //! - [`controller_reconcile`]: the real `reconcile` against the emulated API, request by request.
 //! - [`controller_e2e`], [`source_e2e`], [`source_checkpoint`]: the real binaries end to end.
+//! - [`controller_scope`]: a controller given `--namespace` leaves other namespaces alone.
 //! - [`controller_trust`]: the controller's refusals end to end (fail closed, the promoter's
 //!   permission, the proof of validation, rolled-back digests), each leaving the served tag alone.
 //! - [`python_interop`]: what the source sends, parsed by the official Python SDK.
@@ -22,6 +23,7 @@ mod api_types;
 mod cli;
 mod controller_e2e;
 mod controller_reconcile;
+mod controller_scope;
 mod controller_trust;
 mod crd_drift;
 mod kube_clients;

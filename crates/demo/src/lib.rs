@@ -308,6 +308,7 @@ impl World {
             imagegate::controller::Settings {
                 admin_addr: controller_addr,
                 concurrency: 8,
+                namespaces: Vec::new(),
                 leader: None,
             },
             Arc::new(k8s_openapi::jiff::Timestamp::now),
