@@ -322,6 +322,46 @@ const CASES: &[Case] = &[
         expect: &["accepts ce-imagetag 'latest'"],
     },
     Case {
+        name: "a CEL filter that lets every namespace's streams start runs",
+        by: By::Check,
+        breaks: |m| edit_cel(m, without_namespace_pin),
+        expect: &[
+            "does not pin ce-namespace",
+            "header.match('ce-namespace', 'notebooks')",
+        ],
+    },
+    Case {
+        name: "a CEL filter for the streams of another namespace",
+        by: By::Check,
+        breaks: |m| {
+            edit_cel(m, |f| {
+                f.replace("'ce-namespace', 'notebooks'", "'ce-namespace', 'ds'")
+            })
+        },
+        expect: &[
+            "accepts ce-namespace ['ds']",
+            "the listener runs in 'notebooks'",
+        ],
+    },
+    Case {
+        name: "no NetworkPolicy in front of the EventListener",
+        by: By::Check,
+        breaks: |m| {
+            m.first_mut("NetworkPolicy", "tekton/")["spec"]["podSelector"]["matchLabels"]["eventlistener"] =
+                json!("imagegate-listener")
+        },
+        expect: &["no NetworkPolicy selects the pods of this EventListener"],
+    },
+    Case {
+        name: "a NetworkPolicy that shuts the source out",
+        by: By::Check,
+        breaks: |m| {
+            m.first_mut("NetworkPolicy", "tekton/")["spec"]["ingress"][0]["from"][0]["podSelector"]
+                ["matchLabels"]["app.kubernetes.io/component"] = json!("sender")
+        },
+        expect: &["no ingress rule admits the source's pods", "on port 8080"],
+    },
+    Case {
         name: "an EventListener binding to a TriggerBinding that does not exist",
         by: By::Check,
         breaks: |m| {
@@ -461,8 +501,8 @@ fn run_cases(by: By) {
 }
 
 #[test]
-fn every_case_is_named_once_and_all_41_are_here() {
-    assert_eq!(CASES.len(), 41);
+fn every_case_is_named_once_and_all_45_are_here() {
+    assert_eq!(CASES.len(), 45);
     let mut names: Vec<&str> = CASES.iter().map(|c| c.name).collect();
     names.sort_unstable();
     names.dedup();
