@@ -1,6 +1,7 @@
 //! The command line: one clap struct per subcommand; the checks of values that need no API
 //! server are in [`values`].
 
+pub mod selector;
 pub mod values;
 
 use std::net::SocketAddr;
@@ -66,11 +67,11 @@ pub struct SourceArgs {
     pub namespaces: Vec<String>,
 
     /// Watch only ImageStreams matching this label selector.
-    #[arg(long)]
+    #[arg(long, value_parser = values::label_selector)]
     pub selector: Option<String>,
 
     /// Report only this tag (repeatable; default: all tags).
-    #[arg(long = "tag", value_name = "NAME")]
+    #[arg(long = "tag", value_name = "NAME", value_parser = values::tag)]
     pub tags: Vec<String>,
 
     /// What to send: per-tag changes (`imagestreamtag`), or what Knative's ApiServerSource

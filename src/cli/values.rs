@@ -14,6 +14,30 @@ pub fn namespace(value: &str) -> Result<String, String> {
     }
 }
 
+/// A label selector the API server would take ([`super::selector`]).
+pub fn label_selector(value: &str) -> Result<String, String> {
+    super::selector::check(value)
+        .map(|()| value.to_string())
+        .map_err(|why| format!("{value:?} is not a label selector: {why}"))
+}
+
+/// An ImageStream tag name: OpenShift's rule `^[\w][\w.-]{0,127}$`.
+pub fn tag(value: &str) -> Result<String, String> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut chars = value.chars();
+    let ok = matches!(chars.next(), Some(c) if word(c))
+        && value.len() <= 128
+        && chars.all(|c| word(c) || c == '.' || c == '-');
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err(format!(
+            "{value:?} is not a tag name (at most 128 letters, digits, '_', '.' and '-', starting \
+             with a letter, digit or '_')"
+        ))
+    }
+}
+
 /// Whether `s` is a DNS-1123 label.
 pub fn is_dns_label(s: &str) -> bool {
     let ok = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
@@ -28,6 +52,21 @@ pub fn is_dns_label(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tags_follow_openshifts_rule_and_selectors_the_api_servers() {
+        for good in ["latest", "candidate", "v1.2-rc_3", "_x", &"t".repeat(128)] {
+            assert_eq!(tag(good).as_deref(), Ok(good));
+        }
+        for bad in ["", "-x", ".x", "a/b", "a b", &"t".repeat(129)] {
+            assert!(tag(bad).unwrap_err().contains("is not a tag name"), "{bad}");
+        }
+        assert_eq!(label_selector("team=ds").as_deref(), Ok("team=ds"));
+        assert_eq!(
+            label_selector("=bad").unwrap_err(),
+            "\"=bad\" is not a label selector: requirement 1 (\"=bad\") has no key"
+        );
+    }
 
     #[test]
     fn a_namespace_is_a_dns_label() {

@@ -5,6 +5,7 @@
 //! - [`api_types`]: the types of `imagegate::api` pinned to the real APIs and fixtures.
 //! - [`kube_clients`]: HTTPS clients with one crypto provider; the typed API types over HTTP.
 //! - [`cli`]: the `imagegate` binary's command line.
+//! - [`bad_config`]: bad configuration refused at the door, each with its exact message.
 //! - [`crd_drift`]: the committed ImagePromotion CRD matches the Rust types.
 //! - [`leader`]: Lease leader election against the emulator.
 //! - [`runtime`]: the runtime both programs run in: standby, shutdown, a lost Lease.
@@ -20,6 +21,7 @@
 //! - [`realcluster`]: `config/` and `tekton/` against a real kube-apiserver.
 
 mod api_types;
+mod bad_config;
 mod cli;
 mod controller_e2e;
 mod controller_reconcile;

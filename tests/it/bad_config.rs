@@ -1,0 +1,165 @@
+//! Bad configuration, refused at the door: each value that can be checked without the API
+//! server ends the real binary before it connects, with the exit status of its kind (2 for what
+//! clap refuses, 1 for the rest) and exactly one line on stderr that names the input and what is
+//! wrong; in JSON log mode that line is the one JSON error record.
+
+use std::process::{Command, Output};
+
+/// Runs `imagegate` with `args` and extra environment; nothing else of the test's environment
+/// that the programs read leaks in.
+fn imagegate(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
+    command
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("K_SINK")
+        .env_remove("K_CE_OVERRIDES")
+        .env("KUBECONFIG", "/nonexistent/imagegate-test-kubeconfig");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().expect("the binary runs")
+}
+
+/// The one line a refused start prints, after checking the exit status.
+fn refused(out: &Output, status: i32) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(status), "{err}");
+    err
+}
+
+/// The single line of an error of the program itself (exit status 1).
+fn one_line(out: &Output) -> String {
+    let err = refused(out, 1);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {err}");
+    lines[0].to_string()
+}
+
+/// The first line of a usage error (exit status 2; clap adds a hint after a blank line).
+fn usage(out: &Output) -> String {
+    let err = refused(out, 2);
+    err.lines().next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_sink_that_is_not_http_is_refused() {
+    let out = imagegate(&["source", "--sink", "ftp://x/"], &[]);
+    assert_eq!(
+        one_line(&out),
+        "imagegate: --sink/K_SINK \"ftp://x/\" is not an http or https URL with a host (the scheme is \"ftp\")"
+    );
+    let out = imagegate(&["source"], &[("K_SINK", "unix:/run/sink.sock")]);
+    assert_eq!(
+        one_line(&out),
+        "imagegate: --sink/K_SINK \"unix:/run/sink.sock\" is not an http or https URL with a host (the scheme is \"unix\")"
+    );
+    let out = imagegate(
+        &[
+            "source",
+            "--sink",
+            "http://x/",
+            "--dead-letter-sink",
+            "mailto:ops@example.com",
+        ],
+        &[],
+    );
+    assert_eq!(
+        one_line(&out),
+        "imagegate: --dead-letter-sink \"mailto:ops@example.com\" is not an http or https URL with a host (the scheme is \"mailto\")"
+    );
+}
+
+#[test]
+fn a_label_selector_the_api_server_would_refuse_is_refused_before_connecting() {
+    let out = imagegate(
+        &["source", "--sink", "http://x/", "--selector", "=bad"],
+        &[],
+    );
+    assert_eq!(
+        usage(&out),
+        "error: invalid value '=bad' for '--selector <SELECTOR>': \"=bad\" is not a label \
+         selector: requirement 1 (\"=bad\") has no key"
+    );
+    let out = imagegate(
+        &["source", "--sink", "http://x/", "--selector", "team in ds"],
+        &[],
+    );
+    assert_eq!(
+        usage(&out),
+        "error: invalid value 'team in ds' for '--selector <SELECTOR>': \"team in ds\" is not a \
+         label selector: requirement 1 (\"team in ds\") needs its values in parentheses, e.g. (a,b)"
+    );
+}
+
+#[test]
+fn a_tag_that_is_no_tag_name_is_refused() {
+    let out = imagegate(&["source", "--sink", "http://x/", "--tag", "a/b"], &[]);
+    assert_eq!(
+        usage(&out),
+        "error: invalid value 'a/b' for '--tag <NAME>': \"a/b\" is not a tag name (at most 128 \
+         letters, digits, '_', '.' and '-', starting with a letter, digit or '_')"
+    );
+}
+
+#[test]
+fn bad_overrides_name_k_ce_overrides_once() {
+    let out = imagegate(
+        &["source", "--sink", "http://x/"],
+        &[("K_CE_OVERRIDES", r#"{"extensions": 5}"#)],
+    );
+    assert_eq!(
+        one_line(&out),
+        "imagegate: K_CE_OVERRIDES: \"extensions\" must be an object, got 5"
+    );
+    let out = imagegate(
+        &["source", "--sink", "http://x/"],
+        &[("K_CE_OVERRIDES", "{extensions}")],
+    );
+    assert_eq!(
+        one_line(&out),
+        "imagegate: K_CE_OVERRIDES \"{extensions}\" is not JSON: key must be a string at line 1 column 2"
+    );
+}
+
+#[test]
+fn a_bad_backoff_delay_is_refused_before_connecting() {
+    let out = imagegate(
+        &["source", "--sink", "http://x/", "--backoff-delay", "5s"],
+        &[],
+    );
+    let line = one_line(&out);
+    assert!(
+        line.starts_with("imagegate: --backoff-delay \"5s\": "),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_missing_kubeconfig_is_one_short_line_printed_once() {
+    for program in [&["controller"][..], &["source", "--sink", "http://x/"]] {
+        let out = imagegate(program, &[]);
+        assert_eq!(
+            one_line(&out),
+            "imagegate: KUBECONFIG \"/nonexistent/imagegate-test-kubeconfig\" cannot be read: \
+             No such file or directory (os error 2)",
+            "{program:?}"
+        );
+    }
+}
+
+#[test]
+fn in_json_log_mode_the_error_is_the_one_json_record() {
+    let out = imagegate(
+        &["--log-format", "json", "source", "--sink", "ftp://x/"],
+        &[],
+    );
+    let line = one_line(&out);
+    let record: serde_json::Value = serde_json::from_str(&line).expect("a JSON record");
+    assert_eq!(record["level"], "ERROR");
+    assert_eq!(record["message"], "imagegate failed");
+    assert_eq!(
+        record["error"],
+        "--sink/K_SINK \"ftp://x/\" is not an http or https URL with a host (the scheme is \"ftp\")"
+    );
+}
