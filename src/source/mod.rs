@@ -132,6 +132,7 @@ pub async fn run_with_listed(
         .run(|stop| async move {
             let (checkpoint, loaded) =
                 Checkpoint::load(client.clone(), settings.checkpoint.clone()).await?;
+            checkpoint.probe().await?;
             let checkpoint = Arc::new(checkpoint);
             if loaded.first_start {
                 info!("no checkpoint: first start");

@@ -163,3 +163,71 @@ fn in_json_log_mode_the_error_is_the_one_json_record() {
         "--sink/K_SINK \"ftp://x/\" is not an http or https URL with a host (the scheme is \"ftp\")"
     );
 }
+
+/// What needs the API server is checked at start: a checkpoint that cannot be written at all
+/// ends the source before it delivers anything, with the reason in one line, printed once.
+mod at_start {
+    use imagegate_emulator::control::Fault;
+
+    use crate::support::EmulatorServer;
+    use crate::support::sink::Sink;
+    use crate::support::source::Source;
+
+    /// Starts the source against `emu` and returns its exit status and the one line of its
+    /// error.
+    async fn refused_at_start(emu: &EmulatorServer) -> (Option<i32>, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = Sink::start().await;
+        let mut src = Source::new(emu, &dir, &sink.url, &[]);
+        let status = src.exited().await;
+        let log = src.log();
+        let errors: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("the checkpoint cannot be written"))
+            .collect();
+        assert_eq!(errors.len(), 1, "printed once: {log}");
+        assert!(sink.accepted().is_empty(), "nothing was delivered");
+        (status.code(), errors[0].to_string())
+    }
+
+    #[tokio::test]
+    async fn a_missing_checkpoint_namespace_ends_the_source_at_start() {
+        // No namespace imagegate-system.
+        let emu = EmulatorServer::start().await;
+        assert_eq!(
+            refused_at_start(&emu).await,
+            (
+                Some(1),
+                "imagegate: the checkpoint cannot be written: namespace imagegate-system does not \
+                 exist: create it, or point --checkpoint-namespace at the source's namespace (the \
+                 API server says: namespaces \"imagegate-system\" not found)"
+                    .to_string()
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn a_checkpoint_rbac_refuses_ends_the_source_at_start() {
+        let emu = EmulatorServer::start().await;
+        emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: imagegate-system\n")
+            .await;
+        emu.inject_fault(Fault {
+            verb: Some("create".into()),
+            resource: Some("configmaps".into()),
+            count: 1,
+            status: Some(403),
+            ..Fault::default()
+        })
+        .await;
+        let (status, line) = refused_at_start(&emu).await;
+        assert_eq!(status, Some(1));
+        assert!(
+            line.starts_with(
+                "imagegate: the checkpoint cannot be written: the source's ServiceAccount may not \
+                 write ConfigMaps in namespace imagegate-system: grant it list, create, patch and \
+                 delete on configmaps there"
+            ),
+            "{line}"
+        );
+    }
+}
