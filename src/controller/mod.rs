@@ -12,7 +12,7 @@
 //! [`error`] names what failed and requeues the run, [`metrics`] counts, and [`runs`] is what
 //! the controller remembers per run (bounded; [`watch`] forgets deleted runs). [`run`]
 //! reconciles CustomRuns inside the shared [`crate::runtime`] (admin server, leader election,
-//! shutdown).
+//! shutdown), after the [`preflight`] checks of the APIs it needs.
 
 pub mod authorize;
 pub mod checks;
@@ -21,6 +21,7 @@ pub mod decide;
 pub mod error;
 pub mod metrics;
 pub mod params;
+pub mod preflight;
 pub mod promote;
 pub mod proof;
 pub mod reconcile;
@@ -88,7 +89,7 @@ pub async fn run(
                 namespaces: settings.namespaces,
                 concurrency: settings.concurrency,
             };
-            reconcile_runs(client, scopes, metrics, clock, health, stop).await;
+            reconcile_runs(client, scopes, metrics, clock, health, stop).await?;
             Ok(())
         })
         .await
@@ -115,7 +116,8 @@ impl Scopes {
 
 /// Reconciles CustomRuns until `stop` is cancelled: one kube-runtime Controller per watched
 /// scope (a reflector's store holds one list, so scopes cannot share one), all of them together
-/// reconciling at most `concurrency` runs at once.
+/// reconciling at most `concurrency` runs at once. A permanent refusal found by the
+/// [`preflight`] checks ends it first.
 async fn reconcile_runs(
     client: Client,
     scopes: Scopes,
@@ -123,7 +125,7 @@ async fn reconcile_runs(
     clock: Clock,
     health: Arc<Health>,
     stop: CancellationToken,
-) {
+) -> Result<(), preflight::PreflightError> {
     let reporter = Reporter {
         controller: "imagegate-controller".into(),
         instance: std::env::var("POD_NAME").ok(),
@@ -136,6 +138,7 @@ async fn reconcile_runs(
         runs: Arc::new(RunStates::default()),
     });
     let apis = scopes.apis(&client);
+    preflight::check(&client, &apis).await?;
     tokio::spawn(ready_once_listed(apis.clone(), health));
     let slots = Arc::new(Semaphore::new(usize::from(scopes.concurrency)));
     let controllers = apis.into_iter().map(|(_, api)| {
@@ -156,6 +159,7 @@ async fn reconcile_runs(
             .for_each(|_| futures::future::ready(()))
     });
     futures::future::join_all(controllers).await;
+    Ok(())
 }
 
 /// Marks the controller ready once CustomRuns can be listed in every watched scope (the API is

@@ -165,13 +165,102 @@ fn in_json_log_mode_the_error_is_the_one_json_record() {
 }
 
 /// What needs the API server is checked at start: a checkpoint that cannot be written at all
-/// ends the source before it delivers anything, with the reason in one line, printed once.
+/// ends the source before it delivers anything, and CustomRuns the controller cannot list (no
+/// Tekton, no RBAC), or reviews it may not ask, end the controller; each with the reason in one
+/// line, printed once.
 mod at_start {
+    use std::process::Command;
+    use std::time::Duration;
+
     use imagegate_emulator::control::Fault;
 
     use crate::support::EmulatorServer;
+    use crate::support::process::Process;
     use crate::support::sink::Sink;
     use crate::support::source::Source;
+
+    /// Starts the controller against `emu` after it injected `fault`; its exit status and the
+    /// one line of its error (the one line that starts with `imagegate: `).
+    async fn controller_refused(emu: &EmulatorServer, fault: Fault) -> (Option<i32>, String) {
+        emu.inject_fault(fault).await;
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        emu.write_kubeconfig(&kubeconfig, "controller");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
+        command
+            .args(["controller", "--admin-addr", "127.0.0.1:0"])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("RUST_LOG", "info");
+        let mut controller = Process::start("imagegate controller", command);
+        let status = controller.exited(Duration::from_secs(20)).await;
+        let log = controller.log();
+        let errors: Vec<&str> = log
+            .lines()
+            .filter(|l| l.starts_with("imagegate: "))
+            .collect();
+        assert_eq!(errors.len(), 1, "printed once: {log}");
+        (status.code(), errors[0].to_string())
+    }
+
+    #[tokio::test]
+    async fn a_cluster_without_customruns_ends_the_controller_at_start() {
+        let emu = EmulatorServer::start().await;
+        let not_served = Fault {
+            verb: Some("list".into()),
+            resource: Some("customruns".into()),
+            count: 1,
+            status: Some(404),
+            ..Fault::default()
+        };
+        let (status, line) = controller_refused(&emu, not_served).await;
+        assert_eq!(status, Some(1));
+        assert!(
+            line.starts_with(
+                "imagegate: the API server does not serve tekton.dev/v1beta1 CustomRuns: install \
+                 Tekton Pipelines (v0.43 or later) (the API server says: "
+            ),
+            "{line}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_controller_rbac_refuses_ends_it_at_start() {
+        let emu = EmulatorServer::start().await;
+        let no_list = Fault {
+            verb: Some("list".into()),
+            resource: Some("customruns".into()),
+            count: 1,
+            status: Some(403),
+            ..Fault::default()
+        };
+        let (status, line) = controller_refused(&emu, no_list).await;
+        assert_eq!(status, Some(1));
+        assert!(
+            line.starts_with(
+                "imagegate: the controller may not list CustomRuns: grant it list and watch on \
+                 customruns (config/202-clusterrole-controller.yaml; with --namespace, \
+                 config/namespaced/)"
+            ),
+            "{line}"
+        );
+        let no_reviews = Fault {
+            verb: Some("create".into()),
+            resource: Some("subjectaccessreviews".into()),
+            count: 1,
+            status: Some(403),
+            ..Fault::default()
+        };
+        let (status, line) = controller_refused(&emu, no_reviews).await;
+        assert_eq!(status, Some(1));
+        assert!(
+            line.starts_with(
+                "imagegate: the controller may not create subjectaccessreviews, which it needs to \
+                 check that a run's service account may promote: grant it create on \
+                 subjectaccessreviews (config/202-clusterrole-controller.yaml)"
+            ),
+            "{line}"
+        );
+    }
 
     /// Starts the source against `emu` and returns its exit status and the one line of its
     /// error.
