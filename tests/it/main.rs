@@ -18,6 +18,7 @@
 //! - [`rbac`]: the RBAC of `config/` against what the programs really do.
 //! - [`manifests`]: the shipped manifests fit together and fit the code (the consistency checks,
 //!   the broken-manifest cases, `kubectl kustomize`).
+//! - [`untrusted`]: the parsers of outside input never panic (the fuzz targets' entry points).
 //! - [`realcluster`]: `config/` and `tekton/` against a real kube-apiserver.
 
 mod api_types;
@@ -38,3 +39,4 @@ mod runtime;
 mod source_checkpoint;
 mod source_e2e;
 mod support;
+mod untrusted;
