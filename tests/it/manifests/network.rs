@@ -1,11 +1,12 @@
-//! Who can reach the EventListener: every EventListener is selected by a NetworkPolicy (by the
-//! `eventlistener: <name>` label Tekton Triggers puts on its pods) in its own namespace, and that
-//! policy admits the source's pods (the `imagegate source` Deployment's pod labels, from its
-//! namespace) on the port of the source's `K_SINK`.
+//! Who can reach the EventListener, and whose streams start runs there: every EventListener is
+//! selected by a NetworkPolicy (by the `eventlistener: <name>` label Tekton Triggers puts on its
+//! pods) in its own namespace, that policy admits the source's pods (the `imagegate source`
+//! Deployment's pod labels, from its namespace) on the port of the source's `K_SINK`, and each
+//! trigger's CEL filter pins `ce-namespace` to the listener's own namespace.
 
 use serde_json::Value;
 
-use super::check::Checker;
+use super::check::{Checker, list};
 use super::model::{Doc, items};
 
 /// The namespace label every namespace carries (Kubernetes sets it).
@@ -42,6 +43,31 @@ impl<'a> Checker<'a> {
                 self.r.error(p, "spec.ingress", msg);
             }
         }
+    }
+
+    /// A trigger that starts PipelineRuns in the listener's namespace accepts only that
+    /// namespace's streams: its CEL filter pins `ce-namespace` to it (else every namespace's
+    /// candidates start runs here, which then fail at `begin`).
+    pub fn pins_own_namespace(
+        &mut self,
+        doc: &Doc,
+        tpath: &str,
+        ns: Option<&str>,
+        pinned: Option<&Vec<String>>,
+    ) {
+        let own = ns.unwrap_or("<the listener's namespace>");
+        let msg = match pinned.map(Vec::as_slice) {
+            None | Some([]) => format!(
+                "the CEL filter does not pin ce-namespace, so the streams of every namespace start \
+                 PipelineRuns here (add header.match('ce-namespace', '{own}'))"
+            ),
+            Some([one]) if Some(one.as_str()) == ns => return,
+            Some(values) => format!(
+                "the CEL filter accepts ce-namespace {}, but the listener runs in '{own}'",
+                list(values.iter())
+            ),
+        };
+        self.r.error(doc, tpath, msg);
     }
 
     /// The `imagegate source` Deployment's namespace, pod labels and the port of its `K_SINK`.

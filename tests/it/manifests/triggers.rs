@@ -329,31 +329,6 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A trigger that starts PipelineRuns in the listener's namespace accepts only that
-    /// namespace's streams: its CEL filter pins `ce-namespace` to it (else every namespace's
-    /// candidates start runs here, which then fail at `begin`).
-    fn pins_own_namespace(
-        &mut self,
-        doc: &Doc,
-        tpath: &str,
-        ns: Option<&str>,
-        pinned: Option<&Vec<String>>,
-    ) {
-        let own = ns.unwrap_or("<the listener's namespace>");
-        let msg = match pinned.map(Vec::as_slice) {
-            None | Some([]) => format!(
-                "the CEL filter does not pin ce-namespace, so the streams of every namespace start \
-                 PipelineRuns here (add header.match('ce-namespace', '{own}'))"
-            ),
-            Some([one]) if Some(one.as_str()) == ns => return,
-            Some(values) => format!(
-                "the CEL filter accepts ce-namespace {}, but the listener runs in '{own}'",
-                list(values.iter())
-            ),
-        };
-        self.r.error(doc, tpath, msg);
-    }
-
     /// A header a CEL filter pins: one the source sends, with a value it sends.
     fn cel_header(&mut self, doc: &Doc, path: &str, header: &str, value: &str) {
         let Some(attr) = header.strip_prefix("ce-") else {
