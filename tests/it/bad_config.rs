@@ -164,10 +164,11 @@ fn in_json_log_mode_the_error_is_the_one_json_record() {
     );
 }
 
-/// What needs the API server is checked at start: a checkpoint that cannot be written at all
-/// ends the source before it delivers anything, and CustomRuns the controller cannot list (no
-/// Tekton, no RBAC), or reviews it may not ask, end the controller; each with the reason in one
-/// line, printed once.
+/// What needs the API server is checked at start: ImageStreams the source may not list (a
+/// refused selector, RBAC, no OpenShift) or a checkpoint that cannot be written at all end the
+/// source before it delivers anything, and CustomRuns the controller cannot list (no Tekton, no
+/// RBAC), or reviews it may not ask, end the controller; each with the reason in one line,
+/// printed once.
 mod at_start {
     use std::process::Command;
     use std::time::Duration;
@@ -277,6 +278,60 @@ mod at_start {
         assert_eq!(errors.len(), 1, "printed once: {log}");
         assert!(sink.accepted().is_empty(), "nothing was delivered");
         (status.code(), errors[0].to_string())
+    }
+
+    /// Starts the source against `emu` after it injected `fault`; its exit status and the one
+    /// line of its error.
+    async fn source_refused(emu: &EmulatorServer, fault: Fault) -> (Option<i32>, String) {
+        emu.inject_fault(fault).await;
+        let dir = tempfile::tempdir().unwrap();
+        let sink = Sink::start().await;
+        let mut src = Source::new(emu, &dir, &sink.url, &["--selector", "team=ds"]);
+        let status = src.exited().await;
+        let log = src.log();
+        let errors: Vec<&str> = log
+            .lines()
+            .filter(|l| l.starts_with("imagegate: "))
+            .collect();
+        assert_eq!(errors.len(), 1, "printed once: {log}");
+        assert!(sink.accepted().is_empty(), "nothing was delivered");
+        (status.code(), errors[0].to_string())
+    }
+
+    #[tokio::test]
+    async fn an_imagestream_list_the_api_server_refuses_ends_the_source_at_start() {
+        let emu = EmulatorServer::start().await;
+        emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: imagegate-system\n")
+            .await;
+        let list_refused = |status| Fault {
+            verb: Some("list".into()),
+            resource: Some("imagestreams".into()),
+            count: 1,
+            status: Some(status),
+            ..Fault::default()
+        };
+        for (status, starts) in [
+            (
+                400,
+                "imagegate: the API server refuses to list ImageStreams with --selector \"team=ds\" \
+                 (the API server says: ",
+            ),
+            (
+                403,
+                "imagegate: the source may not list ImageStreams: grant it list and watch on \
+                 imagestreams (config/201-clusterrole-source.yaml; with --namespace, \
+                 config/namespaced/) (the API server says: ",
+            ),
+            (
+                404,
+                "imagegate: the API server does not serve image.openshift.io/v1 ImageStreams: \
+                 imagegate needs OpenShift or OKD (the API server says: ",
+            ),
+        ] {
+            let (code, line) = source_refused(&emu, list_refused(status)).await;
+            assert_eq!(code, Some(1), "{status}");
+            assert!(line.starts_with(starts), "{status}: {line}");
+        }
     }
 
     #[tokio::test]
