@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use imagegate::api::{CustomRun, ImageStream};
 use imagegate_emulator::{Config, Emulator};
+use k8s_openapi::api::authorization::v1::SubjectAccessReview;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
@@ -68,12 +69,34 @@ fn floor_stream_yaml() -> String {
     stream_yaml(0).replace("namespace: bench", "namespace: floor")
 }
 
+/// The permission to promote (config/'s ClusterRole) for the runs' service account `default`
+/// in `ns`, as tekton/ grants its pipeline's.
+fn grant_promote(emu: &Emulator, ns: &str) {
+    emu.seed_str(&format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: promoter, namespace: {ns}}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: imagegate-promoter}}\n\
+         subjects:\n- {{kind: ServiceAccount, name: default, namespace: {ns}}}\n"
+    ))
+    .unwrap();
+}
+
+/// The review the controller asks before a promotion.
+fn review() -> SubjectAccessReview {
+    serde_json::from_value(json!({"spec": {
+        "user": "system:serviceaccount:floor:default",
+        "resourceAttributes": {"namespace": "floor", "verb": "promote", "group": "imagegate.dev", "resource": "imagepromotions"}
+    }}))
+    .unwrap()
+}
+
 /// The floor: the API calls one promotion needs, made back to back by a plain client on
-/// objects set aside for it (start status, read the stream, patch the served tag, final
-/// status; [`floor_stream_yaml`] seeded). Returns the per-promotion durations, sorted.
+/// objects set aside for it (may the run's account promote, start status, read the stream,
+/// patch the served tag, final status; [`floor_stream_yaml`] seeded, the account `default` of
+/// `floor` granted promote). Returns the per-promotion durations, sorted.
 async fn floor(client: &kube::Client, samples: usize) -> Vec<f64> {
     let runs: Api<CustomRun> = Api::namespaced(client.clone(), "floor");
     let streams: Api<ImageStream> = Api::namespaced(client.clone(), "floor");
+    let reviews: Api<SubjectAccessReview> = Api::all(client.clone());
     let mut run = runs
         .create(&PostParams::default(), &{
             let mut r = run_body("floor", 0);
@@ -90,6 +113,11 @@ async fn floor(client: &kube::Client, samples: usize) -> Vec<f64> {
             digest(0, 'a')
         };
         let t0 = Instant::now();
+        let answered = reviews
+            .create(&PostParams::default(), &review())
+            .await
+            .unwrap();
+        assert!(answered.status.is_some_and(|s| s.allowed));
         let mut started = run.clone();
         started.status = Some(serde_json::from_value(json!({"startTime": "2026-12-01T00:00:00Z",
             "conditions": [{"type": "Succeeded", "status": "Unknown", "reason": "Started", "message": format!("{n}")}]})).unwrap());
@@ -283,6 +311,10 @@ async fn main() {
     let t_seed = Instant::now();
     emu.seed_str(&all_streams(runs_n + paced_n)).unwrap();
     emu.seed_str(&floor_stream_yaml()).unwrap();
+    emu.seed_str(include_str!("../config/204-clusterrole-promoter.yaml"))
+        .unwrap();
+    grant_promote(&emu, "bench");
+    grant_promote(&emu, "floor");
     eprintln!(
         "seeded {} ImageStreams in {:?}",
         runs_n + paced_n,

@@ -1,4 +1,8 @@
-//! The command line: one clap struct per subcommand.
+//! The command line: one clap struct per subcommand; the checks of values that need no API
+//! server are in [`values`].
+
+pub mod selector;
+pub mod values;
 
 use std::net::SocketAddr;
 
@@ -59,15 +63,15 @@ pub struct SourceArgs {
     pub sink_timeout: Option<u64>,
 
     /// Watch only this namespace (repeatable; default: all namespaces).
-    #[arg(long = "namespace", value_name = "NS")]
+    #[arg(long = "namespace", value_name = "NS", value_parser = values::namespace)]
     pub namespaces: Vec<String>,
 
     /// Watch only ImageStreams matching this label selector.
-    #[arg(long)]
+    #[arg(long, value_parser = values::label_selector)]
     pub selector: Option<String>,
 
     /// Report only this tag (repeatable; default: all tags).
-    #[arg(long = "tag", value_name = "NAME")]
+    #[arg(long = "tag", value_name = "NAME", value_parser = values::tag)]
     pub tags: Vec<String>,
 
     /// What to send: per-tag changes (`imagestreamtag`), or what Knative's ApiServerSource
@@ -165,6 +169,11 @@ pub struct ControllerArgs {
     /// Reconcile at most this many CustomRuns at once.
     #[arg(long, env = "IMAGEGATE_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
+
+    /// Reconcile only the CustomRuns of this namespace (repeatable; default: all namespaces):
+    /// one watch per namespace, so RBAC can be granted per namespace too.
+    #[arg(long = "namespace", value_name = "NS", value_parser = values::namespace)]
+    pub namespaces: Vec<String>,
 
     #[command(flatten)]
     pub leader: LeaderArgs,

@@ -18,6 +18,8 @@
 //!   and shutdown, on a cancellation token.
 //! - [`source`]: `imagegate source`, ImageStream tag changes as CloudEvents.
 //! - [`controller`]: `imagegate controller`, the ImagePromotion Tekton custom task.
+//! - [`untrusted`]: every parser of outside input behind one function of bytes (the fuzz
+//!   targets' and the property test's entry points).
 
 pub mod admin;
 pub mod api;
@@ -29,3 +31,4 @@ pub mod runtime;
 pub mod source;
 pub mod telemetry;
 pub mod tls;
+pub mod untrusted;

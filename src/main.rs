@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use imagegate::cli::{Cli, Command};
+use imagegate::cli::{Cli, Command, LogFormat};
 
 /// mimalloc instead of the system allocator: the source allocates and frees many small,
 /// short-lived buffers per event (decode, encode, HTTP), where glibc's malloc took a third of
@@ -14,6 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json_logs = cli.log_format == LogFormat::Json;
     imagegate::telemetry::init(cli.log_format, "info");
     imagegate::tls::install_crypto_provider();
     // The source waits on the network almost all the time: one thread keeps its memory small
@@ -43,8 +44,14 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!(error = format!("{e:#}"), "imagegate failed");
-            eprintln!("imagegate: {e:#}");
+            // Once: as a JSON log line for log shippers, else (or when the level hides errors)
+            // as one plain line.
+            let error = format!("{e:#}");
+            if json_logs && tracing::enabled!(tracing::Level::ERROR) {
+                tracing::error!(error, "imagegate failed");
+            } else {
+                eprintln!("imagegate: {error}");
+            }
             ExitCode::FAILURE
         }
     }

@@ -1,6 +1,8 @@
-//! The subcommands' entry points: the binary's edge, where errors become `anyhow`.
+//! The subcommands' entry points: the binary's edge, where errors become `anyhow`. Every value
+//! that can be checked without the API server is checked here (or by clap, [`crate::cli::values`])
+//! before anything connects, and each error is one line that names the input.
 
-use anyhow::Context;
+use anyhow::{anyhow, bail};
 
 use std::sync::Arc;
 
@@ -33,24 +35,70 @@ fn leader_config(args: &LeaderArgs, program: &str) -> Option<LeaderConfig> {
     ))
 }
 
+/// The Kubernetes configuration: KUBECONFIG, else `~/.kube/config`, else the in-cluster one.
+/// The error is one line: kube's own repeats each cause several times in its chain.
+async fn kube_config() -> anyhow::Result<kube::Config> {
+    if let Some(path) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
+        let paths: Vec<_> = std::env::split_paths(&path).collect();
+        if let [only] = paths.as_slice()
+            && let Err(e) = std::fs::metadata(only)
+        {
+            bail!(
+                "KUBECONFIG {:?} cannot be read: {e}",
+                only.display().to_string()
+            );
+        }
+    }
+    kube::Config::infer()
+        .await
+        .map_err(|e| anyhow!("no Kubernetes configuration (in-cluster or KUBECONFIG): {e}"))
+}
+
+/// A client for `config`.
+fn kube_client(config: kube::Config) -> anyhow::Result<kube::Client> {
+    kube::Client::try_from(config).map_err(|e| anyhow!("cannot build a Kubernetes client: {e}"))
+}
+
+/// An http or https URL from `--<flag>` (`what` names it, with its env variable if any).
+fn http_url(what: &str, value: &str) -> anyhow::Result<reqwest::Url> {
+    let url: reqwest::Url = value
+        .parse()
+        .map_err(|e| anyhow!("{what} {value:?} is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        bail!(
+            "{what} {value:?} is not an http or https URL with a host (the scheme is {:?})",
+            url.scheme()
+        );
+    }
+    Ok(url)
+}
+
 /// `imagegate controller`: reconcile ImagePromotion CustomRuns until SIGTERM.
 pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
-    let mut config = kube::Config::infer()
-        .await
-        .context("cannot find a Kubernetes config (in-cluster config or KUBECONFIG)")?;
+    let mut config = kube_config().await?;
     // kube's own retry layer would repeat a 429, 503 or 504 inside one request for minutes (15
     // tries, doubling from 5 ms), holding the reconcile past the run's timeout and its
     // cancellation; the error policy retries instead, never later than the run's deadline.
     config.default_retry = false;
-    let client = kube::Client::try_from(config)
-        .context("cannot build a Kubernetes client (in-cluster config or KUBECONFIG)")?;
+    let client = kube_client(config)?;
     let settings = crate::controller::Settings {
         admin_addr: args.admin_addr,
         concurrency: args.concurrency,
+        namespaces: dedup(&args.namespaces),
         leader: leader_config(&args.leader, "controller"),
     };
     let clock = Arc::new(k8s_openapi::jiff::Timestamp::now);
     crate::controller::run(client, settings, clock, shutdown_signal()).await
+}
+
+/// The namespaces given, each once, in the order first given.
+fn dedup(namespaces: &[String]) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    namespaces
+        .iter()
+        .filter(|ns| seen.insert(ns.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -86,42 +134,32 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
             "--checkpoint-shards is deprecated and ignored: the checkpoint sizes itself (the shards of a fixed count are read and moved)"
         );
     }
-    let sink: reqwest::Url = args
-        .sink
-        .parse()
-        .with_context(|| format!("--sink/K_SINK {:?} is not a URL", args.sink))?;
+    let sink = http_url("--sink/K_SINK", &args.sink)?;
     let dead_letter_sink = match &args.dead_letter_sink {
-        Some(u) => Some(
-            u.parse::<reqwest::Url>()
-                .with_context(|| format!("--dead-letter-sink {u:?} is not a URL"))?,
-        ),
+        Some(u) => Some(http_url("--dead-letter-sink", u)?),
         None => None,
     };
     let overrides = match &args.ce_overrides {
         Some(text) if !text.trim().is_empty() => {
-            let v: serde_json::Value =
-                serde_json::from_str(text).context("K_CE_OVERRIDES is not JSON")?;
-            crate::source::event::override_extensions(&v)
-                .map_err(|e| anyhow::anyhow!("K_CE_OVERRIDES: {e}"))?;
+            let v: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| anyhow!("K_CE_OVERRIDES {text:?} is not JSON: {e}"))?;
+            // The error names K_CE_OVERRIDES itself.
+            crate::source::event::override_extensions(&v).map_err(|e| anyhow!("{e}"))?;
             Some(v)
         }
         _ => None,
     };
     let backoff_delay = parse_iso8601_duration(&args.backoff_delay)
         .map_err(|e| anyhow::anyhow!("--backoff-delay {:?}: {e}", args.backoff_delay))?;
-    let client = kube::Client::try_default()
-        .await
-        .context("cannot build a Kubernetes client (in-cluster config or KUBECONFIG)")?;
-    let api_server_url = kube::Config::infer()
-        .await
-        .map(|c| c.cluster_url.to_string())
-        .unwrap_or_default();
+    let config = kube_config().await?;
+    let api_server_url = config.cluster_url.to_string();
+    let client = kube_client(config)?;
     let settings = crate::source::Settings {
         sink,
         overrides,
         ca_pem: args.ca_certs.clone(),
         sink_timeout: args.sink_timeout.map(std::time::Duration::from_secs),
-        namespaces: args.namespaces.clone(),
+        namespaces: dedup(&args.namespaces),
         selector: args.selector.clone(),
         tags: crate::source::state::TagFilter(args.tags.clone()),
         mode: match args.mode {

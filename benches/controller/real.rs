@@ -234,6 +234,19 @@ pub async fn run(runs_n: usize, paced_n: usize) {
     }
     cluster.kubectl(&["create", "namespace", "bench"]);
     cluster.kubectl(&["create", "namespace", "floor"]);
+    // The runs' account `default` may promote, as tekton/ grants its pipeline's account.
+    for ns in ["bench", "floor"] {
+        cluster.kubectl(&["create", "serviceaccount", "default", "-n", ns]);
+        cluster.kubectl(&[
+            "create",
+            "rolebinding",
+            "promoter",
+            "-n",
+            ns,
+            "--clusterrole=imagegate-promoter",
+            &format!("--serviceaccount={ns}:default"),
+        ]);
+    }
     cluster.seed(super::all_streams(runs_n + paced_n)).await;
     cluster.seed(super::floor_stream_yaml()).await;
     eprintln!("control plane up and seeded in {:?}", t_up.elapsed());

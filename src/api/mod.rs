@@ -4,10 +4,12 @@
 //!   promotion), plus the virtual ImageStreamTag and ImageStreamImage views.
 //! - [`image`]: the cluster-scoped `image.openshift.io/v1` Image, the metadata a check reads.
 //! - [`customrun`]: `tekton.dev/v1beta1` CustomRun, the unit of work of the custom task.
+//! - [`pipelinerun`]: `tekton.dev/v1` PipelineRun and TaskRun, read as the proof of validation.
 //!
 //! Only the fields imagegate reads or writes are modelled; unknown fields are ignored when
 //! reading. The JSON names and the null/omitted rules follow the Go types field by field
-//! (openshift/api `image/v1/types.go`, tektoncd/pipeline `customrun_types.go`): a Go field
+//! (openshift/api `image/v1/types.go`, tektoncd/pipeline `customrun_types.go`,
+//! `pipelinerun_types.go`, `taskrun_types.go`): a Go field
 //! without `omitempty` is always serialized (as `null` when empty), one with `omitempty` is
 //! skipped when empty. Every type is pinned by `tests/it/api_types.rs` (URL paths and a round-trip
 //! over the real objects in `tests/fixtures/`).
@@ -68,6 +70,7 @@ macro_rules! static_resource {
 pub mod customrun;
 pub mod image;
 pub mod imagestream;
+pub mod pipelinerun;
 
 pub use customrun::{
     Condition, CustomRun, CustomRunResult, CustomRunSpec, CustomRunStatus, CustomTaskRef,
@@ -78,6 +81,10 @@ pub use imagestream::{
     ImageLookupPolicy, ImageStream, ImageStreamImage, ImageStreamSpec, ImageStreamStatus,
     ImageStreamTag, NamedTagEventList, TagEvent, TagEventCondition, TagImportPolicy, TagReference,
     TagReferencePolicy, digest_from_reference,
+};
+pub use pipelinerun::{
+    ChildReference, PipelineRef, PipelineRun, PipelineRunSpec, PipelineRunStatus, TaskRun,
+    TaskRunSpec, TaskRunStatus,
 };
 
 /// Deserializes `null` as the type's default, for fields that Go never omits but that real

@@ -56,10 +56,53 @@ pub struct ImagePromotionSpec {
     /// `latest`). The CustomRun's `served-tag` param takes precedence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served_tag: Option<String>,
+    /// Hidden tag that keeps the digest served before the last promotion, pinned by digest, so
+    /// that pruning the served tag's history cannot remove what a rollback returns to (default
+    /// `<servedTag>-previous`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_tag: Option<String>,
     /// Checks on the candidate image's metadata; all configured checks must pass before the
     /// served tag moves. Omitted or empty means no checks.
     #[serde(default, skip_serializing_if = "Checks::is_empty")]
     pub checks: Checks,
+    /// What a `promote` run must show before the served tag moves. Omitted means the defaults:
+    /// the pipeline's `validation-status` is required.
+    #[serde(default, skip_serializing_if = "Validation::is_default")]
+    pub validation: Validation,
+}
+
+/// The evidence of validation a `promote` run needs.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Validation {
+    /// Whether `promote` requires the `validation-status` param (default `true`): without it,
+    /// or with any value but `Succeeded` or `Completed`, the run fails and nothing moves.
+    /// UNSAFE when `false`: a run that omits the param then promotes with no validation at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+    /// The Pipeline whose runs count as proof of validation. When set, `promote` reads the
+    /// PipelineRun that owns the CustomRun and promotes only if it runs this Pipeline (by name,
+    /// in the run's namespace) and each task in `tasks` succeeded with an `image` param naming
+    /// exactly the digest promoted; otherwise the run fails `Unverified`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<String>,
+    /// The pipeline tasks (names within `pipeline`) that must have succeeded, each with an
+    /// `image` param naming the digest promoted (e.g. `$(tasks.begin.results.image)`). Required
+    /// with `pipeline`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<String>,
+}
+
+impl Validation {
+    /// True when nothing is set (the defaults apply).
+    pub fn is_default(&self) -> bool {
+        self == &Validation::default()
+    }
+
+    /// Whether `promote` requires `validation-status` (the default).
+    pub fn status_required(&self) -> bool {
+        self.required.unwrap_or(true)
+    }
 }
 
 /// The checks a candidate image must pass. Each one that is set is evaluated and reported in the

@@ -8,17 +8,19 @@
 
 mod actions;
 mod served;
+mod way_back;
 
 use serde_json::Value;
 
 use crate::api::ImageStream;
 
 use super::checks::ImageFacts;
-use super::params::Action;
 use super::params::checks::ParsedChecks;
+use super::params::{Action, Validation};
+use super::proof::{Evidence, Proof};
 use super::status::{Outcome, Target, phase, reason};
 
-use self::served::{current_digest, outcome, served_annotations};
+use self::served::{current_digest, outcome, pull_spec, served_annotations};
 
 /// The served-tag annotations imagegate maintains.
 pub mod annotation {
@@ -32,7 +34,20 @@ pub mod annotation {
     pub const MESSAGE: &str = "imagegate.dev/message";
     /// The CustomRun that set the phase.
     pub const CUSTOMRUN: &str = "imagegate.dev/customrun";
+    /// The digests rolled back from the served tag, comma-separated, oldest first (at most
+    /// [`super::ROLLED_BACK_KEPT`]): `promote` refuses them unless `allow-rolled-back`.
+    pub const ROLLED_BACK_DIGESTS: &str = "imagegate.dev/rolled-back-digests";
+    /// On the previous tag: the served tag whose previous digest it keeps.
+    pub const PREVIOUS_OF: &str = "imagegate.dev/previous-of";
+    /// OpenShift's annotation that hides a tag from the console and from spawners' image lists.
+    pub const HIDDEN: &str = "hidden";
+    /// Open Data Hub's annotation that keeps a tag out of its spawner's image list; the previous
+    /// tag carries it where the candidate tag does.
+    pub const ODH_OUTDATED: &str = "opendatahub.io/image-tag-outdated";
 }
+
+/// How many rolled-back digests the served tag remembers (the oldest is forgotten first).
+pub const ROLLED_BACK_KEPT: usize = 10;
 
 /// Everything a decision needs besides the stream.
 #[derive(Clone, Debug)]
@@ -43,10 +58,26 @@ pub struct Ask<'a> {
     pub run_name: &'a str,
     /// The raw `validation-status`.
     pub validation_status: &'a str,
-    /// Whether that status means validation failed.
-    pub validation_failed: bool,
+    /// What that status means for `promote`.
+    pub validation: Validation,
     /// The checks to run on the candidate image.
     pub checks: &'a ParsedChecks,
+    /// What counts as proof of validation, when the ImagePromotion names it.
+    pub proof: Option<&'a Proof>,
+    /// The hidden tag that keeps the digest served before a promotion.
+    pub previous_tag: &'a str,
+    /// Whether `promote` may promote a digest that was rolled back.
+    pub allow_rolled_back: bool,
+}
+
+/// What a decision asked to be read ([`Decision::NeedImage`], [`Decision::NeedEvidence`]),
+/// once it was read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fetched {
+    /// The candidate image's metadata, for the checks.
+    pub image: Option<ImageFacts>,
+    /// The run's PipelineRun and TaskRuns, for the proof of validation.
+    pub evidence: Option<Evidence>,
 }
 
 /// What to do next.
@@ -61,6 +92,8 @@ pub enum Decision {
         /// Its pull spec from the candidate tag's history (what allowed registries check).
         reference: String,
     },
+    /// The proof of validation needs the run's PipelineRun and its TaskRuns.
+    NeedEvidence,
     /// Patch the ImageStream (strategic merge with a resourceVersion precondition), then
     /// report the outcome.
     Write {
@@ -71,23 +104,31 @@ pub enum Decision {
     },
 }
 
-/// Decides a run against the current stream. `image` is the candidate's metadata once
-/// [`Decision::NeedImage`] asked for it.
+/// Decides a run against the current stream, with what earlier decisions asked to be read.
 pub fn decide(
     ask: &Ask,
     is: &ImageStream,
-    image: Option<&ImageFacts>,
+    fetched: &Fetched,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Decision {
     // A restart after our own write landed: finish, never write twice.
     if let Some(done) = landed(ask, is) {
         return Decision::Final(done);
     }
-    match ask.target.action {
+    let decision = match ask.target.action {
         Action::Begin => actions::begin(ask, is),
-        Action::Promote => actions::promote(ask, is, image, now),
+        Action::Promote => actions::promote(ask, is, fetched, now),
         Action::Reject => actions::reject(ask, is),
         Action::Rollback => actions::rollback(ask, is),
+    };
+    let image = pull_spec(is, ask.target);
+    match decision {
+        Decision::Final(o) => Decision::Final(o.with_image(image)),
+        Decision::Write { patch, outcome } => Decision::Write {
+            patch,
+            outcome: outcome.with_image(image),
+        },
+        need => need,
     }
 }
 
@@ -117,7 +158,7 @@ pub fn landed(ask: &Ask, is: &ImageStream) -> Option<Outcome> {
         }
         _ => return None,
     };
-    Some(outcome(
+    let done = outcome(
         ok,
         why,
         get(annotation::MESSAGE),
@@ -125,7 +166,8 @@ pub fn landed(ask: &Ask, is: &ImageStream) -> Option<Outcome> {
         &get(annotation::PREVIOUS_DIGEST),
         &phase_now,
         vec![],
-    ))
+    );
+    Some(done.with_image(pull_spec(is, t)))
 }
 
 #[cfg(test)]

@@ -25,11 +25,27 @@ pub enum Error {
         /// The API error.
         source: kube::Error,
     },
+    /// Asking the API server whether the run's service account may promote.
+    #[error("asking whether {user} may promote (a SubjectAccessReview): {source}")]
+    Authorize {
+        /// The service account's user name.
+        user: String,
+        /// The API error.
+        source: kube::Error,
+    },
     /// Reading the ImageStream.
     #[error("reading ImageStream {name}: {source}")]
     ReadImageStream {
         /// Its name.
         name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Reading the proof of validation (the run's PipelineRun or one of its TaskRuns).
+    #[error("reading {what}, the proof of validation: {source}")]
+    ReadEvidence {
+        /// `PipelineRun <name>` or `TaskRun <name>`.
+        what: String,
         /// The API error.
         source: kube::Error,
     },
@@ -72,8 +88,10 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Error::ReadSpec { .. } => "read_spec",
+            Error::Authorize { .. } => "authorize",
             Error::ReadImageStream { .. } => "read_imagestream",
             Error::ReadImage { .. } => "read_image",
+            Error::ReadEvidence { .. } => "read_evidence",
             Error::PatchImageStream { .. } => "patch_imagestream",
             Error::Contended { .. } => "contended",
             Error::WriteStatus { .. } => "write_status",

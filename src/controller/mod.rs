@@ -2,23 +2,28 @@
 //! ImagePromotion`. One module per step of a run, in the order the data flows:
 //!
 //! CustomRun -> [`reconcile`] (Tekton's fixed order; it only hands off) -> [`params`] (pure:
-//! what the run asks, over its [`crd`] spec, the checks parsed) -> [`promote`] (the one
+//! what the run asks, over its [`crd`] spec, the checks parsed) -> [`authorize`] (may the run's
+//! service account promote: a SubjectAccessReview) -> [`promote`] (the one
 //! ImageStream write: read, [`decide`] (pure, one function per action, with the candidate's
-//! [`checks`]), write conditionally, read again on a conflict) -> [`status`] (pure: conditions
-//! and results), written by [`report`] with a Kubernetes Event.
+//! [`checks`] and the [`proof`] of validation), write conditionally, read again on a
+//! conflict) -> [`status`] (pure: conditions and results), written by [`report`] with a
+//! Kubernetes Event.
 //!
 //! [`error`] names what failed and requeues the run, [`metrics`] counts, and [`runs`] is what
 //! the controller remembers per run (bounded; [`watch`] forgets deleted runs). [`run`]
 //! reconciles CustomRuns inside the shared [`crate::runtime`] (admin server, leader election,
-//! shutdown).
+//! shutdown), after the [`preflight`] checks of the APIs it needs.
 
+pub mod authorize;
 pub mod checks;
 pub mod crd;
 pub mod decide;
 pub mod error;
 pub mod metrics;
 pub mod params;
+pub mod preflight;
 pub mod promote;
+pub mod proof;
 pub mod reconcile;
 pub mod report;
 pub mod runs;
@@ -35,6 +40,7 @@ use kube::api::Api;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use prometheus_client::registry::Registry;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::Health;
@@ -53,6 +59,8 @@ pub struct Settings {
     pub admin_addr: std::net::SocketAddr,
     /// Reconcile at most this many CustomRuns at once.
     pub concurrency: u16,
+    /// Reconcile only the runs of these namespaces, one watch each (empty: all namespaces).
+    pub namespaces: Vec<String>,
     /// Lead through a Lease before reconciling (for more than one replica).
     pub leader: Option<LeaderConfig>,
 }
@@ -77,21 +85,47 @@ pub async fn run(
         Runtime::start(client.clone(), wiring, registry, health.clone(), shutdown).await?;
     runtime
         .run(|stop| async move {
-            reconcile_runs(client, settings.concurrency, metrics, clock, health, stop).await;
+            let scopes = Scopes {
+                namespaces: settings.namespaces,
+                concurrency: settings.concurrency,
+            };
+            reconcile_runs(client, scopes, metrics, clock, health, stop).await?;
             Ok(())
         })
         .await
 }
 
-/// Reconciles CustomRuns until `stop` is cancelled.
+/// Where runs are watched, and how many are reconciled at once across all of them.
+struct Scopes {
+    namespaces: Vec<String>,
+    concurrency: u16,
+}
+
+impl Scopes {
+    /// The CustomRun APIs to watch: all namespaces, or each namespace given.
+    fn apis(&self, client: &Client) -> Vec<(Option<String>, Api<CustomRun>)> {
+        if self.namespaces.is_empty() {
+            return vec![(None, Api::all(client.clone()))];
+        }
+        self.namespaces
+            .iter()
+            .map(|ns| (Some(ns.clone()), Api::namespaced(client.clone(), ns)))
+            .collect()
+    }
+}
+
+/// Reconciles CustomRuns until `stop` is cancelled: one kube-runtime Controller per watched
+/// scope (a reflector's store holds one list, so scopes cannot share one), all of them together
+/// reconciling at most `concurrency` runs at once. A permanent refusal found by the
+/// [`preflight`] checks ends it first.
 async fn reconcile_runs(
     client: Client,
-    concurrency: u16,
+    scopes: Scopes,
     metrics: Metrics,
     clock: Clock,
     health: Arc<Health>,
     stop: CancellationToken,
-) {
+) -> Result<(), preflight::PreflightError> {
     let reporter = Reporter {
         controller: "imagegate-controller".into(),
         instance: std::env::var("POD_NAME").ok(),
@@ -103,31 +137,55 @@ async fn reconcile_runs(
         clock,
         runs: Arc::new(RunStates::default()),
     });
-    let (store, runs) = watch::customruns(Api::all(client.clone()), ctx.runs.clone());
-    tokio::spawn(ready_once_listed(Api::all(client), health));
-    Controller::for_stream(runs, store)
-        .with_config(ControllerConfig::default().concurrency(concurrency))
-        .graceful_shutdown_on(stop.cancelled_owned())
-        .run(reconcile::reconcile, error::error_policy, ctx)
-        .for_each(|_| futures::future::ready(()))
-        .await;
+    let apis = scopes.apis(&client);
+    preflight::check(&client, &apis).await?;
+    tokio::spawn(ready_once_listed(apis.clone(), health));
+    let slots = Arc::new(Semaphore::new(usize::from(scopes.concurrency)));
+    let controllers = apis.into_iter().map(|(_, api)| {
+        let (store, runs) = watch::customruns(api, ctx.runs.clone());
+        let slots = slots.clone();
+        let reconcile = move |run, ctx| {
+            let slots = slots.clone();
+            async move {
+                // Never closed, so the acquire always succeeds.
+                let _slot = slots.acquire_owned().await;
+                reconcile::reconcile(run, ctx).await
+            }
+        };
+        Controller::for_stream(runs, store)
+            .with_config(ControllerConfig::default().concurrency(scopes.concurrency))
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(reconcile, error::error_policy, ctx.clone())
+            .for_each(|_| futures::future::ready(()))
+    });
+    futures::future::join_all(controllers).await;
+    Ok(())
 }
 
-/// Marks the controller ready once CustomRuns can be listed (the API is reachable and RBAC
-/// allows the watch), retrying from 200 ms up to every 10 s.
-async fn ready_once_listed(runs: Api<CustomRun>, health: Arc<Health>) {
+/// Marks the controller ready once CustomRuns can be listed in every watched scope (the API is
+/// reachable and RBAC allows the watch), retrying each from 200 ms up to every 10 s.
+async fn ready_once_listed(scopes: Vec<(Option<String>, Api<CustomRun>)>, health: Arc<Health>) {
     let one = kube::api::ListParams::default().limit(1);
-    let list = || runs.list_metadata(&one);
-    let backoff = ExponentialBuilder::new()
-        .with_min_delay(Duration::from_millis(200))
-        .with_max_delay(Duration::from_secs(10))
-        .with_factor(2.0)
-        .without_max_times();
-    let listed = list
-        .retry(backoff)
-        .notify(|e, _| health.set_not_ready(format!("cannot list CustomRuns: {e}")))
-        .await;
-    if listed.is_ok() {
-        health.set_ready(true);
+    for (namespace, runs) in &scopes {
+        let list = || runs.list_metadata(&one);
+        let backoff = ExponentialBuilder::new()
+            .with_min_delay(Duration::from_millis(200))
+            .with_max_delay(Duration::from_secs(10))
+            .with_factor(2.0)
+            .without_max_times();
+        let listed = list
+            .retry(backoff)
+            .notify(|e, _| {
+                let reason = match namespace {
+                    None => format!("cannot list CustomRuns: {e}"),
+                    Some(ns) => format!("cannot list CustomRuns in namespace {ns:?}: {e}"),
+                };
+                health.set_not_ready(reason)
+            })
+            .await;
+        if listed.is_err() {
+            return;
+        }
     }
+    health.set_ready(true);
 }

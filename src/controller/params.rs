@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use crate::api::{CustomRun, ParamValue};
 
-use super::crd::ImagePromotionSpec;
+use super::crd::{ImagePromotionSpec, Validation as ValidationSpec};
+use super::proof::Proof;
 
 pub mod checks;
 
@@ -31,6 +32,8 @@ pub mod names {
     pub const ACTION: &str = "action";
     /// The validation outcome, e.g. `$(tasks.status)`.
     pub const VALIDATION_STATUS: &str = "validation-status";
+    /// `"true"` lets `promote` promote a digest that was rolled back.
+    pub const ALLOW_ROLLED_BACK: &str = "allow-rolled-back";
     /// Every param the task accepts.
     pub const ALL: &[&str] = &[
         IMAGESTREAM,
@@ -39,6 +42,7 @@ pub mod names {
         DIGEST,
         ACTION,
         VALIDATION_STATUS,
+        ALLOW_ROLLED_BACK,
     ];
 }
 
@@ -46,6 +50,8 @@ pub mod names {
 pub const DEFAULT_CANDIDATE_TAG: &str = "candidate";
 /// The default served tag.
 pub const DEFAULT_SERVED_TAG: &str = "latest";
+/// The default previous tag is the served tag's name with this suffix.
+pub const PREVIOUS_TAG_SUFFIX: &str = "-previous";
 
 /// What the run does to the served tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -84,24 +90,45 @@ pub struct Request {
     pub candidate_tag: String,
     /// The served tag.
     pub served_tag: String,
+    /// The hidden tag that keeps the digest served before the last promotion.
+    pub previous_tag: String,
+    /// Whether `promote` may promote a digest that was rolled back (`allow-rolled-back`).
+    pub allow_rolled_back: bool,
     /// The digest validated (required except for rollback).
     pub digest: Option<String>,
     /// What to do.
     pub action: Action,
     /// The raw `validation-status` param.
     pub validation_status: String,
+    /// Whether `promote` requires `validation-status` (`spec.validation.required`, default true).
+    pub validation_required: bool,
+    /// What counts as proof of validation (`spec.validation.pipeline` and `tasks`), if anything.
+    pub proof: Option<Proof>,
     /// The checks the candidate image must pass.
     pub checks: ParsedChecks,
 }
 
+/// What the pipeline reported about its validation, as `promote` reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Validation {
+    /// `Succeeded` or `Completed` (or no status where the ImagePromotion does not require one).
+    Passed,
+    /// No `validation-status` where one is required: the run fails closed.
+    Missing,
+    /// Anything else (`$(tasks.<t>.status)` is `Failed` or `None` when the task did not pass).
+    Failed,
+}
+
 impl Request {
-    /// Whether the pipeline reported its validation as failed: anything other than
-    /// `Succeeded`, `Completed` or empty (`$(tasks.status)` is `Failed` or `None` otherwise).
-    pub fn validation_failed(&self) -> bool {
-        !matches!(
-            self.validation_status.as_str(),
-            "" | "Succeeded" | "Completed"
-        )
+    /// What `validation-status` says: a missing (or empty) status passes only where the
+    /// ImagePromotion sets `validation.required: false`.
+    pub fn validation(&self) -> Validation {
+        match self.validation_status.as_str() {
+            "Succeeded" | "Completed" => Validation::Passed,
+            "" if self.validation_required => Validation::Missing,
+            "" => Validation::Passed,
+            _ => Validation::Failed,
+        }
     }
 }
 
@@ -183,17 +210,24 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
     let values = Values::read(run)?;
     let imagestream = imagestream(&values, spec, &namespace)?;
     let (candidate_tag, served_tag) = tags(&values, spec)?;
+    let previous_tag = previous_tag(spec, &candidate_tag, &served_tag)?;
+    let allow_rolled_back = flag(&values, names::ALLOW_ROLLED_BACK)?;
     let action = action(&values)?;
     let digest = digest(&values, action)?;
     let checks = spec.checks.parse()?;
+    let proof = proof(&spec.validation)?;
     Ok(Request {
         namespace,
         imagestream,
         candidate_tag,
         served_tag,
+        previous_tag,
+        allow_rolled_back,
         digest,
         action,
         validation_status: values.get(names::VALIDATION_STATUS).to_string(),
+        validation_required: spec.validation.status_required(),
+        proof,
         checks,
     })
 }
@@ -301,6 +335,40 @@ fn tags(values: &Values, spec: &ImagePromotionSpec) -> Result<(String, String), 
     Ok((candidate, served))
 }
 
+/// The previous tag: the spec's, else `<served>-previous`; a valid tag name that is neither the
+/// candidate nor the served tag.
+fn previous_tag(
+    spec: &ImagePromotionSpec,
+    candidate: &str,
+    served: &str,
+) -> Result<String, String> {
+    let tag = spec
+        .previous_tag
+        .clone()
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| format!("{served}{PREVIOUS_TAG_SUFFIX}"));
+    if !is_tag_name(&tag) {
+        return Err(format!("previousTag: {tag:?} is not a valid tag name"));
+    }
+    if tag == candidate || tag == served {
+        return Err(format!(
+            "previousTag {tag:?} must differ from the candidate tag {candidate:?} and the served tag {served:?}"
+        ));
+    }
+    Ok(tag)
+}
+
+/// A boolean param: `true`, or `false`/empty.
+fn flag(values: &Values, name: &str) -> Result<bool, String> {
+    match values.get(name) {
+        "true" => Ok(true),
+        "" | "false" => Ok(false),
+        other => Err(format!(
+            "param {name:?}: {other:?} is not \"true\" or \"false\""
+        )),
+    }
+}
+
 /// The action; `promote` when not given.
 fn action(values: &Values) -> Result<Action, String> {
     match values.get(names::ACTION) {
@@ -330,6 +398,43 @@ fn digest(values: &Values, action: Action) -> Result<Option<String>, String> {
         )),
         d => Ok(Some(d.to_string())),
     }
+}
+
+/// The proof an ImagePromotion asks for: a Pipeline and its tasks, both or neither.
+fn proof(v: &ValidationSpec) -> Result<Option<Proof>, String> {
+    let pipeline = v.pipeline.as_deref().unwrap_or_default();
+    match (pipeline.is_empty(), v.tasks.is_empty()) {
+        (true, true) => return Ok(None),
+        (true, false) => {
+            return Err(
+                "validation.tasks needs validation.pipeline: the Pipeline whose runs count as proof"
+                    .into(),
+            );
+        }
+        (false, true) => {
+            return Err(format!(
+                "validation.pipeline {pipeline:?} needs validation.tasks: the pipeline tasks that \
+                 must have validated the digest"
+            ));
+        }
+        (false, false) => {}
+    }
+    if !is_dns_subdomain(pipeline) {
+        return Err(format!(
+            "validation.pipeline: {pipeline:?} is not a valid Pipeline name"
+        ));
+    }
+    for (i, task) in v.tasks.iter().enumerate() {
+        if task.len() > 63 || task.contains('.') || !is_dns_subdomain(task) {
+            return Err(format!(
+                "validation.tasks[{i}]: {task:?} is not a valid pipeline task name"
+            ));
+        }
+    }
+    Ok(Some(Proof {
+        pipeline: pipeline.to_string(),
+        tasks: v.tasks.clone(),
+    }))
 }
 
 #[cfg(test)]

@@ -12,9 +12,10 @@ use tracing::info;
 use crate::api::{CustomRun, ImageStream, ImageStreamImage};
 
 use super::checks::ImageFacts;
-use super::decide::{self, Ask, Decision};
+use super::decide::{self, Ask, Decision, Fetched};
 use super::error::{Error, api_message};
 use super::params::Request;
+use super::proof;
 use super::reconcile::Context;
 use super::status::{Outcome, Target, reason};
 use crate::api::status_code as api_status;
@@ -37,26 +38,37 @@ pub async fn promote(
         target,
         run_name: &run_name,
         validation_status: &request.validation_status,
-        validation_failed: request.validation_failed(),
+        validation: request.validation(),
         checks: &request.checks,
+        proof: request.proof.as_ref(),
+        previous_tag: &request.previous_tag,
+        allow_rolled_back: request.allow_rolled_back,
     };
-    let mut facts: Option<ImageFacts> = None;
+    let mut fetched = Fetched::default();
     for _ in 0..WRITE_ATTEMPTS {
         let is = match stream.read().await? {
             Ok(is) => is,
             Err(outcome) => return Ok(outcome),
         };
-        let mut decision = decide::decide(&ask, &is, facts.as_ref(), chrono_now(ctx));
-        // The checks need the candidate image's metadata: fetch it once, decide again.
-        if let Decision::NeedImage { digest, reference } = &decision
-            && facts.is_none()
-        {
-            match stream.image(digest, reference).await? {
-                Ok(image) => facts = Some(image),
-                Err(outcome) => return Ok(outcome),
+        // What the decision needs read is read once per reconcile, then it decides again.
+        let decision = loop {
+            match decide::decide(&ask, &is, &fetched, chrono_now(ctx)) {
+                Decision::NeedImage { digest, reference } if fetched.image.is_none() => {
+                    match stream.image(&digest, &reference).await? {
+                        Ok(image) => fetched.image = Some(image),
+                        Err(outcome) => return Ok(outcome),
+                    }
+                }
+                Decision::NeedEvidence if fetched.evidence.is_none() => {
+                    // decide() asks only when the request names a proof.
+                    let Some(proof) = request.proof.as_ref() else {
+                        break Decision::NeedEvidence;
+                    };
+                    fetched.evidence = Some(proof::read::read(&ctx.client, run, proof).await?);
+                }
+                decided => break decided,
             }
-            decision = decide::decide(&ask, &is, facts.as_ref(), chrono_now(ctx));
-        }
+        };
         match decision {
             Decision::Final(outcome) => return Ok(outcome),
             Decision::NeedImage { digest, .. } => {
@@ -64,6 +76,12 @@ pub async fn promote(
                 return Ok(Outcome::failed(
                     reason::VALIDATION_FAILED,
                     format!("the metadata of {digest} could not be used for the checks"),
+                ));
+            }
+            Decision::NeedEvidence => {
+                return Ok(Outcome::failed(
+                    reason::UNVERIFIED,
+                    "the proof of validation could not be read",
                 ));
             }
             Decision::Write { patch, outcome } => {
@@ -99,8 +117,11 @@ pub async fn landed_or(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Out
         target: &target,
         run_name: &name,
         validation_status: "",
-        validation_failed: false,
+        validation: crate::controller::params::Validation::Passed,
         checks: &checks,
+        proof: None,
+        previous_tag: "",
+        allow_rolled_back: false,
     };
     decide::landed(&ask, &is).unwrap_or(fallback)
 }

@@ -1,9 +1,10 @@
 //! The reconciler, in the fixed order of Tekton's custom tasks: not ours -> done -> cancelled
 //! -> timed out -> start and validate input -> work. It only orders the steps and hands off:
-//! [`super::params`] reads the input, [`super::promote`] makes the one ImageStream write and
-//! [`super::report`] writes the statuses [`super::status`] computes: at most one status write to
-//! start, one ImageStream write, one status write to finish. A failed reconcile goes to
-//! [`super::error::error_policy`].
+//! [`super::params`] reads the input, [`super::authorize`] asks whether the run's service account
+//! may promote (before the start, so that a refused run ends in one write), [`super::promote`]
+//! makes the one ImageStream write and [`super::report`] writes the statuses [`super::status`]
+//! computes: at most one status write to start, one ImageStream write, one status write to
+//! finish. A failed reconcile goes to [`super::error::error_policy`].
 
 use std::sync::Arc;
 
@@ -20,7 +21,7 @@ use super::metrics::Metrics;
 use super::params::{self, Request, SpecSource};
 use super::runs::{RunKey, RunStates};
 use super::status::{Outcome, Target, reason};
-use super::{promote, report};
+use super::{authorize, promote, report};
 use crate::api::status_code as api_status;
 
 /// A clock, injected so that timeouts can be tested.
@@ -82,6 +83,11 @@ async fn reconcile_ours(run: &CustomRun, ctx: &Context) -> Result<Action, Error>
             return Err(e);
         }
     };
+    if let Some(forbidden) = authorize::authorize(run, ctx).await? {
+        // A write of this run that landed before its permission went is still reported.
+        let outcome = promote::landed_or(run, ctx, forbidden).await;
+        return report::finish(run, ctx, outcome, now).await;
+    }
     let (run, target) = match Target::recorded(run) {
         Some(target) if run.has_started() => (run.clone(), target),
         recorded => {

@@ -28,12 +28,21 @@ pub mod reason {
     pub const ROLLED_BACK: &str = "RolledBack";
     /// Validation (pipeline status or a check) failed: served tag kept, marked UpdateFailed.
     pub const VALIDATION_FAILED: &str = "ValidationFailed";
+    /// `promote` without `validation-status` (the ImagePromotion requires it): nothing written.
+    pub const VALIDATION_REQUIRED: &str = "ValidationRequired";
+    /// The run's service account may not `promote` the ImagePromotion: nothing written.
+    pub const FORBIDDEN: &str = "Forbidden";
+    /// The ImagePromotion asks for proof of validation and the run's PipelineRun does not give
+    /// it: nothing written.
+    pub const UNVERIFIED: &str = "Unverified";
     /// The candidate tag no longer points at the digest that was validated.
     pub const CANDIDATE_MOVED: &str = "CandidateMoved";
     /// `reject` marked the served tag UpdateFailed.
     pub const REJECTED: &str = "Rejected";
     /// Params or the ImagePromotion spec are unusable.
     pub const INVALID_PARAMS: &str = "InvalidParams";
+    /// `promote` of a digest that was rolled back, without `allow-rolled-back`: nothing written.
+    pub const DIGEST_ROLLED_BACK: &str = "DigestRolledBack";
     /// The ImageStream does not exist (a missing named ImagePromotion is `InvalidParams`).
     pub const IMAGESTREAM_NOT_FOUND: &str = "ImageStreamNotFound";
     /// `spec.status: RunCancelled` (Tekton's exact reason, which PipelineRuns classify).
@@ -64,6 +73,9 @@ pub mod results {
     pub const PHASE: &str = "phase";
     /// Every check's outcome, as a JSON array.
     pub const CHECKS: &str = "checks";
+    /// The candidate's pull spec by digest (`<status.dockerImageRepository>@<digest>`): what
+    /// the pipeline validates, so that the image validated is the digest promoted.
+    pub const IMAGE: &str = "image";
 }
 
 /// What the run does, recorded in `status.extraFields.target` when it starts, so that a
@@ -120,6 +132,8 @@ pub struct Outcome {
     pub phase: String,
     /// The `checks` result.
     pub checks: Vec<CheckOutcome>,
+    /// The `image` result (empty when the run names no digest or the stream was not read).
+    pub image: String,
 }
 
 impl Outcome {
@@ -133,7 +147,13 @@ impl Outcome {
             previous_digest: String::new(),
             phase: String::new(),
             checks: Vec::new(),
+            image: String::new(),
         }
+    }
+
+    /// The same outcome reporting `image` as the `image` result.
+    pub fn with_image(self, image: String) -> Outcome {
+        Outcome { image, ..self }
     }
 
     fn results(&self) -> Vec<CustomRunResult> {
@@ -143,6 +163,7 @@ impl Outcome {
             (results::PREVIOUS_DIGEST, self.previous_digest.clone()),
             (results::PHASE, self.phase.clone()),
             (results::CHECKS, checks),
+            (results::IMAGE, self.image.clone()),
         ]
         .into_iter()
         .map(|(name, value)| CustomRunResult {
@@ -330,6 +351,7 @@ mod tests {
             previous_digest: "sha256:aa".into(),
             phase: phase::PROMOTED.into(),
             checks: vec![],
+            image: "registry/ds/nb@sha256:bb".into(),
         };
         let s = finished(&run(0), &outcome, ts(200));
         assert_eq!(s.conditions[0].status, "True");
@@ -337,9 +359,16 @@ mod tests {
         let names: Vec<_> = s.results.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(
             names,
-            vec!["promoted-digest", "previous-digest", "phase", "checks"]
+            vec![
+                "promoted-digest",
+                "previous-digest",
+                "phase",
+                "checks",
+                "image"
+            ]
         );
         assert_eq!(s.results[3].value, "[]");
+        assert_eq!(s.results[4].value, "registry/ds/nb@sha256:bb");
     }
 
     #[test]

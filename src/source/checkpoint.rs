@@ -43,6 +43,7 @@
 mod entry;
 mod health;
 pub mod layout;
+mod probe;
 mod write;
 
 use std::collections::{BTreeSet, HashMap};
@@ -144,6 +145,16 @@ pub enum CheckpointError {
         #[source]
         source: Box<kube::Error>,
     },
+    /// At start, the checkpoint cannot be written at all: its namespace is missing, or RBAC or
+    /// admission refuses the marker ([`Checkpoint::probe`]).
+    #[error("the checkpoint cannot be written: {remedy} (the API server says: {said})")]
+    Unwritable {
+        remedy: String,
+        /// The API server's message (not a `#[source]`: the error is one line).
+        said: String,
+        /// The HTTP status.
+        status: Option<u16>,
+    },
     /// A flush did not finish in time (the API server is slow or answers 429/503).
     #[error("the checkpoint flush did not finish within {0:?}")]
     Timeout(Duration),
@@ -166,6 +177,7 @@ impl CheckpointError {
             CheckpointError::Write { kind, .. } => *kind,
             CheckpointError::ShardTooLarge { .. } => FailureKind::TooLarge,
             CheckpointError::Timeout(_) => FailureKind::Unavailable,
+            CheckpointError::Unwritable { status, .. } => FailureKind::of_status(*status, true),
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod event;
 pub mod flow;
 pub mod metrics;
 pub mod pending;
+pub mod preflight;
 pub mod queue;
 pub mod state;
 pub mod tracker;
@@ -130,8 +131,11 @@ pub async fn run_with_listed(
         Runtime::start(client.clone(), wiring, registry, health.clone(), shutdown).await?;
     runtime
         .run(|stop| async move {
+            let scopes = watch::scopes(&settings.namespaces);
+            preflight::check(&client, &scopes, settings.selector.as_deref()).await?;
             let (checkpoint, loaded) =
                 Checkpoint::load(client.clone(), settings.checkpoint.clone()).await?;
+            checkpoint.probe().await?;
             let checkpoint = Arc::new(checkpoint);
             if loaded.first_start {
                 info!("no checkpoint: first start");

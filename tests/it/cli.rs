@@ -48,6 +48,27 @@ fn a_bad_sink_is_refused_with_a_clear_error() {
 }
 
 #[test]
+fn a_namespace_that_is_no_dns_label_is_refused_before_anything_connects() {
+    for program in [&["source", "--sink", "http://x/"][..], &["controller"]] {
+        let args: Vec<&str> = program
+            .iter()
+            .copied()
+            .chain(["--namespace", "Bad_NS"])
+            .collect();
+        let out = imagegate(&args);
+        assert_eq!(out.status.code(), Some(2), "a usage error: {program:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.lines().next().unwrap_or_default(),
+            "error: invalid value 'Bad_NS' for '--namespace <NS>': \"Bad_NS\" is not a namespace \
+             name (a DNS label: at most 63 lowercase letters, digits and '-', starting and ending \
+             with a letter or digit)",
+            "{program:?}"
+        );
+    }
+}
+
+#[test]
 fn json_log_format_writes_one_json_object_per_line() {
     let out = imagegate(&["--log-format", "json", "source", "--sink", "not a url"]);
     let err = String::from_utf8_lossy(&out.stderr);

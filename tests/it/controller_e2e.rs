@@ -1,192 +1,14 @@
 //! End to end: the real `imagegate controller` binary against the API emulator over HTTP,
 //! driven over the emulator's control API, for every outcome a pipeline author can meet.
 
-use crate::support::{EmulatorServer, Process, free_port, rbac};
+use crate::support::controller::{A, B, C, Setup, VALIDATED_B, reason, result, served};
+use crate::support::{Process, free_port, rbac};
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use imagegate::api::{CustomRun, ImageStream};
 use imagegate_emulator::control::Fault;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
-
-const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
-const C: &str = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
-
-struct Setup {
-    emu: EmulatorServer,
-    client: kube::Client,
-    kubeconfig: PathBuf,
-    controller: Option<Process>,
-    admin: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-impl Setup {
-    /// An emulator with the ImagePromotion CRD and `ds/nb`: candidate imported A then B,
-    /// latest promoted to A.
-    async fn new() -> Setup {
-        let emu = EmulatorServer::start().await;
-        // The Lease lives where config/ installs the controller.
-        emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: imagegate-system\n")
-            .await;
-        let crd = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/config/300-imagepromotion-crd.yaml"
-        ))
-        .unwrap();
-        emu.seed_str(&crd).await;
-        emu.seed_promotion_stream("ds", A, B).await;
-        let client = emu.client();
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        emu.write_kubeconfig(&kubeconfig, "controller");
-        let mut s = Setup {
-            emu,
-            client,
-            kubeconfig,
-            controller: None,
-            admin: free_port(),
-            _dir: dir,
-        };
-        s.start();
-        s
-    }
-
-    /// Starts the controller (again).
-    fn start(&mut self) {
-        match &mut self.controller {
-            Some(c) => c.restart(),
-            None => self.controller = Some(self.spawn_controller(self.admin, &[])),
-        }
-    }
-
-    fn spawn_controller(&self, admin: u16, extra: &[&str]) -> Process {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
-        command
-            .args(["--log-format", "json", "controller", "--admin-addr"])
-            .arg(format!("127.0.0.1:{admin}"))
-            .args(extra)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("RUST_LOG", "info");
-        Process::start(
-            format!("imagegate controller (admin port {admin})"),
-            command,
-        )
-    }
-
-    /// kill -9; the log stays for a failure message.
-    fn stop(&mut self) {
-        if let Some(c) = &mut self.controller {
-            c.kill();
-        }
-    }
-
-    /// Keeps runs busy: every read of an ImageStream fails with `status` until the faults are
-    /// cleared.
-    async fn fail_stream_reads(&self, status: u16) {
-        self.emu
-            .inject_fault(Fault {
-                verb: Some("get".into()),
-                resource: Some("imagestreams".into()),
-                count: 10_000,
-                status: Some(status),
-                ..Default::default()
-            })
-            .await;
-    }
-
-    fn runs(&self) -> Api<CustomRun> {
-        Api::namespaced(self.client.clone(), "ds")
-    }
-
-    async fn create_run(&self, name: &str, params: &[(&str, &str)], extra: Value) -> CustomRun {
-        self.runs()
-            .create(
-                &PostParams::default(),
-                &crate::support::promotion_run(name, params, &extra),
-            )
-            .await
-            .unwrap()
-    }
-
-    /// Waits until the run has started (its `startTime` is written).
-    async fn started(&self, name: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.runs().get(name).await.unwrap().has_started() {
-            assert!(Instant::now() < deadline, "{name} never started");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Waits until the run is done and returns it.
-    async fn done(&self, name: &str) -> CustomRun {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let run = self.runs().get(name).await.unwrap();
-            if run.is_done() {
-                return run;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{name} never finished: {:?}",
-                run.status
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn stream(&self) -> ImageStream {
-        Api::<ImageStream>::namespaced(self.client.clone(), "ds")
-            .get("nb")
-            .await
-            .unwrap()
-    }
-
-    /// Requests the controller made that changed something.
-    async fn writes(&self, resource: &str) -> Vec<imagegate_emulator::control::RequestRecord> {
-        self.emu
-            .mutating_requests()
-            .await
-            .into_iter()
-            .filter(|r| r.user == "controller" && r.resource == resource)
-            .collect()
-    }
-}
-
-pub(crate) fn reason(run: &CustomRun) -> (String, String) {
-    let c = run.succeeded_condition().unwrap();
-    (c.status.clone(), c.reason.clone().unwrap_or_default())
-}
-
-pub(crate) fn result(run: &CustomRun, name: &str) -> String {
-    run.status
-        .as_ref()
-        .unwrap()
-        .results
-        .iter()
-        .find(|r| r.name == name)
-        .unwrap_or_else(|| panic!("no result {name}"))
-        .value
-        .clone()
-}
-
-pub(crate) fn served(is: &ImageStream) -> (String, std::collections::BTreeMap<String, String>) {
-    let tag = is.spec_tag("latest").unwrap();
-    (
-        tag.from.as_ref().unwrap().name.clone().unwrap(),
-        tag.annotations.clone().unwrap_or_default(),
-    )
-}
 
 #[tokio::test]
 async fn a_validated_candidate_is_promoted_then_already_promoted() {
@@ -226,12 +48,8 @@ async fn a_validated_candidate_is_promoted_then_already_promoted() {
         "at most three writes per run ({status_writes} status writes)"
     );
 
-    s.create_run(
-        "promote-b-again",
-        &[("imagestream", "nb"), ("digest", B)],
-        json!({}),
-    )
-    .await;
+    s.create_run("promote-b-again", VALIDATED_B, json!({}))
+        .await;
     let again = s.done("promote-b-again").await;
     assert_eq!(reason(&again), ("True".into(), "AlreadyPromoted".into()));
     assert_eq!(
@@ -246,12 +64,7 @@ async fn a_validated_candidate_is_promoted_then_already_promoted() {
 async fn a_moved_candidate_is_not_promoted() {
     let s = Setup::new().await;
     s.emu.import("ds", "nb", "candidate", C).await;
-    s.create_run(
-        "promote-b",
-        &[("imagestream", "nb"), ("digest", B)],
-        json!({}),
-    )
-    .await;
+    s.create_run("promote-b", VALIDATED_B, json!({})).await;
     let run = s.done("promote-b").await;
     assert_eq!(reason(&run), ("False".into(), "CandidateMoved".into()));
     assert_eq!(s.stream().await.current_digest("latest"), Some(A));
@@ -305,7 +118,7 @@ async fn a_failing_check_keeps_the_served_image_and_reports_every_check() {
     s.emu.seed(promotion).await;
     s.create_run(
         "promote-b",
-        &[("imagestream", "nb"), ("digest", B)],
+        VALIDATED_B,
         json!({"spec": {"customRef": {"name": "notebooks"}}}),
     )
     .await;
@@ -386,12 +199,7 @@ async fn cancellation_ends_the_run_with_tektons_reason_and_message() {
     let s = Setup::new().await;
     // Keep the run busy: every read of the stream fails until it is cancelled.
     s.fail_stream_reads(500).await;
-    s.create_run(
-        "promote-b",
-        &[("imagestream", "nb"), ("digest", B)],
-        json!({}),
-    )
-    .await;
+    s.create_run("promote-b", VALIDATED_B, json!({})).await;
     s.started("promote-b").await;
     let msg = "CustomRun cancelled as the PipelineRun it belongs to has been cancelled.";
     s.runs()
@@ -434,7 +242,7 @@ async fn a_timeout_retries_then_fails_with_every_attempt_archived() {
     s.fail_stream_reads(500).await;
     s.create_run(
         "promote-b",
-        &[("imagestream", "nb"), ("digest", B)],
+        VALIDATED_B,
         json!({"spec": {"timeout": "1s", "retries": 1}}),
     )
     .await;
@@ -458,12 +266,8 @@ async fn a_run_the_image_api_keeps_answering_503_times_out_on_time() {
     let s = Setup::new().await;
     s.fail_stream_reads(503).await;
     let started = std::time::Instant::now();
-    s.create_run(
-        "promote-b",
-        &[("imagestream", "nb"), ("digest", B)],
-        json!({"spec": {"timeout": "1s"}}),
-    )
-    .await;
+    s.create_run("promote-b", VALIDATED_B, json!({"spec": {"timeout": "1s"}}))
+        .await;
     let run = s.done("promote-b").await;
     assert_eq!(reason(&run), ("False".into(), "CustomRunTimedOut".into()));
     assert!(
@@ -477,12 +281,7 @@ async fn a_run_the_image_api_keeps_answering_503_times_out_on_time() {
 #[tokio::test]
 async fn rollback_returns_the_served_tag_to_the_previous_digest() {
     let s = Setup::new().await;
-    s.create_run(
-        "promote-b",
-        &[("imagestream", "nb"), ("digest", B)],
-        json!({}),
-    )
-    .await;
+    s.create_run("promote-b", VALIDATED_B, json!({})).await;
     assert_eq!(reason(&s.done("promote-b").await).1, "Promoted");
     s.create_run(
         "rollback",
@@ -541,12 +340,7 @@ async fn customruns_of_other_kinds_are_left_untouched() {
     let s = Setup::new().await;
     s.create_run("wait", &[], json!({"spec": {"customRef": {"apiVersion": "wait.testing.tekton.dev/v1beta1", "kind": "Wait"}}}))
         .await;
-    s.create_run(
-        "promote-b",
-        &[("imagestream", "nb"), ("digest", B)],
-        json!({}),
-    )
-    .await;
+    s.create_run("promote-b", VALIDATED_B, json!({})).await;
     s.done("promote-b").await;
     let wait = s.runs().get("wait").await.unwrap();
     assert!(wait.status.is_none() || wait.status.unwrap().conditions.is_empty());
@@ -573,12 +367,7 @@ async fn a_controller_killed_mid_run_finishes_it_once_after_restart() {
             ..Default::default()
         })
         .await;
-    s.create_run(
-        "promote-b",
-        &[("imagestream", "nb"), ("digest", B)],
-        json!({}),
-    )
-    .await;
+    s.create_run("promote-b", VALIDATED_B, json!({})).await;
     s.started("promote-b").await;
     s.emu
         .inject_fault(Fault {
@@ -615,12 +404,7 @@ async fn a_controller_killed_mid_run_finishes_it_once_after_restart() {
 #[tokio::test]
 async fn events_and_metrics_report_each_run() {
     let s = Setup::new().await;
-    s.create_run(
-        "promote-b",
-        &[("imagestream", "nb"), ("digest", B)],
-        json!({}),
-    )
-    .await;
+    s.create_run("promote-b", VALIDATED_B, json!({})).await;
     s.done("promote-b").await;
     let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(s.client.clone(), "ds");
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -711,12 +495,7 @@ async fn two_replicas_elect_one_leader_and_hand_over_on_shutdown() {
         assert!(Instant::now() < deadline, "nobody took the lease");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    s.create_run(
-        "promote-b",
-        &[("imagestream", "nb"), ("digest", B)],
-        json!({}),
-    )
-    .await;
+    s.create_run("promote-b", VALIDATED_B, json!({})).await;
     assert_eq!(reason(&s.done("promote-b").await).1, "Promoted");
 
     // A graceful stop (SIGTERM, as Kubernetes sends) releases the lease to the standby.

@@ -43,6 +43,20 @@ spec:
     .unwrap();
     emu.import("ds", "nb", "candidate", Some(A)).unwrap();
     emu.import("ds", "nb", "candidate", Some(B)).unwrap();
+    // The runs' service account (`default`) may promote in ds.
+    emu.seed_str(&crate::support::controller::promoter_role())
+        .unwrap();
+    emu.seed_str(
+        r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: promoter-default, namespace: ds}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: imagegate-promoter}
+subjects:
+- {kind: ServiceAccount, name: default, namespace: ds}
+"#,
+    )
+    .unwrap();
     let client = emu.client_as("controller").unwrap();
     let now = Arc::new(Mutex::new(
         "2026-12-01T10:00:00Z".parse::<Timestamp>().unwrap(),
@@ -106,6 +120,14 @@ impl Harness {
     }
 }
 
+/// The params of a promotion of B that the pipeline validated.
+fn validated_b() -> Value {
+    json!([
+        {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B},
+        {"name": "validation-status", "value": "Succeeded"}
+    ])
+}
+
 fn condition(run: &CustomRun) -> (String, String) {
     let c = run.succeeded_condition().unwrap();
     (c.status.clone(), c.reason.clone().unwrap_or_default())
@@ -114,23 +136,19 @@ fn condition(run: &CustomRun) -> (String, String) {
 #[tokio::test]
 async fn a_promotion_reads_writes_and_finishes_in_the_fixed_order() {
     let h = harness().await;
-    let run = h
-        .create(
-            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
-            json!({}),
-        )
-        .await;
+    let run = h.create(validated_b(), json!({})).await;
     h.take_requests();
     reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
     assert_eq!(
         h.take_requests(),
         vec![
+            "create subjectaccessreviews",
             "update customruns/status",
             "get imagestreams",
             "patch imagestreams",
             "update customruns/status"
         ],
-        "start, read, the one write, finish"
+        "may the run's account promote, start, read, the one write, finish"
     );
     let run = h.get().await;
     assert_eq!(condition(&run), ("True".into(), "Promoted".into()));
@@ -168,7 +186,35 @@ async fn bad_params_end_the_run_in_one_write() {
         .collect();
     assert_eq!(
         names,
-        vec!["promoted-digest", "previous-digest", "phase", "checks"]
+        vec![
+            "promoted-digest",
+            "previous-digest",
+            "phase",
+            "checks",
+            "image"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_run_whose_service_account_may_not_promote_ends_forbidden_in_one_write() {
+    let h = harness().await;
+    let run = h
+        .create(validated_b(), json!({"serviceAccountName": "intruder"}))
+        .await;
+    h.take_requests();
+    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
+    assert_eq!(
+        h.take_requests(),
+        vec!["create subjectaccessreviews", "update customruns/status"],
+        "asked, refused, no ImageStream request at all"
+    );
+    let run = h.get().await;
+    assert_eq!(condition(&run), ("False".into(), "Forbidden".into()));
+    let message = run.succeeded_condition().unwrap().message.clone().unwrap();
+    assert!(
+        message.starts_with("service account \"ds/intruder\" may not promote"),
+        "{message}"
     );
 }
 
@@ -183,12 +229,7 @@ async fn the_injected_clock_decides_timeouts_and_nil_means_sixty_minutes() {
         status: Some(500),
         ..Default::default()
     });
-    let run = h
-        .create(
-            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
-            json!({}),
-        )
-        .await;
+    let run = h.create(validated_b(), json!({})).await;
     assert!(reconcile(Arc::new(run), h.ctx.clone()).await.is_err());
     let started = h.get().await;
     assert_eq!(condition(&started), ("Unknown".into(), "Started".into()));
@@ -224,7 +265,7 @@ async fn a_cancelled_run_that_wrote_nothing_is_cancelled_with_the_message() {
     let h = harness().await;
     let run = h
         .create(
-            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
+            validated_b(),
             json!({"status": "RunCancelled", "statusMessage": "CustomRun cancelled as the PipelineRun it belongs to has timed out."}),
         )
         .await;
@@ -249,12 +290,7 @@ async fn a_cancelled_run_that_wrote_nothing_is_cancelled_with_the_message() {
 #[tokio::test]
 async fn a_run_cancelled_after_its_promotion_landed_reports_the_promotion() {
     let h = harness().await;
-    let run = h
-        .create(
-            json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": B}]),
-            json!({}),
-        )
-        .await;
+    let run = h.create(validated_b(), json!({})).await;
     reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
     let done = h.get().await;
     assert_eq!(condition(&done), ("True".into(), "Promoted".into()));

@@ -8,7 +8,9 @@
 
 use std::path::PathBuf;
 
-use imagegate::controller::crd::{Checks, ImagePromotion, ImagePromotionSpec, crd_yaml};
+use imagegate::controller::crd::{
+    Checks, ImagePromotion, ImagePromotionSpec, Validation, crd_yaml,
+};
 use imagegate_emulator::{Config, Emulator};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
@@ -78,6 +80,11 @@ async fn an_image_promotion_round_trips_through_the_registered_crd() {
                 max_age: Some("720h".into()),
                 max_size: Some("5Gi".into()),
                 non_root_user: true,
+            },
+            validation: Validation {
+                required: Some(true),
+                pipeline: Some("imagegate-promote".into()),
+                tasks: vec!["validate".into(), "scan".into()],
             },
             ..ImagePromotionSpec::default()
         },

@@ -5,22 +5,30 @@
 //! - [`api_types`]: the types of `imagegate::api` pinned to the real APIs and fixtures.
 //! - [`kube_clients`]: HTTPS clients with one crypto provider; the typed API types over HTTP.
 //! - [`cli`]: the `imagegate` binary's command line.
+//! - [`bad_config`]: bad configuration refused at the door, each with its exact message.
 //! - [`crd_drift`]: the committed ImagePromotion CRD matches the Rust types.
 //! - [`leader`]: Lease leader election against the emulator.
 //! - [`runtime`]: the runtime both programs run in: standby, shutdown, a lost Lease.
 //! - [`controller_reconcile`]: the real `reconcile` against the emulated API, request by request.
 //! - [`controller_e2e`], [`source_e2e`], [`source_checkpoint`]: the real binaries end to end.
+//! - [`controller_scope`]: a controller given `--namespace` leaves other namespaces alone.
+//! - [`controller_trust`]: the controller's refusals end to end (fail closed, the promoter's
+//!   permission, the proof of validation, rolled-back digests), each leaving the served tag alone.
 //! - [`python_interop`]: what the source sends, parsed by the official Python SDK.
 //! - [`rbac`]: the RBAC of `config/` against what the programs really do.
 //! - [`manifests`]: the shipped manifests fit together and fit the code (the consistency checks,
 //!   the broken-manifest cases, `kubectl kustomize`).
+//! - [`untrusted`]: the parsers of outside input never panic (the fuzz targets' entry points).
 //! - [`realcluster`]: `config/` and `tekton/` against a real kube-apiserver.
 //! - [`realcluster_tekton`]: the real Tekton Pipelines and Triggers on it (kwok for the kubelet).
 
 mod api_types;
+mod bad_config;
 mod cli;
 mod controller_e2e;
 mod controller_reconcile;
+mod controller_scope;
+mod controller_trust;
 mod crd_drift;
 mod kube_clients;
 mod leader;
@@ -33,3 +41,4 @@ mod runtime;
 mod source_checkpoint;
 mod source_e2e;
 mod support;
+mod untrusted;

@@ -1,21 +1,24 @@
 //! imagegate-demo: the whole loop on one machine, with no cluster. The library is the demo
 //! ([`run`]); `src/main.rs` is the thin `imagegate-demo` binary (`cargo demo`).
 //!
-//! The embedded API emulator holds four notebook ImageStreams (`examples/`), the Tekton CustomRun
-//! CRD and imagegate's ImagePromotion CRD. The real source ([`imagegate::source::run`]) and the real
+//! The embedded API emulator holds four notebook ImageStreams (`examples/`), Tekton's CustomRun,
+//! PipelineRun and TaskRun CRDs (the emulator's stand-ins) and imagegate's ImagePromotion CRD. The real source ([`imagegate::source::run`]) and the real
 //! controller ([`imagegate::controller::run`]) run against it over HTTP, each as its own service
 //! account. Between them sits a stand-in for Tekton: an HTTP EventListener and a pipeline runner
 //! that do what the files in `tekton/` say (the private modules `tekton`, `listener` with `request`
-//! and the CEL `interceptor`, `pipeline`); the one thing it simulates is the container of the
-//! smoke-test Task.
+//! and the CEL `interceptor`, `pipeline` with the `objects` it writes: PipelineRuns, TaskRuns);
+//! the one thing it simulates is the container of the smoke-test Task.
 //!
-//! Five scenarios run in turn, each checked against what should happen; the demo ends with a
-//! table of every stream's served digest and phase, and fails if any scenario ended otherwise.
+//! Six scenarios ([`scenarios`]) run in turn, each checked against what should happen; the demo
+//! ends with a table of every stream's served digest and phase, and fails if any scenario ended
+//! otherwise.
 
 mod interceptor;
 mod listener;
+mod objects;
 mod pipeline;
 mod request;
+mod scenarios;
 mod tekton;
 mod timeline;
 
@@ -51,6 +54,8 @@ const CONTROLLER_USER: &str = "system:serviceaccount:imagegate-system:imagegate-
 const TEKTON_USER: &str = "system:serviceaccount:tekton-pipelines:tekton-pipelines-controller";
 
 const SEED: &str = include_str!("../../../examples/notebook-imagestreams.yaml");
+/// The ClusterRole that holds the permission to promote, which `tekton/` binds.
+const PROMOTER_ROLE: &str = include_str!("../../../config/204-clusterrole-promoter.yaml");
 
 /// How the demo runs.
 #[derive(Clone, Debug, Default)]
@@ -238,14 +243,31 @@ impl World {
             &imagegate::controller::crd::crd_yaml(),
             "the ImagePromotion CRD",
         )?;
+        seed(PROMOTER_ROLE, "config/204-clusterrole-promoter.yaml")?;
+        for crd in [
+            imagegate_emulator::tekton::pipelinerun_crd(),
+            imagegate_emulator::tekton::taskrun_crd(),
+        ] {
+            emulator
+                .seed(crd)
+                .map_err(|e| anyhow!("cannot seed a Tekton CRD: {}", e.message))?;
+        }
         let streams = seed(SEED, "examples/notebook-imagestreams.yaml")?;
         let admin = emulator.client()?;
         create_namespaced(&admin, promotion).await?;
+        // The pipeline's identity and its permission to promote, as `kubectl apply -k tekton/`.
+        for kind in ["ServiceAccount", "RoleBinding"] {
+            for obj in files.all(kind) {
+                create_namespaced(&admin, obj.clone()).await?;
+            }
+        }
         timeline.line(
             "cluster",
             format!(
                 "API emulator at {} with {} objects from examples/notebook-imagestreams.yaml, \
-                 the CustomRun and ImagePromotion CRDs, and ImagePromotion notebooks from tekton/",
+                 the CustomRun, PipelineRun, TaskRun and ImagePromotion CRDs, the ClusterRole imagegate-promoter from \
+                 config/, and from tekton/ ImagePromotion notebooks and the pipeline's service \
+                 account, bound to imagegate-promoter",
                 emulator.url(),
                 streams.len()
             ),
@@ -286,6 +308,7 @@ impl World {
             imagegate::controller::Settings {
                 admin_addr: controller_addr,
                 concurrency: 8,
+                namespaces: Vec::new(),
                 leader: None,
             },
             Arc::new(k8s_openapi::jiff::Timestamp::now),
@@ -564,13 +587,6 @@ fn phase(stream: &ImageStream, tag: &str) -> String {
         .unwrap_or_default()
 }
 
-/// What a scenario must end with.
-struct Expect {
-    imagestream: &'static str,
-    served: String,
-    phase: &'static str,
-}
-
 /// Runs the demo: the scenarios, the final table, and with `keep_running` the wait for Ctrl-C.
 pub async fn run(opts: Options) -> anyhow::Result<()> {
     let timeline = Arc::new(Timeline::default());
@@ -580,12 +596,12 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     );
     timeline.heading("Starting");
     let world = World::start(&opts, timeline.clone()).await?;
-    let outcome = scenarios(&world).await;
+    let outcome = scenarios::play(&world).await;
     let rows = world.rows().await;
     let result = match (outcome, rows) {
         (Ok((expect, played)), Ok(rows)) => {
             print_table(&timeline, &rows, &world);
-            let checked = check(&rows, &expect);
+            let checked = scenarios::check(&rows, &expect);
             if checked.is_ok() {
                 timeline.text(format!("\nAll {played} scenarios ended as expected."));
             }
@@ -622,117 +638,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     result
 }
 
-/// Plays the scenarios; what each stream must end with, and how many scenarios were played.
-async fn scenarios(w: &World) -> anyhow::Result<(Vec<Expect>, usize)> {
-    let mut played = 0;
-    let mut expect = Vec::new();
-
-    played += 1;
-    w.timeline.heading(
-        "1. A new build of jupyter-minimal-notebook passes validation and is promoted \
-         (the EventListener restarts during the first delivery: the source retries, same id)",
-    );
-    let minimal_new = digest('3');
-    w.listener.fail_next(1);
-    w.promote_through_the_pipeline("jupyter-minimal-notebook", &minimal_new, false)
-        .await?;
-    expect.push(Expect {
-        imagestream: "jupyter-minimal-notebook",
-        served: minimal_new.clone(),
-        phase: "Promoted",
-    });
-
-    played += 1;
-    w.timeline.heading(
-        "2. A new build of jupyter-datascience-notebook runs as root: the nonRootUser check fails, \
-         users keep the old image",
-    );
-    let ds_new = digest('4');
-    w.promote_through_the_pipeline("jupyter-datascience-notebook", &ds_new, true)
-        .await?;
-    expect.push(Expect {
-        imagestream: "jupyter-datascience-notebook",
-        served: digest('2'),
-        phase: "UpdateFailed",
-    });
-
-    played += 1;
-    w.timeline.heading(
-        "3. A new build of jupyter-trustyai-notebook fails the smoke test: the pipeline rejects it",
-    );
-    let trusty_new = digest('9');
-    w.smoke.plan(
-        &trusty_new,
-        Plan::Fail("exit 127: /bin/sh: line 1: jupyter: command not found"),
-    );
-    w.promote_through_the_pipeline("jupyter-trustyai-notebook", &trusty_new, false)
-        .await?;
-    expect.push(Expect {
-        imagestream: "jupyter-trustyai-notebook",
-        served: digest('8'),
-        phase: "UpdateFailed",
-    });
-
-    played += 1;
-    w.timeline.heading(
-        "4. jupyter-pytorch-notebook's candidate moves while a build is being validated: \
-         the older build is not promoted, the newer one is",
-    );
-    let (older, newer) = (digest('6'), digest('7'));
-    let release_older = Arc::new(Notify::new());
-    let release_newer = Arc::new(Notify::new());
-    w.smoke.plan(&older, Plan::PassAfter(release_older.clone()));
-    w.smoke.plan(&newer, Plan::PassAfter(release_newer.clone()));
-    w.import("jupyter-pytorch-notebook", &older, false)?;
-    w.wait_task(&older, "begin").await?;
-    w.import("jupyter-pytorch-notebook", &newer, false)?;
-    w.wait_task(&newer, "begin").await?;
-    release_older.notify_one();
-    let run = w.wait_run("jupyter-pytorch-notebook", &older).await?;
-    outcome_line(w, &run);
-    release_newer.notify_one();
-    let run = w.wait_run("jupyter-pytorch-notebook", &newer).await?;
-    outcome_line(w, &run);
-    expect.push(Expect {
-        imagestream: "jupyter-pytorch-notebook",
-        served: newer.clone(),
-        phase: "Promoted",
-    });
-
-    played += 1;
-    w.timeline.heading(
-        "5. A platform engineer rolls jupyter-minimal-notebook back (tekton/500-rollback-pipelinerun.yaml)",
-    );
-    // The example is created as a user would: with `imagestream` set to the stream to roll back.
-    let mut rollback = w.files.single("PipelineRun")?.clone();
-    let params = rollback
-        .pointer_mut("/spec/params")
-        .and_then(Value::as_array_mut)
-        .ok_or_else(|| anyhow!("the rollback PipelineRun has no params"))?;
-    params.retain(|p| p["name"] != "imagestream");
-    params.push(json!({"name": "imagestream", "value": "jupyter-minimal-notebook"}));
-    let name = match w.runner.start(rollback)? {
-        pipeline::Created::Started(n) | pipeline::Created::AlreadyExists(n) => n,
-    };
-    w.timeline.line(
-        "kubectl",
-        format!("create -f tekton/500-rollback-pipelinerun.yaml -> PipelineRun {name}"),
-    );
-    let run = w
-        .runner
-        .wait_done("the rollback", Duration::from_secs(20), |r| r.name == name)
-        .await?;
-    outcome_line(w, &run);
-    if let Some(e) = expect
-        .iter_mut()
-        .find(|e| e.imagestream == "jupyter-minimal-notebook")
-    {
-        e.served = digest('1');
-        e.phase = "RolledBack";
-    }
-    Ok((expect, played))
-}
-
+/// The timeline line of a finished PipelineRun: its verdict and results.
 fn outcome_line(w: &World, run: &RunRecord) {
     let verdict = if run.succeeded { "Succeeded" } else { "Failed" };
     let mut text = format!("{} {verdict}", short_name(&run.name));
@@ -763,26 +669,4 @@ fn print_table(timeline: &Timeline, rows: &[Row], w: &World) {
         ));
     }
     timeline.text(out.trim_end());
-}
-
-fn check(rows: &[Row], expect: &[Expect]) -> anyhow::Result<()> {
-    let mut wrong = Vec::new();
-    for e in expect {
-        match rows.iter().find(|r| r.imagestream == e.imagestream) {
-            Some(r) if r.served == e.served && r.phase == e.phase => {}
-            Some(r) => wrong.push(format!(
-                "{} serves {} ({}), expected {} ({})",
-                e.imagestream, r.served, r.phase, e.served, e.phase
-            )),
-            None => wrong.push(format!("{} is gone", e.imagestream)),
-        }
-    }
-    if wrong.is_empty() {
-        Ok(())
-    } else {
-        bail!(
-            "the demo ended differently than expected: {}",
-            wrong.join("; ")
-        )
-    }
 }

@@ -5,9 +5,12 @@
 //!
 //! A task whose `taskRef` names a custom task becomes a real `tekton.dev/v1beta1` CustomRun in the
 //! API server, named `<pipelinerun>-<task>` with the pipeline task's params, `timeout` and
-//! `retries`, exactly as Tekton creates it; `imagegate controller` reconciles it and the runner
-//! waits for its `Succeeded` condition. A `Task` (a container) is handed to a [`Validator`]: the
-//! demo runs no containers.
+//! `retries` and the PipelineRun's service account, owned by the PipelineRun, exactly as Tekton
+//! creates it; `imagegate controller` reconciles it and the runner waits for its `Succeeded`
+//! condition. A `Task` (a container) is handed to a [`Validator`]: the demo runs no containers,
+//! but it records the TaskRun Tekton would have, with the outcome. The PipelineRun, its TaskRuns
+//! and their links are written to the API server by [`super::objects`]; they are the proof of
+//! validation the controller reads.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -21,6 +24,7 @@ use serde_json::{Value, json};
 
 use imagegate::api::CustomRun;
 
+use super::objects::RunObjects;
 use super::tekton::{TektonFiles, defaults_of, list_at, params_of, str_at, substitute};
 use super::timeline::{Timeline, short_name};
 
@@ -90,6 +94,9 @@ pub struct RunRecord {
     pub name: String,
     /// Its params, resolved with the Pipeline's defaults.
     pub params: BTreeMap<String, String>,
+    /// The service account its tasks run as (`taskRunTemplate.serviceAccountName`, else
+    /// `default`), which its CustomRuns carry.
+    pub service_account: String,
     /// Whether it finished.
     pub done: bool,
     /// Whether it succeeded (when done).
@@ -212,11 +219,15 @@ impl Runner {
             if runs.contains_key(&name) {
                 return Ok(Created::AlreadyExists(name));
             }
+            let service_account = str_at(&pipeline_run, "/spec/taskRunTemplate/serviceAccountName")
+                .unwrap_or("default")
+                .to_string();
             runs.insert(
                 name.clone(),
                 RunRecord {
                     name: name.clone(),
                     params: params.clone(),
+                    service_account,
                     ..RunRecord::default()
                 },
             );
@@ -225,7 +236,7 @@ impl Runner {
         let runner = self.clone();
         let run_name = name.clone();
         tokio::spawn(async move {
-            let outcome = runner.execute(&run_name, &spec, &params).await;
+            let outcome = runner.run(&run_name, &pipeline_run, &spec, &params).await;
             let mut runs = runner.lock();
             if let Some(r) = runs.get_mut(&run_name) {
                 r.done = true;
@@ -275,12 +286,32 @@ impl Runner {
             .unwrap_or_default()
     }
 
+    /// Creates the PipelineRun in the API server, runs it, and records how it ended.
+    async fn run(
+        &self,
+        run: &str,
+        pipeline_run: &Value,
+        spec: &Value,
+        params: &BTreeMap<String, String>,
+    ) -> anyhow::Result<BTreeMap<String, String>> {
+        let objects =
+            RunObjects::create(&self.0.client, &self.0.namespace, run, pipeline_run).await?;
+        let results = self.execute(run, spec, params, &objects).await?;
+        let succeeded = self
+            .status_of(run)
+            .values()
+            .all(|t| t.status != TaskStatus::Failed);
+        objects.finish(succeeded).await?;
+        Ok(results)
+    }
+
     /// Runs the tasks, then `finally`, then resolves the pipeline results.
     async fn execute(
         &self,
         run: &str,
         spec: &Value,
         params: &BTreeMap<String, String>,
+        objects: &RunObjects,
     ) -> anyhow::Result<BTreeMap<String, String>> {
         let tasks = list_at(spec, "/tasks");
         let mut failed = false;
@@ -301,7 +332,7 @@ impl Runner {
             } else if let Some(b) = blocked {
                 TaskOutcome::skipped(&format!("parent task {b} did not succeed"))
             } else {
-                self.run_task(run, task, params).await?
+                self.run_task(run, task, params, objects).await?
             };
             if outcome.status == TaskStatus::Failed {
                 failed = true;
@@ -311,7 +342,7 @@ impl Runner {
         }
         for task in list_at(spec, "/finally") {
             let name = str_at(task, "/name")?;
-            let outcome = self.run_task(run, task, params).await?;
+            let outcome = self.run_task(run, task, params, objects).await?;
             self.report(run, name, &outcome);
             self.record(run, name, &outcome);
         }
@@ -350,6 +381,7 @@ impl Runner {
         run: &str,
         task: &Value,
         params: &BTreeMap<String, String>,
+        objects: &RunObjects,
     ) -> anyhow::Result<TaskOutcome> {
         let name = str_at(task, "/name")?;
         let statuses = self.status_of(run);
@@ -392,7 +424,8 @@ impl Runner {
         let api_version = task_ref.get("apiVersion").and_then(Value::as_str);
         match api_version {
             Some(av) if !av.starts_with("tekton.dev/") => {
-                self.custom_run(run, name, task, task_ref, &resolved).await
+                self.custom_run(run, name, task, task_ref, &resolved, objects)
+                    .await
             }
             _ => {
                 let task_name = str_at(task_ref, "/name")?;
@@ -406,12 +439,16 @@ impl Runner {
                         bail!("task {name} passes {p:?}, which Task {task_name} does not declare");
                     }
                 }
-                Ok((self.0.validator)(TaskCall {
+                let outcome = (self.0.validator)(TaskCall {
                     pipeline_run: run.to_string(),
                     task: name.to_string(),
-                    params: resolved,
+                    params: resolved.clone(),
                 })
-                .await)
+                .await;
+                objects
+                    .task_run(name, task_name, &resolved, &outcome)
+                    .await?;
+                Ok(outcome)
             }
         }
     }
@@ -424,12 +461,17 @@ impl Runner {
         pipeline_task: &Value,
         task_ref: &Value,
         params: &BTreeMap<String, String>,
+        objects: &RunObjects,
     ) -> anyhow::Result<TaskOutcome> {
         let name = format!("{run}-{task}");
+        let service_account = self
+            .lock()
+            .get(run)
+            .map_or_else(|| "default".to_string(), |r| r.service_account.clone());
         let mut spec = json!({
             "customRef": task_ref,
             "params": params.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
-            "serviceAccountName": "default",
+            "serviceAccountName": service_account,
         });
         if let Some(t) = pipeline_task.get("timeout") {
             spec["timeout"] = t.clone();
@@ -437,26 +479,23 @@ impl Runner {
         if let Some(r) = pipeline_task.get("retries") {
             spec["retries"] = r.clone();
         }
-        let object = json!({
+        let mut object = json!({
             "apiVersion": "tekton.dev/v1beta1",
             "kind": "CustomRun",
-            "metadata": {
-                "name": name,
-                "namespace": self.0.namespace,
-                "labels": {
-                    "tekton.dev/pipelineRun": run,
-                    "tekton.dev/pipelineTask": task,
-                    "app.kubernetes.io/managed-by": "tekton-pipelines",
-                },
-            },
+            "metadata": objects.child_metadata(task),
             "spec": spec,
         });
+        object["metadata"]["name"] = json!(name);
+        object["metadata"]["namespace"] = json!(self.0.namespace);
         let custom_run: CustomRun =
             serde_json::from_value(object).context("building the CustomRun")?;
         let api: Api<CustomRun> = Api::namespaced(self.0.client.clone(), &self.0.namespace);
         api.create(&PostParams::default(), &custom_run)
             .await
             .with_context(|| format!("creating CustomRun {name}"))?;
+        objects
+            .child("tekton.dev/v1beta1", "CustomRun", &name, task)
+            .await?;
         let done = kube::runtime::wait::await_condition(api, &name, |r: Option<&CustomRun>| {
             r.is_some_and(CustomRun::is_done)
         });

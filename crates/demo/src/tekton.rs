@@ -28,6 +28,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../tekton/300-pipeline.yaml"),
     ),
     (
+        "310-pipeline-rbac.yaml",
+        include_str!("../../../tekton/310-pipeline-rbac.yaml"),
+    ),
+    (
         "410-triggerbinding.yaml",
         include_str!("../../../tekton/410-triggerbinding.yaml"),
     ),
@@ -104,6 +108,15 @@ impl TektonFiles {
                     && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
             })
             .ok_or_else(|| anyhow!("tekton/ has no {kind} named {name:?}"))
+    }
+
+    /// Every object of `kind`, in file order.
+    pub fn all(&self, kind: &str) -> Vec<&Value> {
+        self.objects
+            .iter()
+            .map(|(_, o)| o)
+            .filter(|o| o.get("kind").and_then(Value::as_str) == Some(kind))
+            .collect()
     }
 
     /// The only object of `kind` (the EventListener, the rollback PipelineRun).

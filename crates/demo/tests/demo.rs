@@ -99,7 +99,7 @@ fn the_demo_runs_every_scenario_and_ends_with_the_served_table() {
         );
     }
     assert!(
-        stdout.contains("All 5 scenarios ended as expected."),
+        stdout.contains("All 6 scenarios ended as expected."),
         "{stdout}"
     );
 
@@ -115,6 +115,8 @@ fn the_demo_runs_every_scenario_and_ends_with_the_served_table() {
         // The candidate moved: the older digest was refused by the controller.
         "promote: FAILED (CandidateMoved)",
         "rollback: ok (RolledBack)",
+        // A run as the namespace's default service account may not promote: refused at begin.
+        "begin: FAILED (Forbidden): service account \"notebooks/default\" may not promote",
         // The served tag's own change reaches the listener and is filtered out.
         "dropped by the trigger's CEL filter",
     ] {

@@ -6,10 +6,12 @@
 //!
 //! Its public surface is what its users need: [`Emulator`] (start with a [`Config`], seed,
 //! simulate imports with an [`ImportRequest`], inject faults, read the request log, errors as
-//! [`ApiError`]), [`tekton`] (the stand-in CustomRun CRD) and [`control`] (the
-//! [`control::Fault`] and [`control::RequestRecord`] types and the control API's
-//! [`control::PREFIX`]). The modules behind it are private to the crate; the request path reads
-//! top to bottom:
+//! [`ApiError`]), [`tekton`] (the stand-in CRDs of CustomRuns, PipelineRuns and TaskRuns),
+//! [`control`] (the [`control::Fault`] and [`control::RequestRecord`] types and the control API's
+//! [`control::PREFIX`]), and [`Rbac`] (with [`Attributes`], [`Grant`], [`PolicyRule`],
+//! [`RoleKey`] and [`UserInfo`]): the RBAC evaluator it answers SubjectAccessReviews with, which
+//! imagegate's tests also check request logs with. The modules behind it are private to the crate; the
+//! request path reads top to bottom:
 //! - `http`: routing of `/api`, `/apis`, `/openapi/v3` and the control API under
 //!   [`control::PREFIX`], fault injection and the request log.
 //! - `verbs`: get, list, create, update, patch, delete for any resource type, applying the
@@ -19,6 +21,8 @@
 //!   lists).
 //! - `store`: the objects, the global resourceVersion counter and the event log.
 //! - `patch`, `selector`, `schema`: pure patch, selector and CRD-schema semantics.
+//! - `rbac`: RBAC as the API server evaluates it, and `rbac::review`, the SubjectAccessReviews
+//!   answered from the Roles, ClusterRoles and bindings stored.
 //! - `registry`: the resource types served and the discovery documents; `openapi`: the OpenAPI
 //!   v3 documents kubectl validates against.
 //! - `simulate`: what the cluster does by itself (seeded objects, scheduled imports).
@@ -38,6 +42,7 @@ mod http;
 mod openapi;
 mod openshift;
 mod patch;
+mod rbac;
 mod registry;
 mod schema;
 mod selector;
@@ -50,5 +55,6 @@ mod verbs;
 mod watch;
 
 pub use handle::{Config, Emulator};
+pub use rbac::{Attributes, Grant, PolicyRule, Rbac, RoleKey, UserInfo};
 pub use simulate::{ImportRequest, Imported};
 pub use status::ApiError;

@@ -25,6 +25,8 @@ fn schema_name(t: &ResourceType) -> String {
         "image.openshift.io" => "com.github.openshift.api.image".to_string(),
         "coordination.k8s.io" => "io.k8s.api.coordination".to_string(),
         "events.k8s.io" => "io.k8s.api.events".to_string(),
+        "rbac.authorization.k8s.io" => "io.k8s.api.rbac".to_string(),
+        "authorization.k8s.io" => "io.k8s.api.authorization".to_string(),
         "apiextensions.k8s.io" => {
             "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions".to_string()
         }

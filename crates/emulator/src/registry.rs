@@ -23,6 +23,8 @@ pub enum Behavior {
     ImageStreamTag,
     /// Virtual `imagestreamimages`, computed from imagestreams and images.
     ImageStreamImage,
+    /// `subjectaccessreviews`: create only, answered from the stored RBAC objects, not stored.
+    SubjectAccessReview,
 }
 
 /// One resource the server serves, as discovery describes it.
@@ -114,8 +116,8 @@ impl ResourceType {
     }
 }
 
-/// The built-in resource types: Kubernetes core kinds the product touches plus the OpenShift
-/// image API. CustomRuns are not here: they come from Tekton's CRD, loaded at start.
+/// The built-in resource types: Kubernetes core kinds the product touches (RBAC's objects
+/// among them, which SubjectAccessReviews are answered from) plus the OpenShift image API. CustomRuns are not here: they come from Tekton's CRD, loaded at start.
 pub fn builtin_types() -> Vec<ResourceType> {
     let mut namespaces = ResourceType::builtin("", "v1", "namespaces", "Namespace", false);
     namespaces.behavior = Behavior::Namespace;
@@ -161,6 +163,19 @@ pub fn builtin_types() -> Vec<ResourceType> {
     isimages.short_names = vec!["isimage".into()];
     isimages.verbs = vec!["get"];
     let images = ResourceType::builtin(img, "v1", "images", "Image", false);
+    let mut serviceaccounts =
+        ResourceType::builtin("", "v1", "serviceaccounts", "ServiceAccount", true);
+    serviceaccounts.short_names = vec!["sa".into()];
+    let rbac = crate::rbac::GROUP;
+    let mut reviews = ResourceType::builtin(
+        crate::rbac::review::AUTHORIZATION_GROUP,
+        "v1",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+        false,
+    );
+    reviews.behavior = Behavior::SubjectAccessReview;
+    reviews.verbs = vec!["create"];
 
     vec![
         namespaces,
@@ -173,6 +188,18 @@ pub fn builtin_types() -> Vec<ResourceType> {
         istags,
         isimages,
         images,
+        serviceaccounts,
+        ResourceType::builtin(rbac, "v1", "roles", "Role", true),
+        ResourceType::builtin(rbac, "v1", "clusterroles", "ClusterRole", false),
+        ResourceType::builtin(rbac, "v1", "rolebindings", "RoleBinding", true),
+        ResourceType::builtin(
+            rbac,
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            false,
+        ),
+        reviews,
     ]
 }
 

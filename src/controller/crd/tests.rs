@@ -19,6 +19,7 @@ fn every_field_uses_its_documented_json_name() {
         image_stream: Some("app".into()),
         candidate_tag: Some("candidate".into()),
         served_tag: Some("latest".into()),
+        previous_tag: Some("latest-before".into()),
         checks: Checks {
             required_labels: vec!["vcs-ref".into()],
             allowed_registries: vec!["quay.io/org".into()],
@@ -28,17 +29,24 @@ fn every_field_uses_its_documented_json_name() {
             max_size: Some("5Gi".into()),
             non_root_user: true,
         },
+        validation: Validation {
+            required: Some(false),
+            pipeline: Some("imagegate-promote".into()),
+            tasks: vec!["validate".into()],
+        },
     };
     let value = serde_json::to_value(&spec).unwrap();
     assert_eq!(
         value,
         json!({
             "imageStream": "app", "candidateTag": "candidate", "servedTag": "latest",
+            "previousTag": "latest-before",
             "checks": {
                 "requiredLabels": ["vcs-ref"], "allowedRegistries": ["quay.io/org"],
                 "allowedArchitectures": ["amd64"], "allowedOS": ["linux"],
                 "maxAge": "720h", "maxSize": "5Gi", "nonRootUser": true
-            }
+            },
+            "validation": {"required": false, "pipeline": "imagegate-promote", "tasks": ["validate"]}
         })
     );
     assert_eq!(

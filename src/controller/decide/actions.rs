@@ -5,13 +5,18 @@
 
 use crate::api::ImageStream;
 use crate::controller::checks::{self, CheckOutcome, ImageFacts};
+use crate::controller::params::Validation;
+use crate::controller::proof;
 use crate::controller::status::{Outcome, phase, reason};
 
 use super::served::{
     already_serving, candidate_moved, current_digest, display, mark, mark_failed, outcome, patch,
     previous_in_history, reference_of, served_annotations, served_before,
 };
-use super::{Ask, Decision, annotation};
+use super::way_back::{
+    keep_previous, kept_previous, rolled_back, with_rolled_back, without_rolled_back,
+};
+use super::{Ask, Decision, Fetched, annotation};
 
 /// `begin`: marks the served tag `Validating` for the candidate, which it keeps serving.
 pub(super) fn begin(ask: &Ask, is: &ImageStream) -> Decision {
@@ -58,26 +63,67 @@ pub(super) fn reject(ask: &Ask, is: &ImageStream) -> Decision {
     mark_failed(is, ask, &digest, reason::REJECTED, message, vec![])
 }
 
-/// `promote`: after a successful validation and passing checks, points the served tag at the
-/// candidate; a failed validation or check marks it `UpdateFailed` instead.
+/// `promote`: after a successful validation, its proof and passing checks, points the served
+/// tag at the candidate; a failed validation or check marks it `UpdateFailed` instead, and a
+/// missing status or proof refuses without a write.
 pub(super) fn promote(
     ask: &Ask,
     is: &ImageStream,
-    image: Option<&ImageFacts>,
+    fetched: &Fetched,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Decision {
     let t = ask.target;
     let served = t.served_tag.as_str();
     let served_now = current_digest(is, served).unwrap_or_default().to_string();
     let digest = t.digest.clone().unwrap_or_default();
-    if ask.validation_failed {
-        let message = validation_failed(ask, is, &digest);
-        return mark_failed(is, ask, &digest, reason::VALIDATION_FAILED, message, vec![]);
+    match ask.validation {
+        Validation::Passed => {}
+        // Fail closed: no evidence, no promotion, and nothing written.
+        Validation::Missing => {
+            return Decision::Final(Outcome::failed(
+                reason::VALIDATION_REQUIRED,
+                format!(
+                    "promote needs the validation-status param (e.g. $(tasks.validate.status)) to be Succeeded or Completed; it is missing, so {served} keeps {}",
+                    display(&served_now)
+                ),
+            ));
+        }
+        Validation::Failed => {
+            let message = validation_failed(ask, is, &digest);
+            return mark_failed(is, ask, &digest, reason::VALIDATION_FAILED, message, vec![]);
+        }
+    }
+    let rolled = rolled_back(is, served);
+    let was_rolled_back = rolled.contains(&digest);
+    if was_rolled_back && !ask.allow_rolled_back {
+        return Decision::Final(Outcome::failed(
+            reason::DIGEST_ROLLED_BACK,
+            format!(
+                "{digest} was rolled back from {served} ({} lists it); promote it again only with \
+                 the param allow-rolled-back: \"true\"; {served} keeps {}",
+                annotation::ROLLED_BACK_DIGESTS,
+                display(&served_now)
+            ),
+        ));
     }
     if current_digest(is, &t.candidate_tag) != Some(digest.as_str()) {
         return candidate_moved(is, t, &digest);
     }
-    let checks_done = match run_checks(ask, is, image, now, &digest) {
+    if let Some(proof) = ask.proof {
+        let Some(evidence) = &fetched.evidence else {
+            return Decision::NeedEvidence;
+        };
+        if let Err(missing) = proof::verify(proof, evidence, &digest) {
+            return Decision::Final(Outcome::failed(
+                reason::UNVERIFIED,
+                format!(
+                    "nothing proves that {digest} was validated: {missing}; {served} keeps {}",
+                    display(&served_now)
+                ),
+            ));
+        }
+    }
+    let checks_done = match run_checks(ask, is, fetched.image.as_ref(), now, &digest) {
         Checked::Passed(outcomes) => outcomes,
         Checked::Decided(decision) => return decision,
     };
@@ -88,7 +134,7 @@ pub(super) fn promote(
         "{served} promoted from {} to {digest}",
         display(&served_now)
     );
-    let marks = [
+    let mut marks = vec![
         (annotation::PHASE, Some(phase::PROMOTED.to_string())),
         (annotation::CANDIDATE_DIGEST, Some(digest.clone())),
         (
@@ -98,8 +144,18 @@ pub(super) fn promote(
         (annotation::MESSAGE, Some(message.clone())),
         (annotation::CUSTOMRUN, Some(ask.run_name.to_string())),
     ];
+    if was_rolled_back {
+        // Promoted again on purpose: no longer refused.
+        let rest = without_rolled_back(&rolled, &digest);
+        marks.push((annotation::ROLLED_BACK_DIGESTS, rest));
+    }
+    let mut write = patch(is, served, &marks, Some(&digest));
+    if !served_now.is_empty() {
+        let tags = (t.candidate_tag.as_str(), served, ask.previous_tag);
+        keep_previous(&mut write, is, tags, &served_now);
+    }
     Decision::Write {
-        patch: patch(is, served, &marks, Some(&digest)),
+        patch: write,
         outcome: outcome(
             true,
             reason::PROMOTED,
@@ -157,15 +213,18 @@ fn run_checks(
     Checked::Decided(mark_failed(is, ask, digest, why, message, done))
 }
 
-/// `rollback`: points the served tag back at the digest given, else the one it served before.
+/// `rollback`: points the served tag back at the digest given, else the one it served before
+/// (its annotation, the previous tag, its history), and records the digest it leaves.
 pub(super) fn rollback(ask: &Ask, is: &ImageStream) -> Decision {
     let t = ask.target;
     let served = t.served_tag.as_str();
     let served_now = current_digest(is, served).unwrap_or_default().to_string();
+    let kept = kept_previous(is, ask.previous_tag);
     let to = t
         .digest
         .clone()
         .or_else(|| served_annotations(is, served).remove(annotation::PREVIOUS_DIGEST))
+        .or_else(|| kept.map(str::to_string))
         .or_else(|| previous_in_history(is, served, &served_now));
     let Some(to) = to.filter(|d| !d.is_empty()) else {
         return Decision::Final(Outcome::failed(
@@ -173,12 +232,13 @@ pub(super) fn rollback(ask: &Ask, is: &ImageStream) -> Decision {
             format!("{served} has no previous digest to roll back to; give the digest param"),
         ));
     };
-    if !served_before(is, served, &to) {
+    // The previous tag holds only what the served tag served before a promotion.
+    if !served_before(is, served, &to) && kept != Some(to.as_str()) {
         return Decision::Final(Outcome::failed(
             reason::INVALID_PARAMS,
             format!(
-                "{to} is not in the history of {}:{served}; a rollback returns only to a digest the served tag served before",
-                t.imagestream
+                "{to} is not in the history of {}:{served} nor kept in {}; a rollback returns only to a digest the served tag served before",
+                t.imagestream, ask.previous_tag
             ),
         ));
     }
@@ -186,7 +246,7 @@ pub(super) fn rollback(ask: &Ask, is: &ImageStream) -> Decision {
         return already_serving(is, served, &to, "", vec![]);
     }
     let message = format!("{served} rolled back from {} to {to}", display(&served_now));
-    let marks = [
+    let mut marks = vec![
         (annotation::PHASE, Some(phase::ROLLED_BACK.to_string())),
         (
             annotation::PREVIOUS_DIGEST,
@@ -195,6 +255,10 @@ pub(super) fn rollback(ask: &Ask, is: &ImageStream) -> Decision {
         (annotation::MESSAGE, Some(message.clone())),
         (annotation::CUSTOMRUN, Some(ask.run_name.to_string())),
     ];
+    if !served_now.is_empty() {
+        let rolled = with_rolled_back(&rolled_back(is, served), &served_now);
+        marks.push((annotation::ROLLED_BACK_DIGESTS, Some(rolled)));
+    }
     Decision::Write {
         patch: patch(is, served, &marks, Some(&to)),
         outcome: outcome(

@@ -67,6 +67,26 @@ pub(super) fn reference_of(is: &ImageStream, candidate: &str, digest: &str) -> O
     })
 }
 
+/// The `image` result: the pull spec of the run's digest through the stream,
+/// `<status.dockerImageRepository>@<digest>`, or, where the stream has no repository (no
+/// integrated registry), the digest's own pull spec from the tags' history; empty when the run
+/// names no digest or the stream knows neither.
+pub(super) fn pull_spec(is: &ImageStream, t: &Target) -> String {
+    let Some(digest) = t.digest.as_deref() else {
+        return String::new();
+    };
+    let repository = is
+        .status
+        .as_ref()
+        .map(|s| s.docker_image_repository.as_str())
+        .unwrap_or_default();
+    if repository.is_empty() {
+        reference_of(is, &t.candidate_tag, digest).unwrap_or_default()
+    } else {
+        format!("{repository}@{digest}")
+    }
+}
+
 /// The strategic-merge patch of the served tag: `marks` and, when promoting,
 /// `from: ImageStreamImage {is}@{digest}` as `oc tag` writes it. Other fields of the tag are
 /// kept by the merge on `name`.
@@ -123,6 +143,7 @@ pub(super) fn outcome(
         previous_digest: previous.into(),
         phase: phase.into(),
         checks,
+        image: String::new(),
     }
 }
 

@@ -30,7 +30,7 @@ fn defaults_fill_the_tags_and_the_action() {
     assert_eq!(r.served_tag, "latest");
     assert_eq!(r.action, Action::Promote);
     assert_eq!(r.digest.as_deref(), Some(D));
-    assert!(!r.validation_failed());
+    assert_eq!(r.validation(), Validation::Missing, "fails closed");
 }
 
 #[test]
@@ -127,21 +127,35 @@ fn rollback_needs_no_digest() {
 }
 
 #[test]
-fn validation_status_other_than_success_is_a_failure() {
-    for (status, failed) in [
-        ("", false),
-        ("Succeeded", false),
-        ("Completed", false),
-        ("Failed", true),
-        ("None", true),
-        ("succeeded", true),
+fn validation_status_must_say_success_and_may_be_missing_only_where_the_spec_allows() {
+    use Validation::{Failed, Missing, Passed};
+    let unsafe_spec = ImagePromotionSpec {
+        validation: crate::controller::crd::Validation {
+            required: Some(false),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    for (status, required, not_required) in [
+        ("", Missing, Passed),
+        ("Succeeded", Passed, Passed),
+        ("Completed", Passed, Passed),
+        ("Failed", Failed, Failed),
+        ("None", Failed, Failed),
+        ("succeeded", Failed, Failed),
     ] {
-        let r = parse_params(json!([
+        let params = json!([
             {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D},
             {"name": "validation-status", "value": status}
-        ]))
-        .unwrap();
-        assert_eq!(r.validation_failed(), failed, "{status:?}");
+        ]);
+        let r = parse_params(params.clone()).unwrap();
+        assert_eq!(r.validation(), required, "{status:?}");
+        let r = parse(&run(params), &unsafe_spec).unwrap();
+        assert_eq!(
+            r.validation(),
+            not_required,
+            "{status:?} with required: false"
+        );
     }
 }
 
@@ -187,4 +201,101 @@ fn digests_are_checked_strictly() {
     assert!(!is_digest("sha256:AAAA"));
     assert!(!is_digest(&D.to_uppercase()));
     assert!(!is_digest(&format!("{D}0")));
+}
+
+#[test]
+fn the_proof_needs_a_pipeline_and_its_tasks_with_valid_names() {
+    let with = |pipeline: Option<&str>, tasks: &[&str]| {
+        let spec = ImagePromotionSpec {
+            validation: crate::controller::crd::Validation {
+                pipeline: pipeline.map(str::to_string),
+                tasks: tasks.iter().map(|t| t.to_string()).collect(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        parse(
+            &run(json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}])),
+            &spec,
+        )
+    };
+    assert_eq!(with(None, &[]).unwrap().proof, None);
+    assert_eq!(
+        with(Some("imagegate-promote"), &["validate", "scan"])
+            .unwrap()
+            .proof,
+        Some(Proof {
+            pipeline: "imagegate-promote".into(),
+            tasks: vec!["validate".into(), "scan".into()],
+        })
+    );
+    for (pipeline, tasks, want) in [
+        (
+            None,
+            &["validate"][..],
+            "validation.tasks needs validation.pipeline",
+        ),
+        (
+            Some("p"),
+            &[][..],
+            "validation.pipeline \"p\" needs validation.tasks",
+        ),
+        (
+            Some("Bad_Name"),
+            &["validate"][..],
+            "\"Bad_Name\" is not a valid Pipeline name",
+        ),
+        (
+            Some("p"),
+            &["ok", "a.b"][..],
+            "validation.tasks[1]: \"a.b\" is not a valid pipeline task name",
+        ),
+    ] {
+        let err = with(pipeline, tasks).unwrap_err();
+        assert!(err.contains(want), "{want:?} not in {err:?}");
+    }
+}
+
+#[test]
+fn the_previous_tag_defaults_after_the_served_tag_and_may_not_be_another_tag() {
+    let params = json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}]);
+    assert_eq!(
+        parse_params(params.clone()).unwrap().previous_tag,
+        "latest-previous"
+    );
+    let named = |tag: &str| ImagePromotionSpec {
+        previous_tag: Some(tag.into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        parse(&run(params.clone()), &named("rollback-to"))
+            .unwrap()
+            .previous_tag,
+        "rollback-to"
+    );
+    for (tag, want) in [
+        ("latest", "must differ from the candidate tag"),
+        ("candidate", "must differ"),
+        ("-bad", "\"-bad\" is not a valid tag name"),
+    ] {
+        let err = parse(&run(params.clone()), &named(tag)).unwrap_err();
+        assert!(err.contains(want), "{tag}: {err}");
+    }
+}
+
+#[test]
+fn allow_rolled_back_is_true_or_false() {
+    let with = |value: &str| {
+        parse_params(json!([
+            {"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D},
+            {"name": "allow-rolled-back", "value": value}
+        ]))
+    };
+    assert!(with("true").unwrap().allow_rolled_back);
+    assert!(!with("false").unwrap().allow_rolled_back);
+    assert!(!with("").unwrap().allow_rolled_back);
+    assert_eq!(
+        with("yes").unwrap_err(),
+        "param \"allow-rolled-back\": \"yes\" is not \"true\" or \"false\""
+    );
 }

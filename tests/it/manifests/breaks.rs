@@ -118,6 +118,13 @@ pub fn source_container(m: &mut Manifests) -> &mut Value {
 }
 
 /// The quoted value after `'ce-imagetag',` in a CEL filter, replaced by `'latest'`.
+/// The filter without its `ce-namespace` condition.
+pub fn without_namespace_pin(cel: &str) -> String {
+    let pin = " && header.match('ce-namespace', 'notebooks')";
+    assert!(cel.contains(pin), "the filter pins ce-namespace: {cel}");
+    cel.replace(pin, "")
+}
+
 pub fn imagetag_latest(cel: &str) -> String {
     let key = "'ce-imagetag',";
     let at = cel.find(key).expect("the filter pins ce-imagetag") + key.len();

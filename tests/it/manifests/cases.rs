@@ -207,6 +207,38 @@ const CASES: &[Case] = &[
         expect: &["InvalidParams", "\"promot\" is not one of"],
     },
     Case {
+        name: "a proof of validation naming a Pipeline that does not exist",
+        by: By::Check,
+        breaks: |m| {
+            m.first_mut("ImagePromotion", "")["spec"]["validation"]["pipeline"] =
+                json!("imagegate-promot")
+        },
+        expect: &[
+            "Pipeline 'imagegate-promot' is not defined",
+            "no run could prove",
+        ],
+    },
+    Case {
+        name: "a proof of validation naming a task the Pipeline does not have",
+        by: By::Check,
+        breaks: |m| {
+            m.first_mut("ImagePromotion", "")["spec"]["validation"]["tasks"] = json!(["validat"])
+        },
+        expect: &["'validat' is not a task of Pipeline 'imagegate-promote'"],
+    },
+    Case {
+        name: "a validation task that validates an image of its own instead of begin's",
+        by: By::Check,
+        breaks: |m| {
+            param(&mut pipeline_task(m, "tasks", task_ref)["params"], "image")["value"] =
+                json!("quay.io/org/nb:latest")
+        },
+        expect: &[
+            "validates image \"quay.io/org/nb:latest\"",
+            "not bound to the digest promoted",
+        ],
+    },
+    Case {
         name: "a CustomRun naming an ImagePromotion version the CRD does not serve",
         by: By::Check,
         breaks: |m| m.add_file("tekton/zz-customrun.yaml", CUSTOMRUN_WRONG_VERSION),
@@ -229,6 +261,14 @@ const CASES: &[Case] = &[
         by: By::Check,
         breaks: |m| drop_param(&mut templated_run(m)["params"], "digest"),
         expect: &["param 'digest' of Pipeline", "has no default"],
+    },
+    Case {
+        name: "a TriggerTemplate running its PipelineRun as an undefined ServiceAccount",
+        by: By::Check,
+        breaks: |m| {
+            templated_run(m)["taskRunTemplate"]["serviceAccountName"] = json!("imagegate-pipelin")
+        },
+        expect: &["ServiceAccount 'imagegate-pipelin' is not defined"],
     },
     Case {
         name: "a $(tt.params.x) the TriggerTemplate does not declare",
@@ -280,6 +320,46 @@ const CASES: &[Case] = &[
         by: By::Check,
         breaks: |m| edit_cel(m, imagetag_latest),
         expect: &["accepts ce-imagetag 'latest'"],
+    },
+    Case {
+        name: "a CEL filter that lets every namespace's streams start runs",
+        by: By::Check,
+        breaks: |m| edit_cel(m, without_namespace_pin),
+        expect: &[
+            "does not pin ce-namespace",
+            "header.match('ce-namespace', 'notebooks')",
+        ],
+    },
+    Case {
+        name: "a CEL filter for the streams of another namespace",
+        by: By::Check,
+        breaks: |m| {
+            edit_cel(m, |f| {
+                f.replace("'ce-namespace', 'notebooks'", "'ce-namespace', 'ds'")
+            })
+        },
+        expect: &[
+            "accepts ce-namespace ['ds']",
+            "the listener runs in 'notebooks'",
+        ],
+    },
+    Case {
+        name: "no NetworkPolicy in front of the EventListener",
+        by: By::Check,
+        breaks: |m| {
+            m.first_mut("NetworkPolicy", "tekton/")["spec"]["podSelector"]["matchLabels"]["eventlistener"] =
+                json!("imagegate-listener")
+        },
+        expect: &["no NetworkPolicy selects the pods of this EventListener"],
+    },
+    Case {
+        name: "a NetworkPolicy that shuts the source out",
+        by: By::Check,
+        breaks: |m| {
+            m.first_mut("NetworkPolicy", "tekton/")["spec"]["ingress"][0]["from"][0]["podSelector"]
+                ["matchLabels"]["app.kubernetes.io/component"] = json!("sender")
+        },
+        expect: &["no ingress rule admits the source's pods", "on port 8080"],
     },
     Case {
         name: "an EventListener binding to a TriggerBinding that does not exist",
@@ -421,8 +501,8 @@ fn run_cases(by: By) {
 }
 
 #[test]
-fn every_case_is_named_once_and_all_37_are_here() {
-    assert_eq!(CASES.len(), 37);
+fn every_case_is_named_once_and_all_45_are_here() {
+    assert_eq!(CASES.len(), 45);
     let mut names: Vec<&str> = CASES.iter().map(|c| c.name).collect();
     names.sort_unstable();
     names.dedup();

@@ -1,5 +1,6 @@
 //! The check of a set of manifests against each other and the code: [`check`] walks the documents
 //! by kind and hands each to the module that knows it ([`super::tekton`], [`super::triggers`],
+//! [`super::network`],
 //! [`super::knative`], [`super::containers`]). Lookups resolve names the way the cluster would:
 //! a document's namespace is its own, or its kustomization's.
 
@@ -52,11 +53,15 @@ impl<'a> Checker<'a> {
         for d in self.of_kind("TriggerTemplate") {
             self.trigger_template(d);
         }
+        for d in self.of_kind("ImagePromotion") {
+            self.proof_of_validation(d);
+        }
         for d in self.of_kind("TriggerBinding") {
             self.trigger_binding(d);
         }
         for d in self.of_kind("EventListener") {
             self.event_listener(d);
+            self.event_listener_reachability(d);
         }
         for d in self.of_kind("Trigger") {
             if d.obj["apiVersion"]

@@ -7,7 +7,7 @@
 
 use imagegate::api::CustomRun;
 use imagegate::controller::crd::ImagePromotionSpec;
-use imagegate::controller::params;
+use imagegate::controller::{params, proof, status};
 use serde_json::{Value, json};
 
 use super::check::{Checker, list};
@@ -98,6 +98,68 @@ impl Checker<'_> {
         }
     }
 
+    /// An ImagePromotion's proof of validation (`spec.validation.pipeline` and `tasks`) names a
+    /// Pipeline of the manifests, and each required task is a task of it that validates the
+    /// `image` result of an ImagePromotion task (`$(tasks.begin.results.image)`): otherwise no run
+    /// could prove anything, or the image validated would not be the digest promoted.
+    pub fn proof_of_validation(&mut self, doc: &Doc) {
+        let v = &doc.spec()["validation"];
+        let Some(name) = v["pipeline"].as_str() else {
+            return;
+        };
+        let ns = self.ns(doc).map(str::to_string);
+        let Some(pipeline) = self.find("Pipeline", name, ns.as_deref()) else {
+            let msg = format!(
+                "Pipeline '{name}' is not defined in the manifests; no run could prove a validation"
+            );
+            self.r.error(doc, "spec.validation.pipeline", msg);
+            return;
+        };
+        let spec = pipeline.spec();
+        let tasks: Vec<&Value> = ["tasks", "finally"]
+            .iter()
+            .flat_map(|s| items(&spec[*s]))
+            .collect();
+        let custom: Vec<&str> = tasks
+            .iter()
+            .filter(|t| {
+                t["taskRef"]["apiVersion"]
+                    .as_str()
+                    .is_some_and(|a| a.starts_with(CUSTOM_GROUP))
+            })
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        for (i, required) in items(&v["tasks"]).iter().enumerate() {
+            let required = required.as_str().unwrap_or_default();
+            let path = format!("spec.validation.tasks[{i}]");
+            let Some(task) = tasks.iter().find(|t| t["name"] == required) else {
+                let names: Vec<&str> = tasks.iter().filter_map(|t| t["name"].as_str()).collect();
+                let msg = format!(
+                    "'{required}' is not a task of Pipeline '{name}' (it has {})",
+                    list(&names)
+                );
+                self.r.error(doc, &path, msg);
+                continue;
+            };
+            let image = items(&task["params"])
+                .iter()
+                .find(|p| p["name"] == proof::IMAGE_PARAM)
+                .and_then(|p| p["value"].as_str())
+                .unwrap_or_default();
+            let bound = custom
+                .iter()
+                .any(|c| image == format!("$(tasks.{c}.results.{})", status::results::IMAGE));
+            if !bound {
+                let msg = format!(
+                    "task '{required}' of Pipeline '{name}' validates image {image:?}, not the \
+                     image result of an ImagePromotion task (e.g. $(tasks.begin.results.image)), \
+                     so what it validates is not bound to the digest promoted"
+                );
+                self.r.error(doc, &path, msg);
+            }
+        }
+    }
+
     /// Every `taskRef`/`customRef` to `imagegate.dev`, wherever it is (a CustomRun too).
     pub fn custom_refs_anywhere(&mut self, doc: &Doc) {
         let mut found = Vec::new();
@@ -165,6 +227,7 @@ fn stand_in(param: &str) -> String {
         names::SERVED_TAG => "run-time-served".into(),
         names::ACTION => params::Action::Promote.as_str().into(),
         names::VALIDATION_STATUS => String::new(),
+        names::ALLOW_ROLLED_BACK => "false".into(),
         _ => "run-time-value".into(),
     }
 }

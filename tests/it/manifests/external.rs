@@ -1,4 +1,5 @@
-//! The two checks another program does: `kubectl kustomize` builds `config/` and `tekton/` (the
+//! The two checks another program does: `kubectl kustomize` builds `config/`, `tekton/` and an
+//! overlay of `config/` with the namespace-scoped component `config/namespaced/` (the
 //! pinned kubectl that `scripts/test` puts on PATH), and `scripts/validate-manifests` validates
 //! every object against the CRD schemas and Kubernetes' own (Python's jsonschema and
 //! kubernetes-validate, in the `.venv` that `scripts/test` makes). Both run on a copy of the
@@ -12,7 +13,11 @@ use super::ROOT;
 use super::model::Manifests;
 
 /// The directories `kubectl kustomize` must build.
-const KUSTOMIZE_DIRS: [&str; 2] = ["config", "tekton"];
+const KUSTOMIZE_DIRS: [&str; 3] = ["config", "tekton", NAMESPACED_OVERLAY];
+
+/// A user's overlay of the namespace-scoped install, written next to `config/` as
+/// `config/namespaced/kustomization.yaml` says (the component cannot be built on its own).
+const NAMESPACED_OVERLAY: &str = "my-namespaced-install";
 
 /// The manifests' files, as they are now, in a new temporary directory.
 fn write(texts: &BTreeMap<String, String>) -> tempfile::TempDir {
@@ -27,7 +32,12 @@ fn write(texts: &BTreeMap<String, String>) -> tempfile::TempDir {
 
 /// What `kubectl kustomize` says about each directory that does not build.
 pub fn kustomize(m: &Manifests) -> Vec<String> {
-    let dir = write(&m.texts());
+    let mut texts = m.texts();
+    texts.insert(
+        format!("{NAMESPACED_OVERLAY}/kustomization.yaml"),
+        "resources: [../config]\ncomponents: [../config/namespaced]\n".into(),
+    );
+    let dir = write(&texts);
     let mut problems = Vec::new();
     for d in KUSTOMIZE_DIRS {
         let out = Command::new("kubectl")

@@ -6,7 +6,8 @@
 //! run reports, and the generated ImagePromotion CRD. Nothing reads Rust or Markdown as text.
 //!
 //! The checks, by what they look at: [`tekton`] (Pipeline, Task, PipelineRun), [`custom_task`]
-//! (the ImagePromotion references and params), [`triggers`] (TriggerTemplate, TriggerBinding, EventListener and its CEL filter), [`knative`]
+//! (the ImagePromotion references and params), [`triggers`] (TriggerTemplate, TriggerBinding, EventListener and its CEL filter),
+//! [`network`] (the NetworkPolicy in front of the EventListener), [`knative`]
 //! (Trigger filters, sources, EventTypes), [`containers`] (the `imagegate` containers' args and
 //! env). [`cases`] breaks the real manifests in memory, one way per case ([`breaks`] finds what to
 //! break), and shows that each is reported. Schema validation (the CRDs' and Kubernetes' own schemas) is Python's job, in
@@ -21,6 +22,7 @@ mod custom_task;
 mod external;
 mod knative;
 mod model;
+mod network;
 mod tekton;
 mod triggers;
 

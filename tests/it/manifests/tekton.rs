@@ -307,6 +307,15 @@ impl Checker<'_> {
     /// A PipelineRun (or a TriggerTemplate's resource template) at `base`.
     pub fn pipelinerun(&mut self, doc: &Doc, obj: &Value, base: &str) {
         let spec = &obj["spec"];
+        // Its CustomRuns carry this account, which the controller asks may promote.
+        if let Some(sa) = spec["taskRunTemplate"]["serviceAccountName"].as_str() {
+            let ns = self.ns(doc).map(str::to_string);
+            if self.find("ServiceAccount", sa, ns.as_deref()).is_none() {
+                let msg = format!("ServiceAccount '{sa}' is not defined in the manifests");
+                let path = at(base, "spec.taskRunTemplate.serviceAccountName");
+                self.r.error(doc, &path, msg);
+            }
+        }
         let passed = &spec["params"];
         let ppath = at(base, "spec.params");
         for n in duplicates(&names_of(passed)) {

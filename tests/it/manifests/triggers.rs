@@ -203,6 +203,7 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        self.pins_own_namespace(doc, tpath, ns, pinned.get("ce-namespace"));
         let accepted: Option<BTreeSet<String>> = pinned
             .get("ce-type")
             .map(|types| types.iter().cloned().collect());

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::cluster::CONTROLLER_SA;
 use super::runs::{Cluster, digest};
-use crate::controller_e2e::{reason, result, served};
+use crate::support::controller::{reason, result, served};
 
 /// Every read of `ns/nb` fails with 500 (an injected fault of the image API), so a run there
 /// stays busy until it is cancelled or times out.
@@ -58,7 +58,11 @@ async fn promotes_then_already_promoted(c: &Cluster) {
     c.create_run(
         ns,
         "again",
-        &[("imagestream", "nb"), ("digest", &b)],
+        &[
+            ("imagestream", "nb"),
+            ("digest", &b),
+            ("validation-status", "Succeeded"),
+        ],
         json!({}),
     )
     .await;
@@ -94,7 +98,11 @@ async fn a_moved_candidate_is_not_promoted(c: &Cluster) {
     c.create_run(
         ns,
         "promote-b",
-        &[("imagestream", "nb"), ("digest", &b)],
+        &[
+            ("imagestream", "nb"),
+            ("digest", &b),
+            ("validation-status", "Succeeded"),
+        ],
         json!({}),
     )
     .await;
@@ -144,7 +152,11 @@ async fn a_failing_check_reports_every_check(c: &Cluster) {
     c.create_run(
         ns,
         "promote-b",
-        &[("imagestream", "nb"), ("digest", &b)],
+        &[
+            ("imagestream", "nb"),
+            ("digest", &b),
+            ("validation-status", "Succeeded"),
+        ],
         extra,
     )
     .await;
@@ -171,7 +183,11 @@ async fn rollback_returns_to_the_previous_digest(c: &Cluster) {
     c.create_run(
         ns,
         "promote-b",
-        &[("imagestream", "nb"), ("digest", &b)],
+        &[
+            ("imagestream", "nb"),
+            ("digest", &b),
+            ("validation-status", "Succeeded"),
+        ],
         json!({}),
     )
     .await;
@@ -200,7 +216,11 @@ async fn cancellation_ends_the_run_with_tektons_reason(c: &Cluster) {
     c.create_run(
         ns,
         "promote-b",
-        &[("imagestream", "nb"), ("digest", &b)],
+        &[
+            ("imagestream", "nb"),
+            ("digest", &b),
+            ("validation-status", "Succeeded"),
+        ],
         json!({}),
     )
     .await;
@@ -236,7 +256,11 @@ async fn a_timeout_retries_then_fails(c: &Cluster) {
     c.create_run(
         ns,
         "promote-b",
-        &[("imagestream", "nb"), ("digest", &b)],
+        &[
+            ("imagestream", "nb"),
+            ("digest", &b),
+            ("validation-status", "Succeeded"),
+        ],
         extra,
     )
     .await;
@@ -344,7 +368,11 @@ async fn a_kill_between_promotion_and_status_and_an_api_server_restart_promote_e
     c.create_run(
         "killed",
         "promote-b",
-        &[("imagestream", "nb"), ("digest", &b)],
+        &[
+            ("imagestream", "nb"),
+            ("digest", &b),
+            ("validation-status", "Succeeded"),
+        ],
         json!({}),
     )
     .await;
@@ -401,7 +429,11 @@ async fn a_kill_between_promotion_and_status_and_an_api_server_restart_promote_e
     c.create_run(
         "after-restart",
         "promote-b",
-        &[("imagestream", "nb"), ("digest", &b)],
+        &[
+            ("imagestream", "nb"),
+            ("digest", &b),
+            ("validation-status", "Succeeded"),
+        ],
         json!({}),
     )
     .await;
@@ -452,7 +484,11 @@ async fn two_controllers_hand_over_on_a_real_lease() {
     c.create_run(
         "leader",
         "promote-b",
-        &[("imagestream", "nb"), ("digest", &b)],
+        &[
+            ("imagestream", "nb"),
+            ("digest", &b),
+            ("validation-status", "Succeeded"),
+        ],
         json!({}),
     )
     .await;

@@ -79,9 +79,22 @@ fn config_tekton_and_their_crds_apply_to_a_real_api_server() {
 fn the_shipped_roles_grant_what_the_programs_need_and_nothing_more_on_a_real_api_server() {
     let cp = ControlPlane::up();
     cp.ok(&["apply", "--server-side", "-k", "config/"]);
+    // The pipeline's identity, as `kubectl apply -k tekton/` creates it in notebooks.
+    cp.ok(&["create", "namespace", "notebooks"]);
+    cp.ok(&[
+        "apply",
+        "--server-side",
+        "-n",
+        "notebooks",
+        "-f",
+        "tekton/310-pipeline-rbac.yaml",
+    ]);
     let source = "system:serviceaccount:imagegate-system:imagegate-source";
     let controller = "system:serviceaccount:imagegate-system:imagegate-controller";
-    // What each program's code calls (tests/rbac.rs proves each is used, on the emulator), and
+    let pipeline = "system:serviceaccount:notebooks:imagegate-pipeline";
+    let default = "system:serviceaccount:notebooks:default";
+    let promotions = "imagegate.dev/imagepromotions";
+    // What each program's code calls (tests/it/rbac.rs proves each is used, on the emulator), and
     // what it must not do.
     let (sys, nb) = ("imagegate-system", "notebooks");
     let (yes, no) = (true, false);
@@ -185,6 +198,45 @@ fn the_shipped_roles_grant_what_the_programs_need_and_nothing_more_on_a_real_api
             "imagegate-controller",
             yes,
         ),
+        (
+            controller,
+            "create",
+            "authorization.k8s.io/subjectaccessreviews",
+            "",
+            "",
+            yes,
+        ),
+        (
+            controller,
+            "get",
+            "tekton.dev/pipelineruns",
+            nb,
+            "run-b",
+            yes,
+        ),
+        (
+            controller,
+            "get",
+            "tekton.dev/taskruns",
+            nb,
+            "run-b-validate",
+            yes,
+        ),
+        (
+            controller,
+            "update",
+            "tekton.dev/pipelineruns",
+            nb,
+            "run-b",
+            no,
+        ),
+        (controller, "list", "tekton.dev/taskruns", nb, "", no),
+        (pipeline, "promote", promotions, nb, "notebooks", yes),
+        (pipeline, "promote", promotions, nb, "", yes),
+        (pipeline, "promote", promotions, "other", "notebooks", no),
+        (pipeline, "get", promotions, nb, "notebooks", no),
+        (default, "promote", promotions, nb, "notebooks", no),
+        (controller, "promote", promotions, nb, "notebooks", no),
         (
             controller,
             "update",

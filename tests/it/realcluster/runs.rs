@@ -47,9 +47,20 @@ impl Cluster {
     }
 
     /// A namespace on the real server with `nb` in the image API: candidate imported `served`
-    /// then `candidate`, latest on `served` (set through the real server, as `oc tag` would).
+    /// then `candidate`, latest on `served` (set through the real server, as `oc tag` would);
+    /// the runs' account `default` may promote (config/'s ClusterRole, bound as tekton/ binds
+    /// it to its pipeline's account).
     pub async fn promotion_namespace(&self, ns: &str, served: &str, candidate: &str) {
         self.cp.ok(&["create", "namespace", ns]);
+        self.cp.ok(&[
+            "create",
+            "rolebinding",
+            "promoter",
+            "-n",
+            ns,
+            "--clusterrole=imagegate-promoter",
+            &format!("--serviceaccount={ns}:default"),
+        ]);
         self.emu.seed_promotion_stream(ns, served, candidate).await;
     }
 

@@ -3,13 +3,16 @@
 //! to it through a kubeconfig, and the tests drive it over its control API exactly as another
 //! program, or a user with curl, would), and small waiting helpers. Beside it: the programs as
 //! child processes whose log is printed when a test fails ([`process`]), `imagegate source` as a
-//! Deployment runs it ([`source`]), a CloudEvents sink ([`sink`]), the RBAC checker ([`rbac`]) and
-//! the released upstream manifests from Go's module cache ([`upstream`]).
+//! Deployment runs it ([`source`]), a CloudEvents sink ([`sink`]), the RBAC checker ([`rbac`]), the
+//! released upstream manifests from Go's module cache ([`upstream`]), the controller under test
+//! ([`controller`]) and what Tekton's pipeline controller writes ([`tekton`]).
 
+pub mod controller;
 pub mod process;
 pub mod rbac;
 pub mod sink;
 pub mod source;
+pub mod tekton;
 pub mod upstream;
 
 pub use process::Process;

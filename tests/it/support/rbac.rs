@@ -1,7 +1,8 @@
-//! RBAC as the API server evaluates it, for tests: the Roles, ClusterRoles and bindings of
-//! `config/`, and a checker that maps each request of the emulator's log to the attributes
-//! Kubernetes authorizes (API group, resource/subresource, verb, namespace, name) and finds the
-//! rule that allows it.
+//! The RBAC of `config/` against a request log, for tests: the Roles, ClusterRoles and bindings
+//! of the manifests, evaluated by the emulator's RBAC evaluator ([`imagegate_emulator::Rbac`], the
+//! one it answers SubjectAccessReviews with), and a checker that maps each request of the
+//! emulator's log to the attributes Kubernetes authorizes (API group, resource/subresource, verb,
+//! namespace, name) and finds the rule that allows it.
 //!
 //! The YAML gives the rules' structure; the raw text gives each verb's comment, which serde
 //! drops. The convention (documented in `config/README.md`): verbs are a block list, one verb a
@@ -11,11 +12,13 @@
 //! losing its markers.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::Path;
 
 use imagegate_emulator::control::RequestRecord;
+use imagegate_emulator::{PolicyRule, Rbac, RoleKey, UserInfo};
 use serde_json::Value;
+
+pub use imagegate_emulator::Attributes;
 
 /// The marker that exempts a granted verb from the "every grant is used" check.
 pub const UNUSED_MARKER: &str = "unused-in-tests:";
@@ -71,31 +74,15 @@ pub struct Rule {
     pub at: String,
 }
 
-/// A Role or ClusterRole.
-#[derive(Clone, Debug)]
-struct Role {
-    rules: Vec<Rule>,
-}
-
-/// A RoleBinding or ClusterRoleBinding.
-#[derive(Clone, Debug)]
-struct Binding {
-    /// `ClusterRoleBinding/name` or `RoleBinding/ns/name`.
-    id: String,
-    /// The RoleBinding's namespace; None for a ClusterRoleBinding.
-    namespace: Option<String>,
-    /// `Role` or `ClusterRole`.
-    role_kind: String,
-    role_name: String,
-    subjects: Vec<Value>,
-}
-
-/// The RBAC objects of a set of manifests.
+/// The RBAC objects of a set of manifests, with what the text says about each rule.
 #[derive(Clone, Debug, Default)]
 pub struct Policy {
-    /// Key: (`Role`, namespace, name) or (`ClusterRole`, "", name).
-    roles: BTreeMap<(String, String, String), Role>,
-    bindings: Vec<Binding>,
+    /// The Roles, ClusterRoles and bindings as parsed, for the evaluator.
+    objects: Vec<Value>,
+    /// Each role's rules as written (verb comments, where), by role.
+    rules: BTreeMap<RoleKey, Vec<Rule>>,
+    /// Each binding: the evaluator's id, where it is written, and the role it names.
+    bindings: Vec<(String, String, RoleKey)>,
     /// Problems found while reading (violations of the conventions).
     problems: Vec<String>,
 }
@@ -107,68 +94,10 @@ pub struct Grant {
     pub rule: Rule,
     /// Where it applies: a RoleBinding's namespace, or None (everywhere) for a ClusterRoleBinding.
     pub namespace: Option<String>,
-    /// The binding that grants it.
+    /// The binding that grants it (where it is written).
     pub binding: String,
-}
-
-/// What Kubernetes authorizes a request as (k8s.io/apiserver `RequestInfoFactory`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Attributes {
-    /// A request for an API resource.
-    Resource {
-        /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`.
-        verb: String,
-        /// API group (`""` for core).
-        group: String,
-        /// Resource (plural).
-        resource: String,
-        /// Subresource, empty if none.
-        subresource: String,
-        /// Namespace, empty for cluster-scoped and all-namespace requests.
-        namespace: String,
-        /// Name, empty for collections (or from a `metadata.name` field selector).
-        name: String,
-    },
-    /// Any other path (discovery, /version, ...).
-    NonResource {
-        /// The lower-case HTTP method.
-        verb: String,
-        /// The path.
-        path: String,
-    },
-}
-
-impl fmt::Display for Attributes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Attributes::Resource {
-                verb,
-                group,
-                resource,
-                subresource,
-                namespace,
-                name,
-            } => {
-                let res = if subresource.is_empty() {
-                    resource.clone()
-                } else {
-                    format!("{resource}/{subresource}")
-                };
-                write!(f, "verb={verb} apiGroup={group:?} resource={res}")?;
-                write!(
-                    f,
-                    " namespace={}",
-                    if namespace.is_empty() {
-                        "(none)"
-                    } else {
-                        namespace
-                    }
-                )?;
-                write!(f, " name={}", if name.is_empty() { "(none)" } else { name })
-            }
-            Attributes::NonResource { verb, path } => write!(f, "non-resource {verb} {path}"),
-        }
-    }
+    /// The grant as the emulator's evaluator holds it.
+    pub held: imagegate_emulator::Grant,
 }
 
 /// Go's `strconv.ParseBool` truth values.
@@ -198,112 +127,100 @@ fn unescape(segment: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-impl Attributes {
-    /// The attributes of a request, derived from its method, path and query exactly as the API
-    /// server's `RequestInfoFactory` derives them (independently of what the emulator recorded).
-    pub fn of(method: &str, path: &str, query: &str) -> Attributes {
-        let non_resource = || Attributes::NonResource {
-            verb: method.to_ascii_lowercase(),
-            path: path.to_string(),
-        };
-        let parts: Vec<String> = path
-            .trim_matches('/')
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .map(unescape)
-            .collect();
-        if parts.len() < 3 {
+/// The attributes of a request, derived from its method, path and query exactly as the API
+/// server's `RequestInfoFactory` derives them (independently of what the emulator recorded).
+pub fn attributes_of(method: &str, path: &str, query: &str) -> Attributes {
+    let non_resource = || Attributes::NonResource {
+        verb: method.to_ascii_lowercase(),
+        path: path.to_string(),
+    };
+    let parts: Vec<String> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(unescape)
+        .collect();
+    if parts.len() < 3 {
+        return non_resource();
+    }
+    let (group, mut rest) = match parts[0].as_str() {
+        "api" => (String::new(), &parts[1..]),
+        "apis" if parts.len() >= 4 => (parts[1].clone(), &parts[2..]),
+        _ => return non_resource(),
+    };
+    // Skip the version.
+    rest = &rest[1..];
+    let mut verb = match method {
+        "POST" => "create",
+        "GET" | "HEAD" => "get",
+        "PUT" => "update",
+        "PATCH" => "patch",
+        "DELETE" => "delete",
+        _ => "",
+    }
+    .to_string();
+    if rest.first().is_some_and(|p| p == "watch" || p == "proxy") {
+        if rest.len() < 2 {
             return non_resource();
         }
-        let (group, mut rest) = match parts[0].as_str() {
-            "api" => (String::new(), &parts[1..]),
-            "apis" if parts.len() >= 4 => (parts[1].clone(), &parts[2..]),
-            _ => return non_resource(),
-        };
-        // Skip the version.
+        verb = rest[0].clone();
         rest = &rest[1..];
-        let mut verb = match method {
-            "POST" => "create",
-            "GET" | "HEAD" => "get",
-            "PUT" => "update",
-            "PATCH" => "patch",
-            "DELETE" => "delete",
-            _ => "",
+    }
+    let mut namespace = String::new();
+    if rest[0] == "namespaces" && rest.len() > 1 {
+        namespace = rest[1].clone();
+        // `namespaces/{ns}/status` and `/finalize` are subresources of the namespace.
+        if rest.len() > 2 && rest[2] != "status" && rest[2] != "finalize" {
+            rest = &rest[2..];
         }
-        .to_string();
-        if rest.first().is_some_and(|p| p == "watch" || p == "proxy") {
-            if rest.len() < 2 {
-                return non_resource();
-            }
-            verb = rest[0].clone();
-            rest = &rest[1..];
-        }
-        let mut namespace = String::new();
-        if rest[0] == "namespaces" && rest.len() > 1 {
-            namespace = rest[1].clone();
-            // `namespaces/{ns}/status` and `/finalize` are subresources of the namespace.
-            if rest.len() > 2 && rest[2] != "status" && rest[2] != "finalize" {
-                rest = &rest[2..];
-            }
-        }
-        let resource = rest[0].clone();
-        let mut name = rest.get(1).cloned().unwrap_or_default();
-        let subresource = if verb == "proxy" {
-            String::new()
-        } else {
-            rest.get(2).cloned().unwrap_or_default()
-        };
-        let params: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
-        if name.is_empty() && verb == "get" {
-            let watch = params.iter().any(|(k, v)| k == "watch" && go_true(v));
-            verb = if watch { "watch" } else { "list" }.into();
-        }
-        if name.is_empty() && (verb == "list" || verb == "watch") {
-            // A list or watch of one object by field selector is authorized for that name.
-            if let Some((_, selector)) = params.iter().find(|(k, _)| k == "fieldSelector") {
-                for term in selector.split(',') {
-                    let value = term
-                        .strip_prefix("metadata.name==")
-                        .or_else(|| term.strip_prefix("metadata.name="));
-                    if let Some(v) = value {
-                        name = v.to_string();
-                    }
+    }
+    let resource = rest[0].clone();
+    let mut name = rest.get(1).cloned().unwrap_or_default();
+    let subresource = if verb == "proxy" {
+        String::new()
+    } else {
+        rest.get(2).cloned().unwrap_or_default()
+    };
+    let params: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    if name.is_empty() && verb == "get" {
+        let watch = params.iter().any(|(k, v)| k == "watch" && go_true(v));
+        verb = if watch { "watch" } else { "list" }.into();
+    }
+    if name.is_empty() && (verb == "list" || verb == "watch") {
+        // A list or watch of one object by field selector is authorized for that name.
+        if let Some((_, selector)) = params.iter().find(|(k, _)| k == "fieldSelector") {
+            for term in selector.split(',') {
+                let value = term
+                    .strip_prefix("metadata.name==")
+                    .or_else(|| term.strip_prefix("metadata.name="));
+                if let Some(v) = value {
+                    name = v.to_string();
                 }
             }
         }
-        if name.is_empty() && verb == "delete" {
-            verb = "deletecollection".into();
-        }
-        Attributes::Resource {
-            verb,
-            group,
-            resource,
-            subresource,
-            namespace,
-            name,
-        }
     }
+    if name.is_empty() && verb == "delete" {
+        verb = "deletecollection".into();
+    }
+    Attributes::Resource {
+        verb,
+        group,
+        resource,
+        subresource,
+        namespace,
+        name,
+    }
+}
 
-    /// The attributes of a logged request.
-    pub fn of_record(r: &RequestRecord) -> Attributes {
-        Attributes::of(&r.method, &r.path, &r.query)
-    }
+/// The attributes of a logged request.
+pub fn attributes_of_record(r: &RequestRecord) -> Attributes {
+    attributes_of(&r.method, &r.path, &r.query)
 }
 
 /// A request the policy does not allow, or a grant the run did not use.
 pub type Problems = Vec<String>;
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .map(|s| s.as_str().map_or_else(|| s.to_string(), str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// The verb lines of each rule of a Role/ClusterRole document, read from its text: for each
 /// item of the top-level `rules:` list, the `- verb  # comment` lines of its `verbs:` key.
@@ -420,145 +337,120 @@ impl Policy {
                         self.problems
                             .push(format!("{at}: a Role needs an explicit metadata.namespace"));
                     }
-                    let scanned = scan_verbs(&doc);
-                    let structural = v["rules"].as_array().cloned().unwrap_or_default();
-                    if scanned.len() != structural.len() {
-                        self.problems.push(format!(
-                            "{at}: found {} rules in the text but {} in the YAML; write each rule as `- apiGroups: [...]` under a top-level `rules:`",
-                            scanned.len(),
-                            structural.len()
-                        ));
-                    }
-                    let mut rules = Vec::new();
-                    for (i, r) in structural.iter().enumerate() {
-                        let verbs = strings(&r["verbs"]);
-                        let rule_line = scanned.get(i).map_or(0, |(n, _)| *n);
-                        let rule_at =
-                            format!("{file}:{} {kind}/{name} rule {}", line + rule_line, i + 1);
-                        let commented = match scanned.get(i) {
-                            Some((_, Some(lines)))
-                                if lines.iter().map(|v| &v.name).eq(verbs.iter()) =>
-                            {
-                                lines.clone()
-                            }
-                            _ => {
-                                self.problems.push(format!(
-                                    "{rule_at}: write `verbs:` as a block list, one verb a line with a `# why` comment (found {verbs:?})"
-                                ));
-                                verbs
-                                    .iter()
-                                    .map(|n| Verb {
-                                        name: n.clone(),
-                                        comment: String::new(),
-                                    })
-                                    .collect()
-                            }
-                        };
-                        rules.push(Rule {
-                            api_groups: strings(&r["apiGroups"]),
-                            resources: strings(&r["resources"]),
-                            resource_names: strings(&r["resourceNames"]),
-                            non_resource_urls: strings(&r["nonResourceURLs"]),
-                            verbs: commented,
-                            at: rule_at,
-                        });
-                    }
-                    let key = (
-                        kind.to_string(),
-                        if kind == "Role" {
-                            namespace.unwrap_or_default()
-                        } else {
-                            String::new()
-                        },
-                        name,
-                    );
-                    self.roles.insert(key, Role { rules });
+                    let rules = self.commented_rules(&at, file, line, &doc, &v);
+                    let ns = if kind == "Role" {
+                        namespace.unwrap_or_default()
+                    } else {
+                        String::new()
+                    };
+                    self.rules.insert((kind.to_string(), ns, name), rules);
                 }
                 "RoleBinding" | "ClusterRoleBinding" => {
+                    let ns = namespace.clone().unwrap_or_default();
                     if kind == "RoleBinding" && namespace.is_none() {
                         self.problems.push(format!(
                             "{at}: a RoleBinding needs an explicit metadata.namespace"
                         ));
                     }
-                    self.bindings.push(Binding {
-                        id: at,
-                        namespace: if kind == "RoleBinding" {
-                            Some(namespace.unwrap_or_default())
-                        } else {
-                            None
-                        },
-                        role_kind: v["roleRef"]["kind"].as_str().unwrap_or_default().into(),
-                        role_name: v["roleRef"]["name"].as_str().unwrap_or_default().into(),
-                        subjects: v["subjects"].as_array().cloned().unwrap_or_default(),
-                    });
+                    let id = if kind == "RoleBinding" {
+                        format!("{kind}/{ns}/{name}")
+                    } else {
+                        format!("{kind}/{name}")
+                    };
+                    let role_kind = v["roleRef"]["kind"].as_str().unwrap_or_default();
+                    let role_ns = if role_kind == "Role" {
+                        ns
+                    } else {
+                        String::new()
+                    };
+                    let role_name = v["roleRef"]["name"].as_str().unwrap_or_default();
+                    let role = (role_kind.to_string(), role_ns, role_name.to_string());
+                    self.bindings.push((id, at, role));
                 }
-                _ => {}
+                _ => continue,
             }
+            self.objects.push(v);
         }
     }
 
-    /// Whether a binding's subject is the ServiceAccount user `user`
-    /// (`system:serviceaccount:NS:NAME`), directly or through one of its groups.
-    fn subject_is(subject: &Value, user: &str, binding_ns: Option<&str>) -> bool {
-        let kind = subject["kind"].as_str().unwrap_or_default();
-        let name = subject["name"].as_str().unwrap_or_default();
-        let sa = user
-            .strip_prefix("system:serviceaccount:")
-            .and_then(|rest| rest.split_once(':'));
-        match kind {
-            "User" => name == user,
-            "ServiceAccount" => {
-                // A RoleBinding's subject without a namespace means the binding's namespace.
-                let ns = subject["namespace"]
-                    .as_str()
-                    .filter(|n| !n.is_empty())
-                    .or(binding_ns)
-                    .unwrap_or_default();
-                sa == Some((ns, name))
-            }
-            "Group" => {
-                name == "system:authenticated"
-                    || sa.is_some_and(|(ns, _)| {
-                        name == "system:serviceaccounts"
-                            || name == format!("system:serviceaccounts:{ns}")
-                    })
-            }
-            _ => false,
+    /// The rules of a Role/ClusterRole document, each with its verbs' comments from the text
+    /// (checked against the parsed structure) and where it is written.
+    fn commented_rules(
+        &mut self,
+        at: &str,
+        file: &str,
+        line: usize,
+        doc: &str,
+        v: &Value,
+    ) -> Vec<Rule> {
+        let scanned = scan_verbs(doc);
+        let structural = v["rules"].as_array().cloned().unwrap_or_default();
+        if scanned.len() != structural.len() {
+            self.problems.push(format!(
+                "{at}: found {} rules in the text but {} in the YAML; write each rule as `- apiGroups: [...]` under a top-level `rules:`",
+                scanned.len(),
+                structural.len()
+            ));
         }
-    }
-
-    /// Every rule granted to `user`, with where it applies.
-    pub fn grants(&self, user: &str) -> Vec<Grant> {
-        let mut out = Vec::new();
-        for b in &self.bindings {
-            if !b
-                .subjects
-                .iter()
-                .any(|s| Policy::subject_is(s, user, b.namespace.as_deref()))
-            {
-                continue;
-            }
-            let key = match b.role_kind.as_str() {
-                "Role" => (
-                    "Role".to_string(),
-                    b.namespace.clone().unwrap_or_default(),
-                    b.role_name.clone(),
-                ),
-                _ => (
-                    "ClusterRole".to_string(),
-                    String::new(),
-                    b.role_name.clone(),
-                ),
+        // `at` is `file:line Kind/name`.
+        let kind_name = at.split_once(' ').map_or("", |(_, k)| k);
+        let mut rules = Vec::new();
+        for (i, r) in structural.iter().enumerate() {
+            let parsed = PolicyRule::from_value(r);
+            let rule_line = scanned.get(i).map_or(0, |(n, _)| *n);
+            let rule_at = format!("{file}:{} {kind_name} rule {}", line + rule_line, i + 1);
+            let verbs = match scanned.get(i) {
+                Some((_, Some(lines))) if lines.iter().map(|v| &v.name).eq(parsed.verbs.iter()) => {
+                    lines.clone()
+                }
+                _ => {
+                    self.problems.push(format!(
+                        "{rule_at}: write `verbs:` as a block list, one verb a line with a `# why` comment (found {:?})",
+                        parsed.verbs
+                    ));
+                    parsed
+                        .verbs
+                        .iter()
+                        .map(|n| Verb {
+                            name: n.clone(),
+                            comment: String::new(),
+                        })
+                        .collect()
+                }
             };
-            if let Some(role) = self.roles.get(&key) {
-                out.extend(role.rules.iter().map(|r| Grant {
-                    rule: r.clone(),
-                    namespace: b.namespace.clone(),
-                    binding: b.id.clone(),
-                }));
-            }
+            rules.push(Rule {
+                api_groups: parsed.api_groups,
+                resources: parsed.resources,
+                resource_names: parsed.resource_names,
+                non_resource_urls: parsed.non_resource_urls,
+                verbs,
+                at: rule_at,
+            });
         }
-        out
+        rules
+    }
+
+    /// Every rule granted to the user `user` (with the groups its authenticator gives it), with
+    /// where it applies, as the emulator's evaluator finds them.
+    pub fn grants(&self, user: &str) -> Vec<Grant> {
+        let rbac = Rbac::from_objects(&self.objects);
+        rbac.grants(&UserInfo::authenticated(user))
+            .into_iter()
+            .filter_map(|held| {
+                let rule = self.rules.get(&held.role)?.get(held.index)?.clone();
+                let binding = self
+                    .bindings
+                    .iter()
+                    .find(|(id, _, _)| *id == held.binding)
+                    .map_or_else(|| held.binding.clone(), |(_, at, _)| at.clone());
+                Some(Grant {
+                    rule,
+                    namespace: held.namespace.clone(),
+                    binding,
+                    held,
+                })
+            })
+            .collect()
     }
 
     /// The conventions of `config/`: no wildcard, one API group per rule, a `# why` comment on
@@ -566,58 +458,43 @@ impl Policy {
     /// not defined here, and the problems found while reading.
     pub fn convention_problems(&self) -> Problems {
         let mut problems = self.problems.clone();
-        for role in self.roles.values() {
-            for r in &role.rules {
-                let all = r
-                    .api_groups
-                    .iter()
-                    .chain(&r.resources)
-                    .chain(&r.resource_names)
-                    .chain(&r.non_resource_urls)
-                    .chain(r.verbs.iter().map(|v| &v.name));
-                if all.clone().any(|s| s.contains('*')) {
-                    problems.push(format!("{}: a wildcard", r.at));
-                }
-                if r.non_resource_urls.is_empty() && r.api_groups.len() != 1 {
+        for r in self.rules.values().flatten() {
+            let all = r
+                .api_groups
+                .iter()
+                .chain(&r.resources)
+                .chain(&r.resource_names)
+                .chain(&r.non_resource_urls)
+                .chain(r.verbs.iter().map(|v| &v.name));
+            if all.clone().any(|s| s.contains('*')) {
+                problems.push(format!("{}: a wildcard", r.at));
+            }
+            if r.non_resource_urls.is_empty() && r.api_groups.len() != 1 {
+                problems.push(format!(
+                    "{}: one API group per rule (found {:?})",
+                    r.at, r.api_groups
+                ));
+            }
+            for v in &r.verbs {
+                if v.comment.is_empty() {
                     problems.push(format!(
-                        "{}: one API group per rule (found {:?})",
-                        r.at, r.api_groups
+                        "{}: verb {:?} has no `# why` comment",
+                        r.at, v.name
                     ));
                 }
-                for v in &r.verbs {
-                    if v.comment.is_empty() {
-                        problems.push(format!(
-                            "{}: verb {:?} has no `# why` comment",
-                            r.at, v.name
-                        ));
-                    }
-                    if v.unused_reason().is_some_and(str::is_empty) {
-                        problems.push(format!(
-                            "{}: verb {:?}: `{UNUSED_MARKER}` needs the reason after it",
-                            r.at, v.name
-                        ));
-                    }
+                if v.unused_reason().is_some_and(str::is_empty) {
+                    problems.push(format!(
+                        "{}: verb {:?}: `{UNUSED_MARKER}` needs the reason after it",
+                        r.at, v.name
+                    ));
                 }
             }
         }
-        for b in &self.bindings {
-            let key = if b.role_kind == "Role" {
-                (
-                    "Role".to_string(),
-                    b.namespace.clone().unwrap_or_default(),
-                    b.role_name.clone(),
-                )
-            } else {
-                (
-                    "ClusterRole".to_string(),
-                    String::new(),
-                    b.role_name.clone(),
-                )
-            };
-            if !self.roles.contains_key(&key) {
+        for (_, at, role) in &self.bindings {
+            if !self.rules.contains_key(role) {
                 problems.push(format!(
-                    "{}: binds {} {:?}, which config/ does not define",
-                    b.id, b.role_kind, b.role_name
+                    "{at}: binds {} {:?}, which config/ does not define",
+                    role.0, role.2
                 ));
             }
         }
@@ -625,60 +502,34 @@ impl Policy {
     }
 }
 
-/// Whether `rule`, granted where `grant_ns` says, allows `attrs` through its API group
-/// `group`, resource `resource` and verb `verb` (one cell of the rule), as RBAC's `RuleAllows`.
-fn cell_allows(
-    rule: &Rule,
-    grant_ns: Option<&str>,
-    group: &str,
-    resource: &str,
-    verb: &str,
-    attrs: &Attributes,
-) -> bool {
-    let Attributes::Resource {
-        verb: want_verb,
-        group: want_group,
-        resource: want_resource,
-        subresource,
-        namespace,
-        name,
-    } = attrs
-    else {
-        return false;
+/// Whether the grant allows `attrs` through one cell of its rule: API group `group`, resource
+/// `resource` and verb `verb` (with the rule's resource names), where the binding applies.
+fn cell_allows(g: &Grant, group: &str, resource: &str, verb: &str, attrs: &Attributes) -> bool {
+    let cell = imagegate_emulator::Grant {
+        rule: PolicyRule {
+            api_groups: vec![group.to_string()],
+            resources: vec![resource.to_string()],
+            resource_names: g.rule.resource_names.clone(),
+            non_resource_urls: Vec::new(),
+            verbs: vec![verb.to_string()],
+        },
+        ..g.held.clone()
     };
-    if let Some(ns) = grant_ns
-        && ns != namespace
-    {
-        return false;
-    }
-    let combined = if subresource.is_empty() {
-        want_resource.clone()
-    } else {
-        format!("{want_resource}/{subresource}")
-    };
-    let resource_ok = resource == "*"
-        || resource == combined
-        || (!subresource.is_empty() && resource == format!("*/{subresource}"));
-    (verb == "*" || verb == want_verb)
-        && (group == "*" || group == want_group)
-        && resource_ok
-        && (rule.resource_names.is_empty() || rule.resource_names.contains(name))
+    cell.allows(attrs)
 }
 
 /// Whether a non-resource request is allowed, by a rule or by the default discovery roles.
-fn non_resource_allowed(grants: &[Grant], verb: &str, path: &str) -> bool {
+fn non_resource_allowed(grants: &[Grant], attrs: &Attributes) -> bool {
+    let Attributes::NonResource { verb, path } = attrs else {
+        return false;
+    };
     let matches = |pattern: &str| match pattern.strip_suffix('*') {
         Some(prefix) => path.starts_with(prefix),
         None => pattern == path,
     };
     let default =
         (verb == "get" || verb == "head") && DEFAULT_NON_RESOURCE.iter().any(|p| matches(p));
-    default
-        || grants.iter().any(|g| {
-            g.namespace.is_none()
-                && g.rule.non_resource_urls.iter().any(|p| matches(p))
-                && g.rule.verbs.iter().any(|v| v.name == "*" || v.name == verb)
-        })
+    default || grants.iter().any(|g| g.held.allows(attrs))
 }
 
 /// One cell of a granted rule: (where it is written, where it applies, group, resource, verb).
@@ -719,23 +570,13 @@ pub fn audit(policy: &Policy, records: &[RequestRecord], logged_as: &str, sa: &s
     let mut denied_seen = BTreeSet::new();
     for r in records.iter().filter(|r| r.user == logged_as) {
         audit.requests += 1;
-        let attrs = Attributes::of_record(r);
-        let mut allowed = false;
-        if let Attributes::NonResource { verb, path } = &attrs {
-            allowed = non_resource_allowed(&grants, verb, path);
-        }
+        let attrs = attributes_of_record(r);
+        let mut allowed = non_resource_allowed(&grants, &attrs);
         for g in &grants {
             for group in &g.rule.api_groups {
                 for resource in &g.rule.resources {
                     for verb in &g.rule.verbs {
-                        if cell_allows(
-                            &g.rule,
-                            g.namespace.as_deref(),
-                            group,
-                            resource,
-                            &verb.name,
-                            &attrs,
-                        ) {
+                        if cell_allows(g, group, resource, &verb.name, &attrs) {
                             allowed = true;
                             used.insert((
                                 g.rule.at.clone(),

@@ -89,6 +89,11 @@ impl Source {
         self.process.stop(Duration::from_secs(20)).await;
     }
 
+    /// Everything it wrote to stdout and stderr so far.
+    pub fn log(&self) -> String {
+        self.process.log()
+    }
+
     /// Waits for it to exit on its own; its exit status.
     pub async fn exited(&mut self) -> std::process::ExitStatus {
         self.process.exited(Duration::from_secs(20)).await

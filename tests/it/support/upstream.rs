@@ -32,6 +32,10 @@ pub const TEKTON_TRIGGERS: Module = Module {
 
 /// Tekton's released CustomRun CRD, inside [`TEKTON_PIPELINE`].
 pub const CUSTOMRUN_CRD: &str = "config/300-crds/300-customrun.yaml";
+/// Tekton's released PipelineRun CRD, inside [`TEKTON_PIPELINE`].
+pub const PIPELINERUN_CRD: &str = "config/300-crds/300-pipelinerun.yaml";
+/// Tekton's released TaskRun CRD, inside [`TEKTON_PIPELINE`].
+pub const TASKRUN_CRD: &str = "config/300-crds/300-taskrun.yaml";
 
 impl Module {
     /// The module's directory; fails the test with what to do when the variable is unset or
@@ -89,4 +93,24 @@ pub async fn install_released_customrun_crd(client: kube::Client) {
     crds.replace(&name, &PostParams::default(), &crd)
         .await
         .expect("the emulator replaces the CustomRun CRD with Tekton's released one");
+}
+
+/// Creates Tekton's released PipelineRun and TaskRun CRDs, so that the emulator serves both kinds
+/// with Tekton's schema, as a cluster with Tekton installed does.
+pub async fn install_released_pipelinerun_crds(client: kube::Client) {
+    let resource = ApiResource {
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "apiextensions.k8s.io/v1".into(),
+        kind: "CustomResourceDefinition".into(),
+        plural: "customresourcedefinitions".into(),
+    };
+    let crds: Api<DynamicObject> = Api::all_with(client, &resource);
+    for path in [PIPELINERUN_CRD, TASKRUN_CRD] {
+        let crd: DynamicObject = serde_yaml::from_str(&TEKTON_PIPELINE.read(path))
+            .unwrap_or_else(|e| panic!("Tekton's {path} is a CRD: {e}"));
+        crds.create(&PostParams::default(), &crd)
+            .await
+            .unwrap_or_else(|e| panic!("the emulator creates Tekton's {path}: {e}"));
+    }
 }

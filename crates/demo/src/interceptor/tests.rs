@@ -77,7 +77,7 @@ fn passes(expr: &str, r: &Request) -> bool {
 }
 
 #[test]
-fn the_shipped_filter_passes_only_candidate_updates_sent_in_binary_mode() {
+fn the_shipped_filter_passes_only_this_namespaces_candidate_updates_sent_in_binary_mode() {
     let cel = Interceptor::new().unwrap();
     for filter in shipped_filters() {
         let run = |r: &Request| cel.filter(&filter, r).unwrap();
@@ -97,14 +97,17 @@ fn the_shipped_filter_passes_only_candidate_updates_sent_in_binary_mode() {
             )),
             "a structured event has no ce- headers (and the binding reads ce-id)"
         );
-        // The namespace is the Knative Trigger's to select (knative/210-trigger.yaml): the
-        // EventListener runs in the team's namespace and its filter does not repeat it.
-        assert!(run(&event(
-            ChangeKind::Updated,
-            "other-team",
-            "candidate",
-            ContentMode::Binary
-        )));
+        // Only the listener's own namespace: a source watching all namespaces sends every
+        // team's candidates here, and they must not start runs in `notebooks`.
+        assert!(
+            !run(&event(
+                ChangeKind::Updated,
+                "other-team",
+                "candidate",
+                ContentMode::Binary
+            )),
+            "another namespace's stream"
+        );
     }
 }
 

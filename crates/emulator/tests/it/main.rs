@@ -1,8 +1,10 @@
 //! The emulator's integration tests, one test binary: its REST semantics over raw HTTP
 //! ([`emulator_http`]), kube-rs against it ([`emulator_kube`]), its control API
-//! ([`emulator_control`]), kubectl against the real binary ([`kubectl`]), the binary's
-//! command line ([`cli`]) and the image-API-only mode over TLS ([`image_api`]), and the answers pinned to a real
-//! kube-apiserver's by the workspace's differential check ([`as_kube_apiserver`]). [`process`] runs the binary and prints its log when a test fails.
+//! ([`emulator_control`]), SubjectAccessReviews answered from the stored RBAC
+//! ([`subject_access_review`]), kubectl against the real binary ([`kubectl`]), the binary's
+//! command line ([`cli`]) and the image-API-only mode over TLS ([`image_api`]), and the answers
+//! pinned to a real kube-apiserver's by the workspace's differential check
+//! ([`as_kube_apiserver`]). [`process`] runs the binary and prints its log when a test fails.
 
 mod as_kube_apiserver;
 mod cli;
@@ -11,6 +13,7 @@ mod emulator_http;
 mod emulator_kube;
 mod image_api;
 mod kubectl;
+mod subject_access_review;
 // The workspace's helper for programs under test (the product's tests share it); this binary
 // uses only part of it.
 #[allow(dead_code)]

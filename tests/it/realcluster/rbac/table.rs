@@ -112,6 +112,9 @@ const RUN_STATUS: &str = "/apis/tekton.dev/v1beta1/namespaces/ds/customruns/prom
 const PROMOTION: &str = "/apis/imagegate.dev/v1alpha1/namespaces/ds/imagepromotions/notebooks";
 const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/ds/events";
 const EVENT: &str = "/apis/events.k8s.io/v1/namespaces/ds/events/promote.1";
+const REVIEWS: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+const PIPELINERUN: &str = "/apis/tekton.dev/v1/namespaces/ds/pipelineruns/validate";
+const TASKRUN: &str = "/apis/tekton.dev/v1/namespaces/ds/taskruns/validate-smoke";
 
 /// Every verb `config/` grants the two ServiceAccounts, with its call.
 pub fn rows() -> Vec<Row> {
@@ -123,6 +126,10 @@ pub fn rows() -> Vec<Row> {
     let watch_runs = "/apis/tekton.dev/v1beta1/customruns?watch=true&timeoutSeconds=1";
     let series = json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}});
     let touch = json!({"metadata": {"annotations": {"imagegate.test/touched": "yes"}}});
+    // What the controller asks before a promotion: may the run's account promote.
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": "system:serviceaccount:ds:default", "resourceAttributes": {
+            "namespace": "ds", "verb": "promote", "group": "imagegate.dev", "resource": "imagepromotions"}}});
     vec![
         row(SOURCE_CLUSTER, STREAMS, "list", ("GET", all_streams)),
         row(SOURCE_CLUSTER, STREAMS, "watch", ("GET", watch_streams)),
@@ -145,6 +152,25 @@ pub fn rows() -> Vec<Row> {
         .body(Body::Current),
         row(CONTROLLER_CLUSTER, CUSTOMRUNS, "list", ("GET", all_runs)),
         row(CONTROLLER_CLUSTER, CUSTOMRUNS, "watch", ("GET", watch_runs)),
+        row(
+            CONTROLLER_CLUSTER,
+            ("authorization.k8s.io", "subjectaccessreviews", &[]),
+            "create",
+            ("POST", REVIEWS),
+        )
+        .body(Body::Json(JSON, review)),
+        row(
+            RUNS,
+            ("tekton.dev", "pipelineruns", &[]),
+            "get",
+            ("GET", PIPELINERUN),
+        ),
+        row(
+            RUNS,
+            ("tekton.dev", "taskruns", &[]),
+            "get",
+            ("GET", TASKRUN),
+        ),
         row(
             RUNS,
             ("tekton.dev", "customruns/status", &[]),
@@ -203,9 +229,20 @@ fn event(name: Option<&str>) -> Value {
 }
 
 /// The objects the calls act on: the Leases, the checkpoint shard, a run, its ImagePromotion, an
-/// Event, and `ds/nb` in the image API.
+/// Event, the PipelineRun and TaskRun a proof of validation reads (Tekton's released CRDs), and
+/// `ds/nb` in the image API.
 pub async fn fixtures(cp: &ControlPlane) {
     cp.ok(&["create", "namespace", "ds"]);
+    use crate::support::upstream::TEKTON_PIPELINE;
+    for crd in ["pipelinerun", "taskrun"] {
+        let path = TEKTON_PIPELINE
+            .dir()
+            .join(format!("config/300-crds/300-{crd}.yaml"));
+        cp.ok(&["apply", "--server-side", "-f", &path.to_string_lossy()]);
+    }
+    for crd in ["pipelineruns.tekton.dev", "taskruns.tekton.dev"] {
+        cp.established(crd);
+    }
     let run = crate::support::promotion_run("promote", &[("imagestream", "nb")], &json!({}));
     let objects = [
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "imagegate-source", "namespace": SYS}}),
@@ -214,6 +251,10 @@ pub async fn fixtures(cp: &ControlPlane) {
         serde_json::to_value(run).unwrap(),
         json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion", "metadata": {"name": "notebooks", "namespace": "ds"}, "spec": {}}),
         event(Some("promote.1")),
+        json!({"apiVersion": "tekton.dev/v1", "kind": "PipelineRun", "metadata": {"name": "validate", "namespace": "ds"},
+            "spec": {"pipelineRef": {"name": "imagegate-validate"}}}),
+        json!({"apiVersion": "tekton.dev/v1", "kind": "TaskRun", "metadata": {"name": "validate-smoke", "namespace": "ds"},
+            "spec": {"taskRef": {"name": "smoke"}}}),
     ];
     for o in objects {
         let (ok, out) = cp.pipe(&["create", "-f", "-"], &o.to_string());

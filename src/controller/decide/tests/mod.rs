@@ -1,5 +1,8 @@
 //! Table tests of the decision, over ImageStreams shaped like the oracle sequence.
 
+mod proof;
+mod way_back;
+
 use super::*;
 use crate::controller::crd::Checks;
 use serde_json::json;
@@ -41,8 +44,26 @@ fn ask<'a>(t: &'a Target, status: &'a str, checks: &'a ParsedChecks) -> Ask<'a> 
         target: t,
         run_name: "run-1",
         validation_status: status,
-        validation_failed: !matches!(status, "" | "Succeeded" | "Completed"),
+        validation: match status {
+            "Succeeded" | "Completed" => Validation::Passed,
+            "" => Validation::Missing,
+            _ => Validation::Failed,
+        },
         checks,
+        proof: None,
+        previous_tag: "latest-previous",
+        allow_rolled_back: false,
+    }
+}
+
+fn nothing() -> Fetched {
+    Fetched::default()
+}
+
+fn with_image(facts: &ImageFacts) -> Fetched {
+    Fetched {
+        image: Some(facts.clone()),
+        ..Fetched::default()
     }
 }
 
@@ -66,7 +87,7 @@ fn a_validated_candidate_is_promoted_with_one_conditional_write() {
     let is = stream(B, A, json!(null));
     let t = target(Action::Promote, Some(B));
     let checks = no_checks();
-    let d = decide(&ask(&t, "Succeeded", &checks), &is, None, now());
+    let d = decide(&ask(&t, "Succeeded", &checks), &is, &nothing(), now());
     let (patch, outcome) = written(&d);
     assert_eq!(patch["metadata"]["resourceVersion"], "42");
     let tag = &patch["spec"]["tags"][0];
@@ -100,7 +121,7 @@ fn a_digest_already_served_is_already_promoted_without_a_write() {
     );
     let t = target(Action::Promote, Some(B));
     let checks = no_checks();
-    match decide(&ask(&t, "Succeeded", &checks), &is, None, now()) {
+    match decide(&ask(&t, "Succeeded", &checks), &is, &nothing(), now()) {
         Decision::Final(o) => {
             assert_eq!(o.reason, reason::ALREADY_PROMOTED);
             assert_eq!(o.previous_digest, A);
@@ -118,7 +139,7 @@ fn our_own_landed_promotion_finishes_as_promoted_after_a_restart() {
     );
     let t = target(Action::Promote, Some(B));
     let checks = no_checks();
-    match decide(&ask(&t, "Succeeded", &checks), &is, None, now()) {
+    match decide(&ask(&t, "Succeeded", &checks), &is, &nothing(), now()) {
         Decision::Final(o) => {
             assert_eq!(
                 o.reason,
@@ -139,7 +160,7 @@ fn a_moved_candidate_is_not_promoted() {
     let is = stream(C, A, json!(null));
     let t = target(Action::Promote, Some(B));
     let checks = no_checks();
-    match decide(&ask(&t, "Succeeded", &checks), &is, None, now()) {
+    match decide(&ask(&t, "Succeeded", &checks), &is, &nothing(), now()) {
         Decision::Final(o) => {
             assert_eq!((o.reason, o.succeeded), (reason::CANDIDATE_MOVED, false));
             assert!(o.message.contains(C), "{}", o.message);
@@ -153,7 +174,7 @@ fn failed_validation_marks_the_served_tag_and_keeps_its_image() {
     let is = stream(B, A, json!({"keep": "me"}));
     let t = target(Action::Promote, Some(B));
     let checks = no_checks();
-    let d = decide(&ask(&t, "Failed", &checks), &is, None, now());
+    let d = decide(&ask(&t, "Failed", &checks), &is, &nothing(), now());
     let (patch, outcome) = written(&d);
     let tag = &patch["spec"]["tags"][0];
     assert!(tag.get("from").is_none(), "the served image is not touched");
@@ -181,7 +202,7 @@ fn checks_need_the_image_then_a_failing_check_marks_update_failed() {
     }
     .parse()
     .unwrap();
-    match decide(&ask(&t, "Succeeded", &checks), &is, None, now()) {
+    match decide(&ask(&t, "Succeeded", &checks), &is, &nothing(), now()) {
         Decision::NeedImage { digest, reference } => {
             assert_eq!(digest, B);
             assert_eq!(reference, format!("quay.io/org/nb@{B}"));
@@ -193,7 +214,12 @@ fn checks_need_the_image_then_a_failing_check_marks_update_failed() {
         user: Some("0".into()),
         ..Default::default()
     };
-    let d = decide(&ask(&t, "Succeeded", &checks), &is, Some(&root), now());
+    let d = decide(
+        &ask(&t, "Succeeded", &checks),
+        &is,
+        &with_image(&root),
+        now(),
+    );
     let (_, outcome) = written(&d);
     assert_eq!(outcome.reason, reason::VALIDATION_FAILED);
     assert_eq!(outcome.checks.len(), 1);
@@ -202,7 +228,12 @@ fn checks_need_the_image_then_a_failing_check_marks_update_failed() {
         user: Some("1001".into()),
         ..root
     };
-    let d = decide(&ask(&t, "Succeeded", &checks), &is, Some(&user), now());
+    let d = decide(
+        &ask(&t, "Succeeded", &checks),
+        &is,
+        &with_image(&user),
+        now(),
+    );
     let (_, outcome) = written(&d);
     assert_eq!(outcome.reason, reason::PROMOTED);
     assert!(outcome.checks[0].passed);
@@ -213,7 +244,7 @@ fn begin_marks_validating_once() {
     let is = stream(B, A, json!(null));
     let t = target(Action::Begin, Some(B));
     let checks = no_checks();
-    let d = decide(&ask(&t, "", &checks), &is, None, now());
+    let d = decide(&ask(&t, "", &checks), &is, &nothing(), now());
     let (patch, outcome) = written(&d);
     assert_eq!(
         patch["spec"]["tags"][0]["annotations"][annotation::PHASE],
@@ -226,7 +257,7 @@ fn begin_marks_validating_once() {
     );
     let marked = stream(B, A, patch["spec"]["tags"][0]["annotations"].clone());
     assert!(matches!(
-        decide(&ask(&t, "", &checks), &marked, None, now()),
+        decide(&ask(&t, "", &checks), &marked, &nothing(), now()),
         Decision::Final(_)
     ));
 }
@@ -236,7 +267,7 @@ fn reject_marks_update_failed_and_fails() {
     let is = stream(B, A, json!(null));
     let t = target(Action::Reject, Some(B));
     let checks = no_checks();
-    let d = decide(&ask(&t, "Failed", &checks), &is, None, now());
+    let d = decide(&ask(&t, "Failed", &checks), &is, &nothing(), now());
     let (patch, outcome) = written(&d);
     assert_eq!(
         patch["spec"]["tags"][0]["annotations"][annotation::PHASE],
@@ -257,7 +288,7 @@ fn rollback_returns_to_the_previous_digest() {
     );
     let t = target(Action::Rollback, None);
     let checks = no_checks();
-    let d = decide(&ask(&t, "", &checks), &is, None, now());
+    let d = decide(&ask(&t, "", &checks), &is, &nothing(), now());
     let (patch, outcome) = written(&d);
     let tag = &patch["spec"]["tags"][0];
     assert_eq!(tag["from"]["name"], format!("nb@{A}"));
@@ -279,7 +310,7 @@ fn rollback_to_a_digest_outside_the_history_is_refused() {
     let unknown = "sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd";
     let t = target(Action::Rollback, Some(unknown));
     let checks = no_checks();
-    match decide(&ask(&t, "", &checks), &is, None, now()) {
+    match decide(&ask(&t, "", &checks), &is, &nothing(), now()) {
         Decision::Final(o) => assert_eq!(o.reason, reason::INVALID_PARAMS),
         other => panic!("{other:?}"),
     }
@@ -290,7 +321,7 @@ fn begin_for_a_digest_already_served_leaves_no_validating_mark() {
     let is = stream(B, B, json!({annotation::PHASE: "Promoted"}));
     let t = target(Action::Begin, Some(B));
     let checks = no_checks();
-    match decide(&ask(&t, "", &checks), &is, None, now()) {
+    match decide(&ask(&t, "", &checks), &is, &nothing(), now()) {
         Decision::Final(o) => assert_eq!((o.reason, o.succeeded), (reason::ALREADY_PROMOTED, true)),
         other => panic!("{other:?}"),
     }
@@ -302,7 +333,7 @@ fn rollback_only_returns_to_a_digest_the_served_tag_served() {
     let is = stream(B, A, json!(null));
     let checks = no_checks();
     let only_candidate = target(Action::Rollback, Some(B));
-    match decide(&ask(&only_candidate, "", &checks), &is, None, now()) {
+    match decide(&ask(&only_candidate, "", &checks), &is, &nothing(), now()) {
         Decision::Final(o) => {
             assert_eq!(o.reason, reason::INVALID_PARAMS);
             assert!(o.message.contains("served before"), "{}", o.message);
@@ -391,4 +422,52 @@ fn landed_recognises_each_actions_own_write() {
         let got = landed(&ask(&t, "", &checks), &is).map(|o| o.reason);
         assert_eq!(got, want, "{action:?} {digest:?}");
     }
+}
+
+#[test]
+fn a_promotion_without_validation_status_fails_closed_and_writes_nothing() {
+    let is = stream(B, A, json!(null));
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    match decide(&ask(&t, "", &checks), &is, &nothing(), now()) {
+        Decision::Final(o) => {
+            assert_eq!(
+                (o.reason, o.succeeded),
+                (reason::VALIDATION_REQUIRED, false)
+            );
+            assert!(o.message.contains("validation-status"), "{}", o.message);
+            assert!(
+                o.message.contains(&format!("latest keeps {A}")),
+                "{}",
+                o.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn begin_reports_the_candidate_by_digest_through_the_streams_repository() {
+    let t = target(Action::Begin, Some(B));
+    let checks = no_checks();
+    let mut is = stream(B, A, json!(null));
+    // Without an integrated registry: the digest's own pull spec from the history.
+    let d = decide(&ask(&t, "", &checks), &is, &nothing(), now());
+    assert_eq!(written(&d).1.image, format!("quay.io/org/nb@{B}"));
+    is.status.as_mut().unwrap().docker_image_repository =
+        "image-registry.openshift-image-registry.svc:5000/ds/nb".into();
+    let d = decide(&ask(&t, "", &checks), &is, &nothing(), now());
+    let (_, outcome) = written(&d);
+    assert_eq!(
+        outcome.image,
+        format!("image-registry.openshift-image-registry.svc:5000/ds/nb@{B}")
+    );
+    // After a restart, the landed mark reports the same image.
+    let marked = stream(
+        B,
+        A,
+        json!({annotation::PHASE: "Validating", annotation::CUSTOMRUN: "run-1", annotation::CANDIDATE_DIGEST: B}),
+    );
+    let again = landed(&ask(&t, "", &checks), &marked).unwrap();
+    assert_eq!(again.image, format!("quay.io/org/nb@{B}"));
 }

@@ -1,0 +1,148 @@
+//! Proof of validation: when an ImagePromotion names a Pipeline and its tasks
+//! (`spec.validation.pipeline`, `spec.validation.tasks`), a `promote` run must belong to a
+//! PipelineRun of that Pipeline in which each of those tasks succeeded with an `image` param
+//! naming exactly the digest promoted. The PipelineRun and its TaskRuns are what the pipeline
+//! controller wrote, so a hand-made CustomRun, or a PipelineRun that validated another image,
+//! cannot pass for a validation.
+//!
+//! Pure: [`Proof`] is the requirement (parsed by [`super::params`]), [`Evidence`] what was read
+//! ([`read`] reads it), and [`verify`] says what is missing. A TaskRun counts only as a child
+//! the PipelineRun lists in `status.childReferences` and that the PipelineRun controls (its
+//! owner reference's uid), so a stale TaskRun of the same name cannot stand in. Every TaskRun of
+//! a required task must have succeeded with the digest (a `matrix` over other images fails).
+
+pub mod read;
+
+use crate::api::{PipelineRun, TaskRun, digest_from_reference};
+
+/// The param of a validation TaskRun that names the image it validated.
+pub const IMAGE_PARAM: &str = "image";
+
+/// What counts as proof (`spec.validation.pipeline` and `tasks`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proof {
+    /// The Pipeline the owning PipelineRun must run, by name.
+    pub pipeline: String,
+    /// The pipeline tasks that must have succeeded with the digest.
+    pub tasks: Vec<String>,
+}
+
+/// What the API server holds about the run's PipelineRun.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Evidence {
+    /// The run belongs to no PipelineRun (no owner reference, no `tekton.dev/pipelineRun` label).
+    NoPipelineRun,
+    /// The PipelineRun the run names does not exist (or is another one now: its uid differs).
+    PipelineRunGone {
+        /// Its name.
+        name: String,
+    },
+    /// The PipelineRun, and the TaskRuns it lists for the required tasks (None: not found).
+    Found {
+        /// The owning PipelineRun.
+        pipeline_run: Box<PipelineRun>,
+        /// Each child TaskRun of a required task, by name, as read.
+        task_runs: Vec<(String, Option<TaskRun>)>,
+    },
+}
+
+/// Whether `evidence` proves that `proof`'s Pipeline validated `digest`: Ok with what was shown,
+/// or Err with everything that is missing (`; `-separated).
+pub fn verify(proof: &Proof, evidence: &Evidence, digest: &str) -> Result<String, String> {
+    let (pr, task_runs) = match evidence {
+        Evidence::NoPipelineRun => {
+            return Err(format!(
+                "the CustomRun belongs to no PipelineRun (it has no PipelineRun owner reference \
+                 or tekton.dev/pipelineRun label), so nothing shows that Pipeline {:?} validated \
+                 {digest}",
+                proof.pipeline
+            ));
+        }
+        Evidence::PipelineRunGone { name } => {
+            return Err(format!(
+                "its PipelineRun {name:?} does not exist (deleted, or replaced by another of \
+                 that name), so nothing shows that Pipeline {:?} validated {digest}",
+                proof.pipeline
+            ));
+        }
+        Evidence::Found {
+            pipeline_run,
+            task_runs,
+        } => (pipeline_run, task_runs),
+    };
+    let pr_name = pr.metadata.name.clone().unwrap_or_default();
+    let mut missing = Vec::new();
+    match pr.pipeline_name() {
+        Some(p) if p == proof.pipeline => {}
+        Some(p) => missing.push(format!(
+            "PipelineRun {pr_name:?} runs Pipeline {p:?}, not {:?}",
+            proof.pipeline
+        )),
+        None => missing.push(format!(
+            "PipelineRun {pr_name:?} runs an inline pipelineSpec or a resolved Pipeline, not \
+             Pipeline {:?} of its namespace",
+            proof.pipeline
+        )),
+    }
+    let uid = pr.metadata.uid.clone().unwrap_or_default();
+    for task in &proof.tasks {
+        let children = pr.task_runs_of(task);
+        if children.is_empty() {
+            missing.push(format!(
+                "task {task:?} has no TaskRun in PipelineRun {pr_name:?}"
+            ));
+        }
+        for name in children {
+            let read = task_runs.iter().find(|(n, _)| n == name).map(|(_, t)| t);
+            if let Err(why) = task_proves(task, name, read.and_then(Option::as_ref), &uid, digest) {
+                missing.push(why);
+            }
+        }
+    }
+    if missing.is_empty() {
+        Ok(format!(
+            "PipelineRun {pr_name:?} of Pipeline {:?} validated {digest} in {}",
+            proof.pipeline,
+            proof.tasks.join(", ")
+        ))
+    } else {
+        Err(missing.join("; "))
+    }
+}
+
+/// Whether one TaskRun of `task` proves the digest: it exists, the PipelineRun controls it, it
+/// succeeded, and its `image` param names exactly `digest`.
+fn task_proves(
+    task: &str,
+    name: &str,
+    run: Option<&TaskRun>,
+    pr_uid: &str,
+    digest: &str,
+) -> Result<(), String> {
+    let which = format!("task {task:?} (TaskRun {name:?})");
+    let Some(run) = run else {
+        return Err(format!("{which} does not exist"));
+    };
+    if !run.is_controlled_by(pr_uid) {
+        return Err(format!("{which} is not controlled by the PipelineRun"));
+    }
+    match run.succeeded_condition() {
+        Some(c) if c.is_true() => {}
+        Some(c) => {
+            return Err(format!(
+                "{which} did not succeed ({}: {})",
+                c.reason.as_deref().unwrap_or("no reason"),
+                c.message.as_deref().unwrap_or("")
+            ));
+        }
+        None => return Err(format!("{which} has not finished")),
+    }
+    match run.param_str(IMAGE_PARAM) {
+        None => Err(format!("{which} has no {IMAGE_PARAM:?} param")),
+        Some(image) if digest_from_reference(image) == Some(digest) => Ok(()),
+        Some(image) => Err(format!("{which} validated {image:?}, not {digest}")),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,60 @@
+//! Reads the [`Evidence`] of a run: the PipelineRun that owns it (by its owner reference, whose
+//! uid must still match, else by the `tekton.dev/pipelineRun` label), then each TaskRun the
+//! PipelineRun lists for a required task. Only `get`s, in the run's namespace; a 404 is
+//! evidence (something is missing), any other failure an API error to retry.
+
+use kube::ResourceExt;
+use kube::api::Api;
+
+use crate::api::{CustomRun, PipelineRun, TaskRun, status_code};
+use crate::controller::error::Error;
+
+use super::{Evidence, Proof};
+
+/// The evidence of `run` for `proof`.
+pub async fn read(
+    client: &kube::Client,
+    run: &CustomRun,
+    proof: &Proof,
+) -> Result<Evidence, Error> {
+    let Some((name, uid)) = run.pipeline_run() else {
+        return Ok(Evidence::NoPipelineRun);
+    };
+    let namespace = run.namespace().unwrap_or_default();
+    let pipeline_runs: Api<PipelineRun> = Api::namespaced(client.clone(), &namespace);
+    let pipeline_run = match pipeline_runs.get_opt(&name).await {
+        Ok(Some(pr)) => pr,
+        Ok(None) => return Ok(Evidence::PipelineRunGone { name }),
+        Err(e) if status_code(&e) == Some(404) => return Ok(Evidence::PipelineRunGone { name }),
+        Err(source) => {
+            return Err(Error::ReadEvidence {
+                what: format!("PipelineRun {name}"),
+                source,
+            });
+        }
+    };
+    if uid.is_some() && pipeline_run.metadata.uid != uid {
+        return Ok(Evidence::PipelineRunGone { name });
+    }
+    let task_runs_api: Api<TaskRun> = Api::namespaced(client.clone(), &namespace);
+    let mut task_runs = Vec::new();
+    for task in &proof.tasks {
+        for child in pipeline_run.task_runs_of(task) {
+            let read = match task_runs_api.get_opt(child).await {
+                Ok(found) => found,
+                Err(e) if status_code(&e) == Some(404) => None,
+                Err(source) => {
+                    return Err(Error::ReadEvidence {
+                        what: format!("TaskRun {child}"),
+                        source,
+                    });
+                }
+            };
+            task_runs.push((child.to_string(), read));
+        }
+    }
+    Ok(Evidence::Found {
+        pipeline_run: Box::new(pipeline_run),
+        task_runs,
+    })
+}

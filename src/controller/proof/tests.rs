@@ -1,0 +1,153 @@
+//! What counts as proof, case by case: each way the evidence can fall short is named.
+
+use super::*;
+use serde_json::{Value, json};
+
+const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+const C: &str = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+const UID: &str = "pr-uid-1";
+
+fn proof() -> Proof {
+    Proof {
+        pipeline: "imagegate-promote".into(),
+        tasks: vec!["validate".into()],
+    }
+}
+
+fn pipeline_run(spec: Value, children: Value) -> Box<PipelineRun> {
+    Box::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": "pr", "uid": UID},
+            "spec": spec,
+            "status": {"childReferences": children}
+        }))
+        .unwrap(),
+    )
+}
+
+fn validate_child() -> Value {
+    json!([{"kind": "TaskRun", "name": "pr-validate", "pipelineTaskName": "validate"}])
+}
+
+fn task_run(status: &str, image: Option<&str>, owner_uid: &str) -> TaskRun {
+    let params: Vec<Value> = image
+        .map(|i| json!({"name": "image", "value": i}))
+        .into_iter()
+        .collect();
+    serde_json::from_value(json!({
+        "metadata": {"name": "pr-validate", "ownerReferences": [
+            {"apiVersion": "tekton.dev/v1", "kind": "PipelineRun", "name": "pr", "uid": owner_uid, "controller": true}
+        ]},
+        "spec": {"params": params},
+        "status": {"conditions": [{"type": "Succeeded", "status": status, "reason": "Failed", "message": "exit 1"}]}
+    }))
+    .unwrap()
+}
+
+fn found(spec: Value, run: Option<TaskRun>) -> Evidence {
+    Evidence::Found {
+        pipeline_run: pipeline_run(spec, validate_child()),
+        task_runs: vec![("pr-validate".into(), run)],
+    }
+}
+
+fn by_name() -> Value {
+    json!({"pipelineRef": {"name": "imagegate-promote"}})
+}
+
+fn image(digest: &str) -> String {
+    format!("registry/ds/nb@{digest}")
+}
+
+#[test]
+fn a_succeeded_task_of_the_pipeline_that_validated_the_digest_is_proof() {
+    let ok = found(by_name(), Some(task_run("True", Some(&image(B)), UID)));
+    assert_eq!(
+        verify(&proof(), &ok, B),
+        Ok(format!(
+            "PipelineRun \"pr\" of Pipeline \"imagegate-promote\" validated {B} in validate"
+        ))
+    );
+}
+
+#[test]
+fn every_way_the_evidence_falls_short_is_named() {
+    let cases = [
+        (Evidence::NoPipelineRun, "belongs to no PipelineRun"),
+        (
+            Evidence::PipelineRunGone { name: "pr".into() },
+            "its PipelineRun \"pr\" does not exist",
+        ),
+        (
+            found(
+                json!({"pipelineRef": {"name": "other"}}),
+                Some(task_run("True", Some(&image(B)), UID)),
+            ),
+            "runs Pipeline \"other\", not \"imagegate-promote\"",
+        ),
+        (
+            found(
+                json!({"pipelineSpec": {"tasks": []}}),
+                Some(task_run("True", Some(&image(B)), UID)),
+            ),
+            "runs an inline pipelineSpec",
+        ),
+        (
+            found(by_name(), Some(task_run("True", Some(&image(C)), UID))),
+            &format!("validated \"registry/ds/nb@{C}\", not {B}"),
+        ),
+        (
+            found(by_name(), Some(task_run("True", Some(B), UID))),
+            &format!("validated \"{B}\", not {B}"),
+        ),
+        (
+            found(by_name(), Some(task_run("True", None, UID))),
+            "has no \"image\" param",
+        ),
+        (
+            found(by_name(), Some(task_run("False", Some(&image(B)), UID))),
+            "did not succeed (Failed: exit 1)",
+        ),
+        (
+            found(by_name(), Some(task_run("Unknown", Some(&image(B)), UID))),
+            "did not succeed",
+        ),
+        (
+            found(
+                by_name(),
+                Some(task_run("True", Some(&image(B)), "another-uid")),
+            ),
+            "is not controlled by the PipelineRun",
+        ),
+        (
+            found(by_name(), None),
+            "(TaskRun \"pr-validate\") does not exist",
+        ),
+        (
+            Evidence::Found {
+                pipeline_run: pipeline_run(by_name(), json!([])),
+                task_runs: vec![],
+            },
+            "task \"validate\" has no TaskRun in PipelineRun \"pr\"",
+        ),
+    ];
+    for (evidence, want) in cases {
+        let got = verify(&proof(), &evidence, B).unwrap_err();
+        assert!(got.contains(want), "{want:?} not in {got:?}");
+    }
+}
+
+#[test]
+fn every_problem_is_reported_together() {
+    let two = Proof {
+        pipeline: "imagegate-promote".into(),
+        tasks: vec!["validate".into(), "scan".into()],
+    };
+    let evidence = found(
+        json!({"pipelineRef": {"name": "other"}}),
+        Some(task_run("False", Some(&image(B)), UID)),
+    );
+    let got = verify(&two, &evidence, B).unwrap_err();
+    assert_eq!(got.matches("; ").count(), 2, "{got}");
+    assert!(got.contains("task \"scan\" has no TaskRun"), "{got}");
+}

@@ -1,0 +1,206 @@
+//! The parsers of outside input never panic: a fast property test of the entry points the fuzz
+//! targets in `fuzz/` run (`imagegate::untrusted`). Each entry point gets well-formed seeds (each
+//! must be taken, so that the mutations start from real input) and then thousands of inputs
+//! made from them by a deterministic generator: bytes flipped, inserted, deleted, duplicated and
+//! spliced between seeds, truncations, and bytes the grammars care about. A panic fails the test
+//! and names the input. A crash a fuzz run finds becomes a seed or a case here.
+
+use imagegate::untrusted;
+
+/// Inputs per entry point.
+const ROUNDS: usize = 3_000;
+
+/// Bytes that matter to the grammars under test.
+const INTERESTING: &[u8] = b"{}[]\":,;=|/\\!()<>-+.0123456789eEhmsunPTYMDWHS \t\n\0\xff\xc3@#";
+
+/// xorshift64*: deterministic, so a failure reproduces.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    fn byte(&mut self) -> u8 {
+        if self.next().is_multiple_of(2) {
+            INTERESTING[self.below(INTERESTING.len())]
+        } else {
+            self.next() as u8
+        }
+    }
+}
+
+/// One input: a seed changed by one to four mutations.
+fn mutate(rng: &mut Rng, seeds: &[&[u8]]) -> Vec<u8> {
+    let mut out = seeds[rng.below(seeds.len())].to_vec();
+    for _ in 0..=rng.below(4) {
+        let at = rng.below(out.len() + 1);
+        match rng.below(7) {
+            0 if !out.is_empty() => {
+                let i = rng.below(out.len());
+                out[i] ^= 1 << rng.below(8);
+            }
+            1 => {
+                let b = rng.byte();
+                out.insert(at, b);
+            }
+            2 if at < out.len() => {
+                let end = at + 1 + rng.below((out.len() - at).min(16));
+                out.drain(at..end);
+            }
+            3 if at < out.len() => {
+                let end = at + 1 + rng.below((out.len() - at).min(16));
+                let copy = out[at..end].to_vec();
+                out.splice(at..at, copy);
+            }
+            4 => {
+                let other = seeds[rng.below(seeds.len())];
+                let from = rng.below(other.len());
+                out.splice(at..at, other[from..].iter().copied());
+            }
+            5 => out.truncate(at),
+            _ => {
+                let b = rng.byte();
+                if let Some(slot) = out.get_mut(at) {
+                    *slot = b;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Runs `parse` on every seed (each must be taken) and on [`ROUNDS`] mutations.
+fn never_panics(name: &str, seeds: &[&[u8]], parse: fn(&[u8]) -> bool) {
+    for seed in seeds {
+        assert!(
+            parse(seed),
+            "{name}: the seed {:?} is not taken",
+            String::from_utf8_lossy(seed)
+        );
+    }
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ name.len() as u64);
+    for _ in 0..ROUNDS {
+        let input = mutate(&mut rng, seeds);
+        let caught = std::panic::catch_unwind(|| parse(&input));
+        assert!(
+            caught.is_ok(),
+            "{name} panicked on {:?}",
+            String::from_utf8_lossy(&input)
+        );
+    }
+}
+
+const DIGEST: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+#[test]
+fn customrun_params_and_inline_specs() {
+    let named = format!(
+        r#"{{"apiVersion":"tekton.dev/v1beta1","kind":"CustomRun","metadata":{{"name":"r","namespace":"ds"}},"spec":{{"customRef":{{"apiVersion":"imagegate.dev/v1alpha1","kind":"ImagePromotion","name":"nb"}},"serviceAccountName":"p","params":[{{"name":"imagestream","value":"ds/nb"}},{{"name":"digest","value":"{DIGEST}"}},{{"name":"action","value":"promote"}},{{"name":"validation-status","value":"Succeeded"}},{{"name":"allow-rolled-back","value":"false"}}]}}}}"#
+    );
+    let inline = r#"{"apiVersion":"tekton.dev/v1beta1","kind":"CustomRun","metadata":{"name":"r","namespace":"ds"},"spec":{"customSpec":{"apiVersion":"imagegate.dev/v1alpha1","kind":"ImagePromotion","spec":{"servedTag":"latest","previousTag":"prev","checks":{"maxAge":"720h","maxSize":"5Gi","nonRootUser":true},"validation":{"pipeline":"p","tasks":["validate"]}}},"params":[{"name":"imagestream","value":"nb"},{"name":"action","value":"rollback"}]}}"#;
+    never_panics(
+        "customrun",
+        &[named.as_bytes(), inline.as_bytes()],
+        untrusted::customrun,
+    );
+}
+
+#[test]
+fn imagepromotion_specs() {
+    let spec = r#"{"imageStream":"nb","candidateTag":"candidate","servedTag":"latest","checks":{"requiredLabels":["a","b=c"],"allowedRegistries":["quay.io/org/"],"allowedArchitectures":["amd64"],"allowedOS":["linux"],"maxAge":"1h30m","maxSize":"1.5Gi","nonRootUser":true},"validation":{"required":true,"pipeline":"imagegate-promote","tasks":["validate","scan"]}}"#;
+    never_panics(
+        "imagepromotion_spec",
+        &[spec.as_bytes(), b"{}"],
+        untrusted::imagepromotion_spec,
+    );
+}
+
+#[test]
+fn watched_objects() {
+    let object = format!(
+        r#"{{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{{"name":"nb","namespace":"ds","uid":"u1","resourceVersion":"7"}},"spec":{{"tags":[{{"name":"latest","from":{{"kind":"DockerImage","name":"quay.io/x/nb:latest"}}}}]}},"status":{{"dockerImageRepository":"r/ds/nb","tags":[{{"tag":"latest","items":[{{"image":"{DIGEST}","dockerImageReference":"quay.io/x/nb@{DIGEST}","generation":2,"created":"2026-12-01T10:00:00Z"}}],"conditions":[{{"type":"ImportSuccess","status":"False","reason":"NotFound","generation":3}}]}}]}}}}"#
+    );
+    never_panics(
+        "watch_object",
+        &[object.as_bytes()],
+        untrusted::watch_object,
+    );
+}
+
+#[test]
+fn checkpoint_entries() {
+    let compact = format!("u-1;latest=B{},3;old=,1,2|ns/nb", "A".repeat(43));
+    let json =
+        format!(r#"{{"u":"u-1","t":{{"latest":{{"d":"{DIGEST}","g":3}},"old":{{"g":1,"f":2}}}}}}"#);
+    never_panics(
+        "checkpoint_entry",
+        &[compact.as_bytes(), json.as_bytes()],
+        untrusted::checkpoint_entry,
+    );
+}
+
+#[test]
+fn ce_overrides() {
+    never_panics(
+        "ce_overrides",
+        &[
+            br#"{"extensions":{"cluster":"prod-east","team":"ds"}}"#,
+            b"null",
+        ],
+        untrusted::ce_overrides,
+    );
+}
+
+#[test]
+fn durations() {
+    never_panics(
+        "durations",
+        &[
+            b"1h30m",
+            b"1.5h",
+            b"300ms",
+            b"PT0.2S",
+            b"P1DT2H3M4.5S",
+            b"0",
+        ],
+        untrusted::durations,
+    );
+}
+
+#[test]
+fn retry_after() {
+    never_panics(
+        "retry_after",
+        &[
+            b"120",
+            b"Sun, 06 Nov 1994 08:49:37 GMT",
+            b"Sunday, 06-Nov-94 08:49:37 GMT",
+            b"Sun Nov  6 08:49:37 1994",
+        ],
+        untrusted::retry_after,
+    );
+}
+
+#[test]
+fn label_selectors() {
+    never_panics(
+        "label_selector",
+        &[
+            b"team in (ds,ml),!old,tier!=x,gen>3",
+            b"opendatahub.io/notebook-image=true",
+        ],
+        untrusted::label_selector,
+    );
+}
