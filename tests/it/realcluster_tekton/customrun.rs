@@ -354,6 +354,17 @@ fn the_shipped_pipeline_on_real_tekton_hands_imagegate_its_customruns_and_reads_
     ]);
     k.namespace(NS);
     k.ok(&["apply", "--server-side", "-k", &format!("{ROOT}/tekton")]);
+    // These PipelineRuns name no account, so Tekton gives their CustomRuns `default` (asserted
+    // below); it may promote, as tekton/ lets the shipped TriggerTemplate's account.
+    k.ok(&[
+        "create",
+        "rolebinding",
+        "default-promoter",
+        "-n",
+        NS,
+        "--clusterrole=imagegate-promoter",
+        &format!("--serviceaccount={NS}:default"),
+    ]);
 
     tekton_cancels_the_customruns_it_made(&k);
     let dir = tempfile::tempdir().unwrap();

@@ -284,7 +284,7 @@ fn kubectl_create_apply_patch_delete_with_default_validation() {
 
 /// Tekton's released CustomRun CRD in Go's module cache (`scripts/test` exports where the
 /// pinned Tekton Pipelines release is: `scripts/realcluster manifests tekton-pipeline`).
-fn released_customrun_crd() -> PathBuf {
+pub(crate) fn released_customrun_crd() -> PathBuf {
     let var = "IMAGEGATE_TEKTON_PIPELINE_DIR";
     let dir = std::env::var_os(var).unwrap_or_else(|| {
         panic!(
