@@ -1,5 +1,5 @@
-//! The two checks another program does: `kubectl kustomize` builds `config/` and `tekton/` (the
-//! pinned kubectl that `scripts/test` puts on PATH), and `scripts/validate-manifests` validates
+//! The two checks another program does: `kubectl kustomize` builds `config/`, `config/monitoring/`
+//! and `tekton/` (the pinned kubectl that `scripts/test` puts on PATH), and `scripts/validate-manifests` validates
 //! every object against the CRD schemas and Kubernetes' own (Python's jsonschema and
 //! kubernetes-validate, in the `.venv` that `scripts/test` makes). Both run on a copy of the
 //! manifests written to a temporary directory, so a test can hand them broken ones.
@@ -12,7 +12,7 @@ use super::ROOT;
 use super::model::Manifests;
 
 /// The directories `kubectl kustomize` must build.
-const KUSTOMIZE_DIRS: [&str; 2] = ["config", "tekton"];
+const KUSTOMIZE_DIRS: [&str; 3] = ["config", "config/monitoring", "tekton"];
 
 /// The manifests' files, as they are now, in a new temporary directory.
 fn write(texts: &BTreeMap<String, String>) -> tempfile::TempDir {
