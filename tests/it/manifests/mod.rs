@@ -8,7 +8,9 @@
 //! The checks, by what they look at: [`tekton`] (Pipeline, Task, PipelineRun), [`custom_task`]
 //! (the ImagePromotion references and params), [`triggers`] (TriggerTemplate, TriggerBinding, EventListener and its CEL filter), [`knative`]
 //! (Trigger filters, sources, EventTypes), [`containers`] (the `imagegate` containers' args and
-//! env). [`cases`] breaks the real manifests in memory, one way per case ([`breaks`] finds what to
+//! env), [`monitoring`] (the metrics Services, the ServiceMonitor, and the PromQL of the
+//! PrometheusRule and the Grafana dashboard, read by [`promql`], against the series the programs
+//! export, [`exported`]). [`cases`] breaks the real manifests in memory, one way per case ([`breaks`] finds what to
 //! break), and shows that each is reported. Schema validation (the CRDs' and Kubernetes' own schemas) is Python's job, in
 //! `scripts/validate-manifests`; [`external`] runs it and `kubectl kustomize`.
 
@@ -18,9 +20,13 @@ mod check;
 mod code;
 mod containers;
 mod custom_task;
+mod exported;
 mod external;
 mod knative;
 mod model;
+mod monitoring;
+mod monitoring_cases;
+mod promql;
 mod tekton;
 mod triggers;
 
@@ -81,6 +87,9 @@ fn every_manifest_directory_has_files_to_check() {
         "SinkBinding",
         "EventType",
         "Deployment",
+        "Service",
+        "ServiceMonitor",
+        "PrometheusRule",
     ] {
         assert!(m.docs.iter().any(|d| d.kind() == kind), "no {kind}");
     }
