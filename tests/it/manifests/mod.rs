@@ -14,6 +14,7 @@
 //! break), and shows that each is reported. Schema validation (the CRDs' and Kubernetes' own schemas) is Python's job, in
 //! `scripts/validate-manifests`; [`external`] runs it and `kubectl kustomize`.
 
+mod alerts_doc;
 mod breaks;
 mod cases;
 mod check;
