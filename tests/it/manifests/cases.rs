@@ -13,7 +13,7 @@ use super::{check, external, shipped};
 
 /// Who must catch a case.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum By {
+pub enum By {
     /// The consistency checks in Rust (and the YAML parse).
     Check,
     /// The schema validation of `scripts/validate-manifests`.
@@ -23,12 +23,17 @@ enum By {
 }
 
 /// One way to break the manifests.
-struct Case {
-    name: &'static str,
-    by: By,
-    breaks: fn(&mut Manifests),
+pub struct Case {
+    pub name: &'static str,
+    pub by: By,
+    pub breaks: fn(&mut Manifests),
     /// Every fragment must appear in one reported problem.
-    expect: &'static [&'static str],
+    pub expect: &'static [&'static str],
+}
+
+/// Every case: the ones here and [`super::monitoring_cases`]'.
+fn all() -> impl Iterator<Item = &'static Case> {
+    CASES.iter().chain(super::monitoring_cases::CASES)
 }
 
 const CASES: &[Case] = &[
@@ -467,7 +472,7 @@ fn run_cases(by: By) {
     let baseline = problems(by, &real, &code);
     let mut missed = Vec::new();
     let mut ran = 0;
-    for case in CASES.iter().filter(|c| c.by == by) {
+    for case in all().filter(|c| c.by == by) {
         ran += 1;
         let mut m = real.clone();
         (case.breaks)(&mut m);
@@ -501,12 +506,13 @@ fn run_cases(by: By) {
 }
 
 #[test]
-fn every_case_is_named_once_and_all_45_are_here() {
+fn every_case_is_named_once_and_all_58_are_here() {
     assert_eq!(CASES.len(), 45);
-    let mut names: Vec<&str> = CASES.iter().map(|c| c.name).collect();
+    assert_eq!(super::monitoring_cases::CASES.len(), 13);
+    let mut names: Vec<&str> = all().map(|c| c.name).collect();
     names.sort_unstable();
     names.dedup();
-    assert_eq!(names.len(), CASES.len(), "a case name is used twice");
+    assert_eq!(names.len(), all().count(), "a case name is used twice");
 }
 
 #[test]

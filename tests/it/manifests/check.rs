@@ -92,6 +92,7 @@ impl<'a> Checker<'a> {
             self.destination(d, dls, "spec.delivery.deadLetterSink");
         }
         self.event_types();
+        self.monitoring();
         for d in self.docs {
             self.custom_refs_anywhere(d);
             self.imagegate_containers(d);

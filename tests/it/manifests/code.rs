@@ -1,7 +1,8 @@
 //! What the code defines that the manifests must agree with, asked of the code itself: the events
 //! the source builds (their types, attributes and `dataschema`) and the headers it puts on the
 //! wire in binary mode, the JSON Schemas in `schemas/`, the custom task the controller runs and
-//! the results a finished run reports, the generated ImagePromotion CRD, and the clap command.
+//! the results a finished run reports, the generated ImagePromotion CRD, the clap command, and the
+//! metrics both programs export.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -51,6 +52,8 @@ pub struct Code {
     pub crd: Value,
     /// `imagegate`'s command line, built (global flags propagated to the subcommands).
     pub cli: clap::Command,
+    /// The series both programs export, with their label names.
+    pub metrics: super::exported::Series,
 }
 
 impl Code {
@@ -76,6 +79,7 @@ impl Code {
             results: finished_results(),
             crd: serde_yaml::from_str(&crd::crd_yaml()).expect("imagegate crds prints YAML"),
             cli,
+            metrics: super::exported::series(),
         };
         for kind in KINDS {
             let e = event::tag_event(&change(kind), &settings, now);

@@ -1,6 +1,7 @@
-//! The two checks another program does: `kubectl kustomize` builds `config/`, `tekton/` and an
-//! overlay of `config/` with the namespace-scoped component `config/namespaced/` (the
-//! pinned kubectl that `scripts/test` puts on PATH), and `scripts/validate-manifests` validates
+//! The two checks another program does: `kubectl kustomize` builds `config/`,
+//! `config/monitoring/`, `tekton/` and an overlay of `config/` with the namespace-scoped
+//! component `config/namespaced/` (the pinned kubectl that `scripts/test` puts on PATH), and
+//! `scripts/validate-manifests` validates
 //! every object against the CRD schemas and Kubernetes' own (Python's jsonschema and
 //! kubernetes-validate, in the `.venv` that `scripts/test` makes). Both run on a copy of the
 //! manifests written to a temporary directory, so a test can hand them broken ones.
@@ -13,7 +14,7 @@ use super::ROOT;
 use super::model::Manifests;
 
 /// The directories `kubectl kustomize` must build.
-const KUSTOMIZE_DIRS: [&str; 3] = ["config", "tekton", NAMESPACED_OVERLAY];
+const KUSTOMIZE_DIRS: [&str; 4] = ["config", "config/monitoring", "tekton", NAMESPACED_OVERLAY];
 
 /// A user's overlay of the namespace-scoped install, written next to `config/` as
 /// `config/namespaced/kustomization.yaml` says (the component cannot be built on its own).

@@ -9,20 +9,27 @@
 //! (the ImagePromotion references and params), [`triggers`] (TriggerTemplate, TriggerBinding, EventListener and its CEL filter),
 //! [`network`] (the NetworkPolicy in front of the EventListener), [`knative`]
 //! (Trigger filters, sources, EventTypes), [`containers`] (the `imagegate` containers' args and
-//! env). [`cases`] breaks the real manifests in memory, one way per case ([`breaks`] finds what to
+//! env), [`monitoring`] (the metrics Services, the ServiceMonitor, and the PromQL of the
+//! PrometheusRule and the Grafana dashboard, read by [`promql`], against the series the programs
+//! export, [`exported`]). [`cases`] breaks the real manifests in memory, one way per case ([`breaks`] finds what to
 //! break), and shows that each is reported. Schema validation (the CRDs' and Kubernetes' own schemas) is Python's job, in
 //! `scripts/validate-manifests`; [`external`] runs it and `kubectl kustomize`.
 
+mod alerts_doc;
 mod breaks;
 mod cases;
 mod check;
 mod code;
 mod containers;
 mod custom_task;
+mod exported;
 mod external;
 mod knative;
 mod model;
+mod monitoring;
+mod monitoring_cases;
 mod network;
+mod promql;
 mod tekton;
 mod triggers;
 
@@ -83,6 +90,9 @@ fn every_manifest_directory_has_files_to_check() {
         "SinkBinding",
         "EventType",
         "Deployment",
+        "Service",
+        "ServiceMonitor",
+        "PrometheusRule",
     ] {
         assert!(m.docs.iter().any(|d| d.kind() == kind), "no {kind}");
     }

@@ -73,7 +73,8 @@ pub struct Manifests {
 }
 
 impl Manifests {
-    /// The YAML files of [`MANIFEST_DIRS`] under `root`.
+    /// The YAML files of [`MANIFEST_DIRS`] under `root`, and the JSON ones (the Grafana dashboard
+    /// a kustomization's configMapGenerator ships; JSON is YAML to the parser).
     pub fn load(root: &Path) -> Manifests {
         let mut files = BTreeMap::new();
         for dir in MANIFEST_DIRS {
@@ -83,7 +84,10 @@ impl Manifests {
                     let path = entry.unwrap().path();
                     if path.is_dir() {
                         stack.push(path);
-                    } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                    } else if path
+                        .extension()
+                        .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+                    {
                         let rel = path.strip_prefix(root).unwrap().to_string_lossy();
                         files.insert(rel.into_owned(), std::fs::read_to_string(&path).unwrap());
                     }
