@@ -55,17 +55,7 @@ async fn promotes_then_already_promoted(c: &Cluster) {
     assert_eq!(ann["imagegate.dev/customrun"], "promote-b");
     assert_eq!(c.stream_writes(ns).await, 1);
 
-    c.create_run(
-        ns,
-        "again",
-        &[
-            ("imagestream", "nb"),
-            ("digest", &b),
-            ("validation-status", "Succeeded"),
-        ],
-        json!({}),
-    )
-    .await;
+    c.create_run(ns, "again", &validated(&b), json!({})).await;
     assert_eq!(
         reason(&c.done(ns, "again").await),
         ("True".into(), "AlreadyPromoted".into())
@@ -95,17 +85,8 @@ async fn a_moved_candidate_is_not_promoted(c: &Cluster) {
     let (ns, a, b) = ("moved", digest('a'), digest('b'));
     c.promotion_namespace(ns, &a, &b).await;
     c.emu.import(ns, "nb", "candidate", &digest('c')).await;
-    c.create_run(
-        ns,
-        "promote-b",
-        &[
-            ("imagestream", "nb"),
-            ("digest", &b),
-            ("validation-status", "Succeeded"),
-        ],
-        json!({}),
-    )
-    .await;
+    c.create_run(ns, "promote-b", &validated(&b), json!({}))
+        .await;
     let run = c.done(ns, "promote-b").await;
     assert_eq!(reason(&run), ("False".into(), "CandidateMoved".into()));
     assert_eq!(
@@ -149,17 +130,7 @@ async fn a_failing_check_reports_every_check(c: &Cluster) {
     ));
     assert!(ok, "{out}");
     let extra = json!({"spec": {"customRef": {"name": "notebooks"}}});
-    c.create_run(
-        ns,
-        "promote-b",
-        &[
-            ("imagestream", "nb"),
-            ("digest", &b),
-            ("validation-status", "Succeeded"),
-        ],
-        extra,
-    )
-    .await;
+    c.create_run(ns, "promote-b", &validated(&b), extra).await;
     let run = c.done(ns, "promote-b").await;
     assert_eq!(reason(&run), ("False".into(), "ValidationFailed".into()));
     let checks: Vec<Value> = serde_json::from_str(&result(&run, "checks")).unwrap();
@@ -180,17 +151,8 @@ async fn a_failing_check_reports_every_check(c: &Cluster) {
 async fn rollback_returns_to_the_previous_digest(c: &Cluster) {
     let (ns, a, b) = ("rollback", digest('a'), digest('b'));
     c.promotion_namespace(ns, &a, &b).await;
-    c.create_run(
-        ns,
-        "promote-b",
-        &[
-            ("imagestream", "nb"),
-            ("digest", &b),
-            ("validation-status", "Succeeded"),
-        ],
-        json!({}),
-    )
-    .await;
+    c.create_run(ns, "promote-b", &validated(&b), json!({}))
+        .await;
     assert_eq!(reason(&c.done(ns, "promote-b").await).1, "Promoted");
     c.create_run(
         ns,
@@ -213,17 +175,8 @@ async fn cancellation_ends_the_run_with_tektons_reason(c: &Cluster) {
     let (ns, a, b) = ("cancel", digest('a'), digest('b'));
     c.promotion_namespace(ns, &a, &b).await;
     fail_stream_reads(c, ns).await;
-    c.create_run(
-        ns,
-        "promote-b",
-        &[
-            ("imagestream", "nb"),
-            ("digest", &b),
-            ("validation-status", "Succeeded"),
-        ],
-        json!({}),
-    )
-    .await;
+    c.create_run(ns, "promote-b", &validated(&b), json!({}))
+        .await;
     c.started(ns, "promote-b").await;
     let msg = "CustomRun cancelled as the PipelineRun it belongs to has been cancelled.";
     let patch: json_patch::Patch = serde_json::from_value(json!([
@@ -253,17 +206,7 @@ async fn a_timeout_retries_then_fails(c: &Cluster) {
     c.promotion_namespace(ns, &a, &b).await;
     fail_stream_reads(c, ns).await;
     let extra = json!({"spec": {"timeout": "1s", "retries": 1}});
-    c.create_run(
-        ns,
-        "promote-b",
-        &[
-            ("imagestream", "nb"),
-            ("digest", &b),
-            ("validation-status", "Succeeded"),
-        ],
-        extra,
-    )
-    .await;
+    c.create_run(ns, "promote-b", &validated(&b), extra).await;
     let run = c.done(ns, "promote-b").await;
     assert_eq!(reason(&run), ("False".into(), "CustomRunTimedOut".into()));
     let status = run.status.unwrap();
@@ -365,17 +308,8 @@ async fn a_kill_between_promotion_and_status_and_an_api_server_restart_promote_e
     wait_hold(&c, true).await;
 
     let (mut controller, admin) = c.controller(&[]);
-    c.create_run(
-        "killed",
-        "promote-b",
-        &[
-            ("imagestream", "nb"),
-            ("digest", &b),
-            ("validation-status", "Succeeded"),
-        ],
-        json!({}),
-    )
-    .await;
+    c.create_run("killed", "promote-b", &validated(&b), json!({}))
+        .await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while c.stream("killed").await.current_digest("latest") != Some(b.as_str()) {
         assert!(Instant::now() < deadline, "the promotion never landed");
@@ -426,17 +360,8 @@ async fn a_kill_between_promotion_and_status_and_an_api_server_restart_promote_e
         "a watch from resourceVersion {rv} is not 410 after the compaction"
     );
     c.promotion_namespace("after-restart", &a, &b).await;
-    c.create_run(
-        "after-restart",
-        "promote-b",
-        &[
-            ("imagestream", "nb"),
-            ("digest", &b),
-            ("validation-status", "Succeeded"),
-        ],
-        json!({}),
-    )
-    .await;
+    c.create_run("after-restart", "promote-b", &validated(&b), json!({}))
+        .await;
     assert_eq!(
         reason(&c.done("after-restart", "promote-b").await).1,
         "Promoted"
@@ -481,17 +406,8 @@ async fn two_controllers_hand_over_on_a_real_lease() {
         assert!(Instant::now() < deadline, "nobody took the Lease");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    c.create_run(
-        "leader",
-        "promote-b",
-        &[
-            ("imagestream", "nb"),
-            ("digest", &b),
-            ("validation-status", "Succeeded"),
-        ],
-        json!({}),
-    )
-    .await;
+    c.create_run("leader", "promote-b", &validated(&b), json!({}))
+        .await;
     assert_eq!(reason(&c.done("leader", "promote-b").await).1, "Promoted");
 
     // SIGTERM, as the kubelet sends: the leader releases the Lease and the standby takes it.
@@ -521,4 +437,13 @@ async fn two_controllers_hand_over_on_a_real_lease() {
         "each run written once, by one replica"
     );
     c.cp.assert_never_forbidden(CONTROLLER_SA);
+}
+
+/// The params of a promotion of `digest` on `nb` whose validation succeeded.
+fn validated(digest: &str) -> [(&str, &str); 3] {
+    [
+        ("imagestream", "nb"),
+        ("digest", digest),
+        ("validation-status", "Succeeded"),
+    ]
 }
