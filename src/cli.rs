@@ -101,7 +101,8 @@ pub struct SourceArgs {
     pub dead_letter_sink: Option<String>,
 
     /// On a first start (no checkpoint), send an event for every existing tag instead of
-    /// recording the current state silently.
+    /// recording the current state silently. In modes `resource` and `reference`: an `add` for
+    /// every existing stream on each start (they keep no checkpoint).
     #[arg(long)]
     pub emit_existing: bool,
 

@@ -1,8 +1,10 @@
 //! The modes that send what Knative's ApiServerSource sends for ImageStreams: `resource`
 //! (`dev.knative.apiserver.resource.*`, the object as data) and `reference`
 //! (`dev.knative.apiserver.ref.*`, an ObjectReference as data). They announce each version of
-//! a stream once ([`Announced`]) and keep no checkpoint: like ApiServerSource, a restart
-//! announces every stream again as added.
+//! a stream once ([`Announced`]) and keep no checkpoint. Like ApiServerSource, whose store
+//! ignores a list (`Replace` is a no-op), they send nothing for the streams a start lists,
+//! unless asked to with `--emit-existing`; a re-list sends only what changed while the watch was
+//! down (ApiServerSource loses those changes).
 
 use std::collections::HashMap;
 
@@ -18,24 +20,44 @@ use super::checkpoint::StreamKey;
 use super::event::{APPLICATION_JSON, ext, finish, hash_id, types};
 use crate::api::ImageStream;
 
-/// The last resourceVersion announced per stream.
-#[derive(Debug, Default)]
+/// The last resourceVersion announced (or, for a start's list, seen) per stream.
+#[derive(Debug)]
 pub struct Announced {
     versions: HashMap<StreamKey, String>,
+    /// `--emit-existing`: a start's list announces each stream as added.
+    emit_existing: bool,
 }
 
 impl Announced {
-    /// What to announce for `key` seen at `resource_version`: `Add` the first time, `Update`
-    /// for a new version, None for the version announced last (a re-list, a resumed watch).
-    pub fn applied(&mut self, key: &StreamKey, resource_version: &str) -> Option<WatchAction> {
+    /// Announces nothing for the streams a start lists, or with `emit_existing` an `Add` for
+    /// each.
+    pub fn new(emit_existing: bool) -> Announced {
+        Announced {
+            versions: HashMap::new(),
+            emit_existing,
+        }
+    }
+
+    /// What to announce for `key` seen at `resource_version`; `first_list`: it comes from the
+    /// first list of its watch scope since the start. A stream a start lists is recorded and
+    /// not announced (ApiServerSource sends nothing for a list), or with `--emit-existing`
+    /// announced as `Add`. Otherwise (a watch event, a re-list): `Add` the first time, `Update`
+    /// for a new version, None for the version announced last.
+    pub fn applied(
+        &mut self,
+        key: &StreamKey,
+        resource_version: &str,
+        first_list: bool,
+    ) -> Option<WatchAction> {
         let action = match self.versions.get(key) {
             Some(last) if last == resource_version => return None,
-            Some(_) => WatchAction::Update,
-            None => WatchAction::Add,
+            Some(_) => Some(WatchAction::Update),
+            None if first_list && !self.emit_existing => None,
+            None => Some(WatchAction::Add),
         };
         self.versions
             .insert(key.clone(), resource_version.to_owned());
-        Some(action)
+        action
     }
 
     /// Forgets a deleted stream.

@@ -69,7 +69,7 @@ pub async fn run(
             settings.tags.clone(),
             settings.emit_existing,
         )),
-        Some(shape) => Tracking::Objects(Announced::default(), shape),
+        Some(shape) => Tracking::Objects(Announced::new(settings.emit_existing), shape),
     };
     let flow = Flow {
         settings: settings.clone(),
@@ -171,7 +171,7 @@ impl Flow {
             Tracking::Objects(a, shape) => {
                 let shape = *shape;
                 let version = is.metadata.resource_version.as_deref().unwrap_or_default();
-                if let Some(action) = a.applied(&key, version) {
+                if let Some(action) = a.applied(&key, version, first_list) {
                     self.announce(&key, shape, action, is, seen).await;
                 }
             }

@@ -307,25 +307,78 @@ async fn filters_select_namespaces_labels_and_tags() {
     rbac::assert_config_allows(&emu, "source").await;
 }
 
+/// How many times the ImageStreams were listed (a start's list and every re-list).
+async fn imagestream_lists(emu: &EmulatorServer) -> usize {
+    emu.requests()
+        .await
+        .iter()
+        .filter(|r| r.verb == "list" && r.resource == "imagestreams")
+        .count()
+}
+
+/// Asserts that `sink` got exactly `n` events, after a pause for any stray one to arrive.
+async fn assert_exactly(sink: &Sink, n: usize, when: &str) -> Vec<cloudevents::Event> {
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got = sink.accepted();
+    let types: Vec<&str> = got.iter().map(|e| e.ty()).collect();
+    assert_eq!(got.len(), n, "{when}: {types:?}");
+    got
+}
+
 #[tokio::test]
 async fn resource_and_reference_modes_send_what_apiserversource_sends() {
     let (emu, dir, sink) = setup().await;
     let src = Source::new(&emu, &dir, &sink.url, &["--mode", "resource"]);
     src.ready().await;
-    let adds = sink.wait_accepted(1).await;
-    assert_eq!(adds[0].ty(), "dev.knative.apiserver.resource.add");
-    assert_eq!(ext(&adds[0], "kind").as_deref(), Some("ImageStream"));
-    assert_eq!(data(&adds[0])["metadata"]["name"], "nb");
+    assert_exactly(
+        &sink,
+        0,
+        "a start lists the existing stream and sends nothing",
+    )
+    .await;
     emu.import("ds", "nb", "candidate", B).await;
+    let ev = sink.wait_accepted(1).await;
+    assert_eq!(ev[0].ty(), "dev.knative.apiserver.resource.update");
+    assert_eq!(ext(&ev[0], "kind").as_deref(), Some("ImageStream"));
+    assert_eq!(data(&ev[0])["metadata"]["name"], "nb");
+    emu.seed_str(&stream("nb2", "ds", json!({}))).await;
     let ev = sink.wait_accepted(2).await;
-    assert_eq!(ev[1].ty(), "dev.knative.apiserver.resource.update");
+    assert_eq!(ev[1].ty(), "dev.knative.apiserver.resource.add");
+    assert_eq!(data(&ev[1])["metadata"]["name"], "nb2");
+
+    // A 410: the watch re-lists both streams, unchanged, and sends nothing. The unrelated write
+    // makes the watch's resourceVersion older than the compaction.
+    let lists = imagestream_lists(&emu).await;
+    emu.seed_str("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: unrelated, namespace: ds}\n")
+        .await;
+    emu.compact().await;
+    emu.drop_watches().await;
+    crate::support::eventually("a re-list after the 410", || async {
+        imagestream_lists(&emu).await > lists
+    })
+    .await;
+    assert_exactly(&sink, 2, "a re-list of unchanged streams sends nothing").await;
+    emu.import("ds", "nb", "candidate", C).await;
+    let ev = sink.wait_accepted(3).await;
+    assert_eq!(ev[2].ty(), "dev.knative.apiserver.resource.update");
     drop(src);
 
+    // A restart sends nothing for what exists; --emit-existing asks for an add per stream.
     let refs = Sink::start().await;
     let src = Source::new(&emu, &dir, &refs.url, &["--mode", "reference"]);
     src.ready().await;
-    let ev = refs.wait_accepted(1).await;
-    assert_eq!(ev[0].ty(), "dev.knative.apiserver.ref.add");
+    assert_exactly(&refs, 0, "a restart sends nothing").await;
+    drop(src);
+    let src = Source::new(
+        &emu,
+        &dir,
+        &refs.url,
+        &["--mode", "reference", "--emit-existing"],
+    );
+    src.ready().await;
+    let mut ev = assert_exactly(&refs, 2, "--emit-existing: one add per stream").await;
+    ev.sort_by_key(|e| data(e)["name"].to_string());
+    assert!(ev.iter().all(|e| e.ty() == "dev.knative.apiserver.ref.add"));
     assert_eq!(
         data(&ev[0]),
         json!({"kind": "ImageStream", "namespace": "ds", "name": "nb", "apiVersion": "image.openshift.io/v1"})

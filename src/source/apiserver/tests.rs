@@ -1,6 +1,6 @@
 //! Tests of the ApiServerSource modes: the events are what ApiServerSource sends (attributes,
 //! extensions, data, subject), with ids from type, uid and resourceVersion; each version of a
-//! stream is announced once.
+//! stream is announced once, and a start's list is announced only with `--emit-existing`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -209,20 +209,58 @@ fn the_image_stream_defaults_match_the_api_type() {
 #[test]
 fn each_version_of_a_stream_is_announced_once_and_a_deletion_forgets_it() {
     let key: StreamKey = ("ds".into(), "nb".into());
-    let mut announced = Announced::default();
-    assert_eq!(announced.applied(&key, "7"), Some(WatchAction::Add));
+    let mut announced = Announced::new(false);
+    assert_eq!(announced.applied(&key, "7", false), Some(WatchAction::Add));
     assert_eq!(
-        announced.applied(&key, "7"),
+        announced.applied(&key, "7", false),
         None,
         "a re-list of the same version"
     );
-    assert_eq!(announced.applied(&key, "8"), Some(WatchAction::Update));
+    assert_eq!(
+        announced.applied(&key, "8", false),
+        Some(WatchAction::Update)
+    );
     // resourceVersions are opaque: any new string is a new version.
-    assert_eq!(announced.applied(&key, "0a"), Some(WatchAction::Update));
+    assert_eq!(
+        announced.applied(&key, "0a", false),
+        Some(WatchAction::Update)
+    );
     assert_eq!(announced.keys().collect::<Vec<_>>(), [&key]);
     announced.deleted(&key);
     assert_eq!(announced.keys().count(), 0);
-    assert_eq!(announced.applied(&key, "9"), Some(WatchAction::Add));
+    assert_eq!(announced.applied(&key, "9", false), Some(WatchAction::Add));
+}
+
+#[test]
+fn a_starts_list_announces_nothing_and_later_versions_are_updates() {
+    let (nb, other): (StreamKey, StreamKey) =
+        (("ds".into(), "nb".into()), ("ds".into(), "x".into()));
+    let mut announced = Announced::new(false);
+    assert_eq!(announced.applied(&nb, "7", true), None, "listed on start");
+    assert_eq!(announced.keys().collect::<Vec<_>>(), [&nb], "but recorded");
+    assert_eq!(
+        announced.applied(&nb, "7", false),
+        None,
+        "a re-list, unchanged"
+    );
+    assert_eq!(announced.applied(&nb, "8", true), Some(WatchAction::Update));
+    assert_eq!(
+        announced.applied(&other, "9", false),
+        Some(WatchAction::Add),
+        "created after the start's list (a watch event or a re-list)"
+    );
+}
+
+#[test]
+fn with_emit_existing_a_starts_list_announces_each_stream_as_added_once() {
+    let key: StreamKey = ("ds".into(), "nb".into());
+    let mut announced = Announced::new(true);
+    assert_eq!(announced.applied(&key, "7", true), Some(WatchAction::Add));
+    assert_eq!(announced.applied(&key, "7", false), None, "a re-list");
+    assert_eq!(
+        announced.applied(&key, "8", false),
+        Some(WatchAction::Update)
+    );
 }
 
 #[test]
