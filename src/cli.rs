@@ -203,4 +203,7 @@ pub struct LeaderArgs {
 
 /// `imagegate crds`.
 #[derive(Debug, Args)]
-pub struct CrdsArgs {}
+pub struct CrdsArgs {
+    /// Only this CRD, by its plural (`imagepromotions` or `imagestreamsources`); default: all.
+    pub resource: Option<String>,
+}

@@ -38,7 +38,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Source(args) => imagegate::run::source(*args).await,
             Command::Controller(args) => imagegate::run::controller(args).await,
-            Command::Crds(_) => imagegate::run::crds(),
+            Command::Crds(args) => imagegate::run::crds(&args),
         }
     });
     match result {

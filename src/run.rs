@@ -11,9 +11,28 @@ use crate::cli::{
 };
 use crate::leader::LeaderConfig;
 
-/// `imagegate crds`: the CustomResourceDefinitions imagegate owns, as YAML on stdout.
-pub fn crds() -> anyhow::Result<()> {
-    print!("{}", crate::controller::crd::crd_yaml());
+/// `imagegate crds`: the CustomResourceDefinitions imagegate owns, as YAML on stdout: every one
+/// (separated by `---`), or the one whose plural `args.resource` names.
+pub fn crds(args: &crate::cli::CrdsArgs) -> anyhow::Result<()> {
+    let all = [
+        ("imagepromotions", crate::controller::crd::crd_yaml()),
+        ("imagestreamsources", crate::source::crd::crd_yaml()),
+    ];
+    let chosen: Vec<&String> = all
+        .iter()
+        .filter(|(plural, _)| args.resource.as_deref().is_none_or(|r| r == *plural))
+        .map(|(_, yaml)| yaml)
+        .collect();
+    if chosen.is_empty() {
+        let known: Vec<&str> = all.iter().map(|(plural, _)| *plural).collect();
+        bail!(
+            "no CRD {:?}: imagegate owns {}",
+            args.resource.as_deref().unwrap_or_default(),
+            known.join(", ")
+        );
+    }
+    let docs: Vec<&str> = chosen.iter().map(|s| s.as_str()).collect();
+    print!("{}", docs.join("---\n"));
     Ok(())
 }
 

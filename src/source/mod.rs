@@ -8,12 +8,14 @@
 //! (retries, backoff, dead-letter sink) -> [`ack`] (the delivered state) -> [`checkpoint`]
 //! (persisted in the cluster). [`apiserver`] holds the modes that send what Knative's
 //! ApiServerSource sends. [`flow`] wires the steps; [`run`] adds leader election, the admin
-//! server and shutdown.
+//! server and shutdown. [`crd`] is the ImageStreamSource custom resource, a source a team
+//! `kubectl apply`s.
 
 pub mod ack;
 pub mod apiserver;
 pub mod change;
 pub mod checkpoint;
+pub mod crd;
 pub mod deliver;
 pub mod diff;
 pub mod event;

@@ -6,7 +6,7 @@
 //! - [`kube_clients`]: HTTPS clients with one crypto provider; the typed API types over HTTP.
 //! - [`cli`]: the `imagegate` binary's command line.
 //! - [`bad_config`]: bad configuration refused at the door, each with its exact message.
-//! - [`crd_drift`]: the committed ImagePromotion CRD matches the Rust types.
+//! - [`crd_drift`]: the committed CRDs (ImagePromotion, ImageStreamSource) match the Rust types.
 //! - [`leader`]: Lease leader election against the emulator.
 //! - [`runtime`]: the runtime both programs run in: standby, shutdown, a lost Lease.
 //! - [`controller_reconcile`]: the real `reconcile` against the emulated API, request by request.

@@ -24,6 +24,19 @@ spec:
   customRef: {apiVersion: imagegate.dev/v1beta1, kind: ImagePromotion}
 ";
 
+/// An ImageStreamSource to a Broker, with `extra` lines appended to its spec.
+pub fn image_stream_source(extra: &str) -> String {
+    format!(
+        "apiVersion: sources.imagegate.dev/v1alpha1
+kind: ImageStreamSource
+metadata: {{name: team-a, namespace: ds}}
+spec:
+  sink:
+    ref: {{apiVersion: eventing.knative.dev/v1, kind: Broker, name: default}}
+{extra}"
+    )
+}
+
 pub fn pipeline(m: &mut Manifests) -> &mut Value {
     &mut m.first_mut("Pipeline", "")["spec"]
 }

@@ -103,6 +103,43 @@ const CASES: &[Case] = &[
         expect: &["maxAgee: unknown field"],
     },
     Case {
+        name: "an ImageStreamSource field its CRD would prune",
+        by: By::Schema,
+        breaks: |m| {
+            m.add_file(
+                "examples/zz-imagestreamsource.yaml",
+                &image_stream_source("  emitExsting: true\n"),
+            )
+        },
+        expect: &["spec.emitExsting: unknown field"],
+    },
+    Case {
+        name: "an ImageStreamSource mode its CRD does not know",
+        by: By::Schema,
+        breaks: |m| {
+            m.add_file(
+                "examples/zz-imagestreamsource.yaml",
+                &image_stream_source("  mode: Reference\n"),
+            )
+        },
+        expect: &[
+            "spec.mode: 'Reference' is not one of ['imagestreamtag', 'resource', 'reference'",
+        ],
+    },
+    Case {
+        name: "an ImageStreamSource sink ref without a name",
+        by: By::Schema,
+        breaks: |m| {
+            m.add_file(
+                "examples/zz-imagestreamsource.yaml",
+                "apiVersion: sources.imagegate.dev/v1alpha1\nkind: ImageStreamSource\n\
+                 metadata: {name: x, namespace: ds}\n\
+                 spec:\n  sink:\n    ref: {apiVersion: eventing.knative.dev/v1, kind: Broker}\n",
+            )
+        },
+        expect: &["'name' is a required property"],
+    },
+    Case {
         name: "a TriggerBinding field Triggers does not know (hand-written schema)",
         by: By::Schema,
         breaks: |m| m.first_mut("TriggerBinding", "")["spec"]["param"] = json!([]),
@@ -506,8 +543,8 @@ fn run_cases(by: By) {
 }
 
 #[test]
-fn every_case_is_named_once_and_all_58_are_here() {
-    assert_eq!(CASES.len(), 45);
+fn every_case_is_named_once_and_all_61_are_here() {
+    assert_eq!(CASES.len(), 48);
     assert_eq!(super::monitoring_cases::CASES.len(), 13);
     let mut names: Vec<&str> = all().map(|c| c.name).collect();
     names.sort_unstable();
