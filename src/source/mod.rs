@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod pending;
 pub mod preflight;
 pub mod queue;
+pub mod sink;
 pub mod state;
 pub mod tracker;
 pub mod watch;

@@ -1,0 +1,78 @@
+//! Resolving an ImageStreamSource's `spec.sink` to a URL: [`resolve::plan`] and
+//! [`resolve::resolve`] decide (pure), [`resolve_sink`] does the one read between them, of the
+//! object `spec.sink.ref` names, through the dynamic API (any kind: a Broker, a Knative
+//! Service, a Tekton EventListener, a core Service).
+
+pub mod resolve;
+
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use serde_json::Value;
+
+use self::resolve::{Plan, Resolved, Target, Unresolved};
+use crate::source::crd::Destination;
+use crate::source::crd::status::reason;
+
+/// What resolving a sink ended in: a URL, or why not (for `SinkProvided=False`). A read that
+/// failed for another reason than the object's absence or a refusal is an `Err`, retried.
+pub type Resolution = Result<Resolved, Unresolved>;
+
+/// Resolves `dest` of a source in `source_namespace`, reading the object its `ref` names.
+pub async fn resolve_sink(
+    client: &kube::Client,
+    dest: &Destination,
+    source_namespace: &str,
+    cluster_domain: &str,
+) -> Result<Resolution, kube::Error> {
+    let target = match resolve::plan(dest, source_namespace) {
+        Ok(Plan::Uri(resolved)) => return Ok(Ok(resolved)),
+        Ok(Plan::Read(target)) => target,
+        Err(unresolved) => return Ok(Err(unresolved)),
+    };
+    let object = match read(client, &target).await {
+        Ok(object) => object,
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            return Ok(Err(Unresolved {
+                reason: reason::SINK_NOT_FOUND,
+                message: format!(
+                    "the adapter may not read {}: grant it get on {} (Knative's \
+                     addressable-resolver ClusterRole aggregates such grants): {}",
+                    target.describe(),
+                    resource_name(&target),
+                    status.message
+                ),
+            }));
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(resolve::resolve(
+        dest,
+        &target,
+        object.as_ref(),
+        cluster_domain,
+    ))
+}
+
+/// The object `target` names as JSON; None when it (or its kind) does not exist.
+async fn read(client: &kube::Client, target: &Target) -> Result<Option<Value>, kube::Error> {
+    let gvk = GroupVersionKind::gvk(target.group(), target.version(), &target.kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, &target.plural);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &target.namespace, &resource);
+    match api.get_opt(&target.name).await {
+        Ok(Some(object)) => Ok(Some(serde_json::to_value(object).unwrap_or(Value::Null))),
+        Ok(None) => Ok(None),
+        // The kind itself is not served (its CRD is not installed).
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn resource_name(target: &Target) -> String {
+    match target.group() {
+        "" => target.plural.clone(),
+        group => format!("{}.{group}", target.plural),
+    }
+}
+
+#[cfg(test)]
+mod tests;

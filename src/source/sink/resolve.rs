@@ -1,0 +1,304 @@
+//! Pure sink resolution, as Knative's `URIResolver.AddressableFromDestinationV1` does it
+//! (knative/pkg `resolver/addressable_resolver.go`), in two steps around the one read:
+//!
+//! 1. [`plan`]: a `uri` alone must be absolute with a host and is the sink; a `ref` names an
+//!    object to read (its namespace defaults to the source's), and a `uri` beside it must be
+//!    relative.
+//! 2. [`resolve`]: the object read (None: it does not exist) gives the address. A core
+//!    `v1/Service` is special-cased as Knative does: `http://NAME.NAMESPACE.svc.CLUSTER_DOMAIN`,
+//!    no port (so port 80; a Service that listens elsewhere needs a `uri`), no path, `https`
+//!    when `CACerts` is given. Any other object is read as an Addressable: the first of
+//!    `status.addresses`, else `status.address`, whose `url` must have a host. A relative
+//!    `uri` is then resolved against that URL (RFC 3986). The destination's `CACerts` and
+//!    `audience` replace the address's own when set.
+//!
+//! Every failure is an [`Unresolved`] with the reason the source's `SinkProvided` condition
+//! shows and a message that says what to change.
+
+use serde_json::Value;
+
+use crate::source::crd::status::reason;
+use crate::source::crd::{Destination, KReference};
+
+/// The cluster domain Knative assumes when it cannot read one (`network.GetClusterDomainName`).
+pub const DEFAULT_CLUSTER_DOMAIN: &str = "cluster.local";
+
+/// A resolved sink (Knative's duck/v1 Addressable).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    /// Where events go.
+    pub url: String,
+    /// PEM CA certificates to trust for it.
+    pub ca_certs: Option<String>,
+    /// Its OIDC audience.
+    pub audience: Option<String>,
+}
+
+/// Why a sink did not resolve.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unresolved {
+    /// The `SinkProvided=False` reason ([`reason::SINK_INVALID`], [`reason::SINK_NOT_FOUND`]
+    /// or [`reason::SINK_NOT_ADDRESSABLE`]).
+    pub reason: &'static str,
+    /// What is wrong and what to change.
+    pub message: String,
+}
+
+impl Unresolved {
+    fn new(reason: &'static str, message: impl Into<String>) -> Unresolved {
+        Unresolved {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// The object a `ref` names, with its namespace defaulted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// `apiVersion` (`v1`, `eventing.knative.dev/v1`).
+    pub api_version: String,
+    /// `kind`.
+    pub kind: String,
+    /// Its resource, guessed from the kind as Knative does ([`guess_plural`]).
+    pub plural: String,
+    /// `name`.
+    pub name: String,
+    /// `namespace`.
+    pub namespace: String,
+}
+
+impl Target {
+    /// The API group (empty for the core group).
+    pub fn group(&self) -> &str {
+        self.api_version
+            .rsplit_once('/')
+            .map_or("", |(group, _)| group)
+    }
+
+    /// The version.
+    pub fn version(&self) -> &str {
+        self.api_version
+            .rsplit_once('/')
+            .map_or(self.api_version.as_str(), |(_, v)| v)
+    }
+
+    /// `Kind namespace/name`, as messages name it.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {}/{} ({})",
+            self.kind, self.namespace, self.name, self.api_version
+        )
+    }
+
+    fn is_core_service(&self) -> bool {
+        self.api_version == "v1" && self.kind == "Service"
+    }
+}
+
+/// What resolving a destination takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// Nothing to read: the `uri` is the sink.
+    Uri(Resolved),
+    /// Read this object, then [`resolve`].
+    Read(Target),
+}
+
+/// Step 1: what `dest`, written in a source of `source_namespace`, needs read.
+pub fn plan(dest: &Destination, source_namespace: &str) -> Result<Plan, Unresolved> {
+    let uri = dest.uri.as_deref().filter(|u| !u.is_empty());
+    if let Some(r) = &dest.r#ref {
+        if let Some(uri) = uri
+            && url::Url::parse(uri).is_ok()
+        {
+            return Err(Unresolved::new(
+                reason::SINK_INVALID,
+                format!(
+                    "spec.sink.uri {uri:?} is absolute, but beside spec.sink.ref only a URI \
+                     relative to the object's address is allowed: remove the ref or make the \
+                     URI a path"
+                ),
+            ));
+        }
+        return target(r, source_namespace).map(Plan::Read);
+    }
+    let Some(uri) = uri else {
+        return Err(Unresolved::new(
+            reason::SINK_INVALID,
+            "spec.sink has neither ref nor uri: set one",
+        ));
+    };
+    match url::Url::parse(uri) {
+        Ok(url) if url.has_host() => Ok(Plan::Uri(Resolved {
+            url: uri.to_owned(),
+            ca_certs: non_empty(&dest.ca_certs),
+            audience: non_empty(&dest.audience),
+        })),
+        _ => Err(Unresolved::new(
+            reason::SINK_INVALID,
+            format!(
+                "spec.sink.uri {uri:?} is not an absolute URL with a host (without a ref it \
+                 must be, for example http://NAME.NAMESPACE.svc.cluster.local)"
+            ),
+        )),
+    }
+}
+
+fn target(r: &KReference, source_namespace: &str) -> Result<Target, Unresolved> {
+    for (field, value) in [
+        ("apiVersion", &r.api_version),
+        ("kind", &r.kind),
+        ("name", &r.name),
+    ] {
+        if value.is_empty() {
+            return Err(Unresolved::new(
+                reason::SINK_INVALID,
+                format!("spec.sink.ref.{field} is empty: set it"),
+            ));
+        }
+    }
+    let namespace = r
+        .namespace
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| source_namespace.to_owned());
+    Ok(Target {
+        api_version: r.api_version.clone(),
+        kind: r.kind.clone(),
+        plural: guess_plural(&r.kind),
+        name: r.name.clone(),
+        namespace,
+    })
+}
+
+/// Step 2: the sink, from the object `target` names as read (None: it does not exist).
+pub fn resolve(
+    dest: &Destination,
+    target: &Target,
+    object: Option<&Value>,
+    cluster_domain: &str,
+) -> Result<Resolved, Unresolved> {
+    let Some(object) = object else {
+        return Err(Unresolved::new(
+            reason::SINK_NOT_FOUND,
+            format!(
+                "spec.sink.ref names {}, which does not exist: create it or fix the ref",
+                target.describe()
+            ),
+        ));
+    };
+    let ca_certs = non_empty(&dest.ca_certs);
+    let base = if target.is_core_service() {
+        let scheme = if ca_certs.is_some() { "https" } else { "http" };
+        let host = format!("{}.{}.svc.{cluster_domain}", target.name, target.namespace);
+        Resolved {
+            url: format!("{scheme}://{host}"),
+            ca_certs: ca_certs.clone(),
+            audience: non_empty(&dest.audience),
+        }
+    } else {
+        addressable(object, target)?
+    };
+    let mut resolved = match dest.uri.as_deref().filter(|u| !u.is_empty()) {
+        None => base,
+        Some(relative) => {
+            let joined = url::Url::parse(&base.url)
+                .and_then(|b| b.join(relative))
+                .map_err(|e| {
+                    Unresolved::new(
+                        reason::SINK_INVALID,
+                        format!(
+                            "spec.sink.uri {relative:?} cannot be resolved against {}: {e}",
+                            base.url
+                        ),
+                    )
+                })?;
+            Resolved {
+                url: joined.to_string(),
+                ..base
+            }
+        }
+    };
+    if ca_certs.is_some() {
+        resolved.ca_certs = ca_certs;
+    }
+    if let Some(audience) = non_empty(&dest.audience) {
+        resolved.audience = Some(audience);
+    }
+    Ok(resolved)
+}
+
+/// The address of an Addressable: the first of `status.addresses`, else `status.address`.
+fn addressable(object: &Value, target: &Target) -> Result<Resolved, Unresolved> {
+    let status = object.get("status");
+    let first = status
+        .and_then(|s| s.get("addresses"))
+        .and_then(Value::as_array)
+        .and_then(|a| a.first());
+    let address = first.or_else(|| {
+        status
+            .and_then(|s| s.get("address"))
+            .filter(|a| !a.is_null())
+    });
+    let not_addressable = |what: &str| {
+        Unresolved::new(
+            reason::SINK_NOT_ADDRESSABLE,
+            format!(
+                "{} {what}: wait until it is Ready, or point spec.sink at an object that has \
+                 an address (a Broker, a Knative Service, an EventListener, a v1 Service)",
+                target.describe()
+            ),
+        )
+    };
+    let Some(address) = address else {
+        return Err(not_addressable(
+            "has no address (status.addresses or status.address)",
+        ));
+    };
+    let Some(url) = address
+        .get("url")
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
+    else {
+        return Err(not_addressable("has an address without a url"));
+    };
+    if !url::Url::parse(url).is_ok_and(|u| u.has_host()) {
+        return Err(not_addressable(&format!(
+            "has the address url {url:?}, which has no host"
+        )));
+    }
+    let text = |field: &str| {
+        address
+            .get(field)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    Ok(Resolved {
+        url: url.to_owned(),
+        ca_certs: text("CACerts"),
+        audience: text("audience"),
+    })
+}
+
+/// Knative's (apimachinery's) `UnsafeGuessKindToResource`: the lowercase kind, unchanged when
+/// it ends in `endpoints`, else `-s` -> `-ses`, `-y` -> `-ies` (even after a vowel: a
+/// `Gateway` is guessed `gatewaies`, as Knative guesses it), anything else `+s`.
+pub fn guess_plural(kind: &str) -> String {
+    let lower = kind.to_lowercase();
+    if lower.is_empty() || lower.ends_with("endpoints") {
+        return lower;
+    }
+    if lower.ends_with('s') {
+        return format!("{lower}es");
+    }
+    if let Some(stem) = lower.strip_suffix('y') {
+        return format!("{stem}ies");
+    }
+    format!("{lower}s")
+}
+
+fn non_empty(value: &Option<String>) -> Option<String> {
+    value.clone().filter(|v| !v.is_empty())
+}
