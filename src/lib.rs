@@ -6,6 +6,8 @@
 //! public because the `imagegate` binary, the demo or the integration tests use it. The modules
 //! follow the data:
 //!
+//! - [`access`]: SubjectAccessReviews for a service account (may it do this?), shared by the
+//!   controller and the source.
 //! - [`api`]: Rust types for the APIs imagegate talks to but does not own (ImageStream,
 //!   ImageStreamTag, ImageStreamImage, Image, CustomRun), only the fields we use.
 //! - [`cli`]: the command line (one clap struct per subcommand).
@@ -21,6 +23,7 @@
 //! - [`untrusted`]: every parser of outside input behind one function of bytes (the fuzz
 //!   targets' and the property test's entry points).
 
+pub mod access;
 pub mod admin;
 pub mod api;
 pub mod cli;

@@ -4,14 +4,15 @@
 //! account may `promote` the ImagePromotion the run names (`customRef.name`), or every
 //! ImagePromotion of the namespace when the run names none (an inline `customSpec`, or params
 //! only). A refusal ends the run `Forbidden`, saying which account lacks which permission, and
-//! nothing is written. [`Promoter`] is the pure part: what is asked and what a refusal says.
+//! nothing is written. [`Promoter`] is the pure part: what is asked and what a refusal says;
+//! the review itself is [`crate::access`]'s, shared with the source.
 
 use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewStatus,
 };
 use kube::ResourceExt;
-use kube::api::{Api, PostParams};
 
+use crate::access::{self, ServiceAccount};
 use crate::api::CustomRun;
 
 use super::error::Error;
@@ -25,7 +26,7 @@ pub const GROUP: &str = "imagegate.dev";
 /// The resource the verb is granted on.
 pub const RESOURCE: &str = "imagepromotions";
 /// The service account a run without `spec.serviceAccountName` runs as (Tekton's default).
-pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
+pub const DEFAULT_SERVICE_ACCOUNT: &str = access::DEFAULT_SERVICE_ACCOUNT;
 /// The ClusterRole `config/` ships with the verb, named in refusals.
 pub const PROMOTER_CLUSTERROLE: &str = "imagegate-promoter";
 
@@ -51,49 +52,39 @@ impl Promoter {
             .filter(|_| run.spec.custom_spec.is_none())
             .and_then(|r| r.name.clone())
             .filter(|n| !n.is_empty());
+        let namespace = run.namespace().unwrap_or_default();
+        let account =
+            ServiceAccount::or_default(&namespace, run.spec.service_account_name.as_deref());
         Promoter {
-            namespace: run.namespace().unwrap_or_default(),
-            service_account: run
-                .spec
-                .service_account_name
-                .clone()
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| DEFAULT_SERVICE_ACCOUNT.to_string()),
+            namespace,
+            service_account: account.name,
             imagepromotion: named,
+        }
+    }
+
+    fn account(&self) -> ServiceAccount {
+        ServiceAccount {
+            namespace: self.namespace.clone(),
+            name: self.service_account.clone(),
         }
     }
 
     /// The service account's user name.
     pub fn user(&self) -> String {
-        format!(
-            "system:serviceaccount:{}:{}",
-            self.namespace, self.service_account
-        )
+        self.account().user()
     }
 
     /// The review to ask: the user with the groups its token would carry, the verb `promote`
     /// on the ImagePromotion (any of the namespace when none is named).
     pub fn review(&self) -> SubjectAccessReview {
-        SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: Some(self.user()),
-                groups: Some(vec![
-                    "system:serviceaccounts".to_string(),
-                    format!("system:serviceaccounts:{}", self.namespace),
-                    "system:authenticated".to_string(),
-                ]),
-                resource_attributes: Some(ResourceAttributes {
-                    namespace: Some(self.namespace.clone()),
-                    verb: Some(VERB.to_string()),
-                    group: Some(GROUP.to_string()),
-                    resource: Some(RESOURCE.to_string()),
-                    name: self.imagepromotion.clone(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
+        self.account().review(ResourceAttributes {
+            namespace: Some(self.namespace.clone()),
+            verb: Some(VERB.to_string()),
+            group: Some(GROUP.to_string()),
+            resource: Some(RESOURCE.to_string()),
+            name: self.imagepromotion.clone(),
             ..Default::default()
-        }
+        })
     }
 
     /// The outcome of a refused review: `Forbidden`, naming the account and the permission.
@@ -113,11 +104,7 @@ impl Promoter {
              of the ClusterRole {PROMOTER_CLUSTERROLE}; nothing was written",
             self.namespace
         );
-        for said in [&status.reason, &status.evaluation_error]
-            .into_iter()
-            .flatten()
-            .filter(|s| !s.is_empty())
-        {
+        for said in access::said(status) {
             message.push_str(&format!(" (the API server says: {said})"));
         }
         Outcome::failed(reason::FORBIDDEN, message)
@@ -128,16 +115,13 @@ impl Promoter {
 /// outcome when it may not. A failed review is an API error (retried).
 pub async fn authorize(run: &CustomRun, ctx: &Context) -> Result<Option<Outcome>, Error> {
     let promoter = Promoter::of(run);
-    let reviews: Api<SubjectAccessReview> = Api::all(ctx.client.clone());
-    let answered = reviews
-        .create(&PostParams::default(), &promoter.review())
+    let status = access::ask(&ctx.client, &promoter.review())
         .await
         .map_err(|source| Error::Authorize {
             user: promoter.user(),
             source,
         })?;
-    let status = answered.status.unwrap_or_default();
-    if status.allowed && status.denied != Some(true) {
+    if access::allowed(&status) {
         return Ok(None);
     }
     Ok(Some(promoter.refusal(&status)))

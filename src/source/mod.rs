@@ -22,6 +22,7 @@ pub mod event;
 pub mod flow;
 pub mod metrics;
 pub mod pending;
+pub mod permissions;
 pub mod preflight;
 pub mod queue;
 pub mod sink;

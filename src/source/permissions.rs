@@ -1,0 +1,168 @@
+//! May an ImageStreamSource's service account read what the source selects? One adapter
+//! serves every source with its own identity, so before it serves one it asks, as Knative's
+//! ApiServerSource reconciler does (`runAccessCheck`), one SubjectAccessReview per verb
+//! (`get`, `list`, `watch`) on `imagestreams.image.openshift.io` per selected namespace (or
+//! once cluster-wide, when every namespace is selected). A tenant can therefore never read
+//! streams its own service account could not. [`reviews`] and [`verdict`] are pure; [`check`]
+//! asks ([`crate::access`]).
+
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewStatus,
+};
+
+use crate::access::{self, ServiceAccount};
+use crate::source::crd::status::reason;
+
+/// The verbs the adapter's watch needs, in the order they are asked and named.
+pub const VERBS: [&str; 3] = ["get", "list", "watch"];
+/// The API group of ImageStreams.
+pub const GROUP: &str = "image.openshift.io";
+/// The resource.
+pub const RESOURCE: &str = "imagestreams";
+
+/// Where a source reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every namespace (an empty `namespaceSelector`): asked once, cluster-wide.
+    All,
+    /// These namespaces.
+    Namespaces(Vec<String>),
+}
+
+impl Scope {
+    /// The namespaces to ask about; `""` is cluster-wide.
+    fn namespaces(&self) -> Vec<String> {
+        match self {
+            Scope::All => vec![String::new()],
+            Scope::Namespaces(names) => names.clone(),
+        }
+    }
+}
+
+/// One review to ask: about `verb` in `namespace` (`""`: cluster-wide).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Question {
+    /// The namespace asked about.
+    pub namespace: String,
+    /// The verb asked about.
+    pub verb: &'static str,
+    /// The review.
+    pub review: SubjectAccessReview,
+}
+
+/// The reviews to ask for `account` over `scope`: each namespace, each of [`VERBS`].
+pub fn reviews(account: &ServiceAccount, scope: &Scope) -> Vec<Question> {
+    let mut questions = Vec::new();
+    for namespace in scope.namespaces() {
+        for verb in VERBS {
+            let review = account.review(ResourceAttributes {
+                namespace: Some(namespace.clone()).filter(|n| !n.is_empty()),
+                verb: Some(verb.to_owned()),
+                group: Some(GROUP.to_owned()),
+                resource: Some(RESOURCE.to_owned()),
+                ..Default::default()
+            });
+            questions.push(Question {
+                namespace: namespace.clone(),
+                verb,
+                review,
+            });
+        }
+    }
+    questions
+}
+
+/// What the reviews said, as the `SufficientPermissions` condition shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Every review allowed.
+    pub sufficient: bool,
+    /// [`reason::PERMITTED`] or [`reason::INSUFFICIENT_PERMISSIONS`].
+    pub reason: &'static str,
+    /// Empty when sufficient; else which verbs are missing where, and what to grant.
+    pub message: String,
+}
+
+/// The verdict of the `answers` to [`reviews`] for `account`.
+pub fn verdict(
+    account: &ServiceAccount,
+    answers: &[(Question, SubjectAccessReviewStatus)],
+) -> Verdict {
+    // Per namespace, in the order asked: the verbs refused, and what the API server said.
+    let mut missing: Vec<(String, Vec<&str>, Vec<String>)> = Vec::new();
+    for (question, status) in answers {
+        if access::allowed(status) {
+            continue;
+        }
+        let said = access::said(status).into_iter().map(str::to_owned);
+        match missing
+            .iter_mut()
+            .find(|(ns, _, _)| *ns == question.namespace)
+        {
+            Some((_, verbs, words)) => {
+                verbs.push(question.verb);
+                words.extend(said);
+            }
+            None => missing.push((
+                question.namespace.clone(),
+                vec![question.verb],
+                said.collect(),
+            )),
+        }
+    }
+    if missing.is_empty() {
+        return Verdict {
+            sufficient: true,
+            reason: reason::PERMITTED,
+            message: String::new(),
+        };
+    }
+    let parts: Vec<String> = missing
+        .iter()
+        .map(|(namespace, verbs, words)| {
+            let place = if namespace.is_empty() {
+                "cluster-wide (every namespace is selected)".to_owned()
+            } else {
+                format!("in namespace {namespace:?}")
+            };
+            let mut words = words.clone();
+            words.dedup();
+            let quoted = if words.is_empty() {
+                String::new()
+            } else {
+                format!(" (the API server says: {})", words.join("; "))
+            };
+            format!("{} {place}{quoted}", verbs.join(", "))
+        })
+        .collect();
+    Verdict {
+        sufficient: false,
+        reason: reason::INSUFFICIENT_PERMISSIONS,
+        message: format!(
+            "service account {:?} ({}) may not read {RESOURCE}.{GROUP}: it lacks {}; grant it \
+             get, list and watch on {RESOURCE} ({GROUP}) there, for example with a RoleBinding \
+             per namespace, or select fewer namespaces",
+            account.describe(),
+            account.user(),
+            parts.join("; and ")
+        ),
+    }
+}
+
+/// Asks every review of `account` over `scope` and gives the verdict. A review that cannot be
+/// asked is an error (the condition is then Unknown, and the check retried).
+pub async fn check(
+    client: &kube::Client,
+    account: &ServiceAccount,
+    scope: &Scope,
+) -> Result<Verdict, kube::Error> {
+    let mut answers = Vec::new();
+    for question in reviews(account, scope) {
+        let status = access::ask(client, &question.review).await?;
+        answers.push((question, status));
+    }
+    Ok(verdict(account, &answers))
+}
+
+#[cfg(test)]
+mod tests;
