@@ -25,6 +25,7 @@ pub mod pending;
 pub mod permissions;
 pub mod preflight;
 pub mod queue;
+pub mod reconcile;
 pub mod sink;
 pub mod state;
 pub mod tracker;

@@ -166,6 +166,10 @@ pub fn builtin_types() -> Vec<ResourceType> {
     let mut serviceaccounts =
         ResourceType::builtin("", "v1", "serviceaccounts", "ServiceAccount", true);
     serviceaccounts.short_names = vec!["sa".into()];
+    // A Knative sink by ref may be a core Service (an ImageStreamSource reads it to resolve it).
+    let mut services = ResourceType::builtin("", "v1", "services", "Service", true);
+    services.short_names = vec!["svc".into()];
+    services.status_subresource = true;
     let rbac = crate::rbac::GROUP;
     let mut reviews = ResourceType::builtin(
         crate::rbac::review::AUTHORIZATION_GROUP,
@@ -189,6 +193,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
         isimages,
         images,
         serviceaccounts,
+        services,
         ResourceType::builtin(rbac, "v1", "roles", "Role", true),
         ResourceType::builtin(rbac, "v1", "clusterroles", "ClusterRole", false),
         ResourceType::builtin(rbac, "v1", "rolebindings", "RoleBinding", true),

@@ -30,6 +30,12 @@ pub const TEKTON_TRIGGERS: Module = Module {
     name: "tekton-triggers",
 };
 
+/// `knative.dev/eventing` (`realcluster/knative`): `config/core/resources/*.yaml`.
+pub const KNATIVE_EVENTING: Module = Module {
+    var: "IMAGEGATE_KNATIVE_EVENTING_DIR",
+    name: "knative-eventing",
+};
+
 /// Tekton's released CustomRun CRD, inside [`TEKTON_PIPELINE`].
 pub const CUSTOMRUN_CRD: &str = "config/300-crds/300-customrun.yaml";
 /// Tekton's released PipelineRun CRD, inside [`TEKTON_PIPELINE`].

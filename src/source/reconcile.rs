@@ -1,0 +1,228 @@
+//! The ImageStreamSource reconciler: it computes and writes a source's status, in a fixed
+//! order: validate the spec (a contradiction is `Ready=False InvalidSpec`, nothing else asked)
+//! -> resolve the sink ([`super::sink`]) -> the namespaces it selects -> may its service
+//! account read them ([`super::permissions`]) -> the desired status ([`status::desired`],
+//! pure) -> one status write, only when it differs beyond transition times.
+//!
+//! The sink object is not watched (yet): [`run`] re-reconciles every source every
+//! [`RESYNC`], so a sink that gets or changes its address is seen within that period.
+//! Serving the sources (the watches, queues and checkpoints) is the multi-tenant adapter's
+//! job, not this module's.
+
+pub mod status;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use self::status::Facts;
+use super::crd::{ImageStreamSource, ImageStreamSourceSpec, Mode};
+use super::permissions::{self, Scope};
+use super::sink;
+use crate::access::ServiceAccount;
+
+/// How often every source is reconciled again, to see sink addresses change.
+pub const RESYNC: Duration = Duration::from_secs(30);
+
+/// What the reconciler runs with.
+#[derive(Clone)]
+pub struct Context {
+    /// The API client (the adapter's own identity).
+    pub client: kube::Client,
+    /// The cluster domain of core Services' URLs (`cluster.local`).
+    pub cluster_domain: String,
+    /// The API server's URL (the `source` of the resource and reference modes' events).
+    pub api_server_url: String,
+}
+
+/// A reconcile that failed (and is retried).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The source has no namespace (it is namespaced).
+    #[error("the ImageStreamSource {0:?} has no namespace")]
+    NoNamespace(String),
+    /// Reading the sink object failed (other than absent or forbidden).
+    #[error("resolving the sink of {source_name}: {error}")]
+    ResolveSink {
+        /// `namespace/name`.
+        source_name: String,
+        /// The API's error.
+        error: kube::Error,
+    },
+    /// Listing the namespaces a selector selects failed.
+    #[error("listing the namespaces {source_name} selects: {error}")]
+    ListNamespaces {
+        /// `namespace/name`.
+        source_name: String,
+        /// The API's error.
+        error: kube::Error,
+    },
+    /// Writing the status failed.
+    #[error("writing the status of {source_name}: {error}")]
+    WriteStatus {
+        /// `namespace/name`.
+        source_name: String,
+        /// The API's error.
+        error: kube::Error,
+    },
+}
+
+/// A contradiction in `spec` that no reconcile can fix, in words for the user.
+pub fn invalid(spec: &ImageStreamSourceSpec) -> Option<String> {
+    if spec.namespace_selector.is_some() && !spec.namespaces.is_empty() {
+        return Some(
+            "spec.namespaces and spec.namespaceSelector are both set: keep one".to_owned(),
+        );
+    }
+    for (field, selector) in [
+        ("namespaceSelector", &spec.namespace_selector),
+        ("selector", &spec.selector),
+    ] {
+        if let Some(Err(why)) = selector.as_ref().map(|s| s.to_query()) {
+            return Some(format!("spec.{field}: {why}"));
+        }
+    }
+    None
+}
+
+/// Reconciles `source`: its status, written when it changed. Returns whether it was written.
+pub async fn reconcile(source: &ImageStreamSource, ctx: &Context) -> Result<bool, Error> {
+    let name = source.name_any();
+    let namespace = source
+        .namespace()
+        .ok_or_else(|| Error::NoNamespace(name.clone()))?;
+    let source_name = format!("{namespace}/{name}");
+    let spec = &source.spec;
+    let mut facts = Facts {
+        generation: source.metadata.generation,
+        invalid: invalid(spec),
+        sink: None,
+        permissions: None,
+        mode: spec.mode.unwrap_or(Mode::ImageStreamTag),
+        api_server_url: ctx.api_server_url.clone(),
+    };
+    if facts.invalid.is_none() {
+        let resolution =
+            sink::resolve_sink(&ctx.client, &spec.sink, &namespace, &ctx.cluster_domain)
+                .await
+                .map_err(|error| Error::ResolveSink {
+                    source_name: source_name.clone(),
+                    error,
+                })?;
+        facts.sink = Some(resolution);
+        let scope = scope(&ctx.client, spec, &namespace)
+            .await
+            .map_err(|error| Error::ListNamespaces {
+                source_name: source_name.clone(),
+                error,
+            })?;
+        let account = ServiceAccount::or_default(&namespace, spec.service_account_name.as_deref());
+        facts.permissions = match permissions::check(&ctx.client, &account, &scope).await {
+            Ok(verdict) => Some(verdict),
+            Err(e) => {
+                warn!(namespace = %namespace, error = %e, "the SubjectAccessReviews failed");
+                None
+            }
+        };
+    }
+    let before = source.status.as_ref();
+    let desired = status::desired(before, &facts, chrono::Utc::now());
+    if before.is_some_and(|b| status::same_ignoring_timestamps(b, &desired)) {
+        return Ok(false);
+    }
+    let api: Api<ImageStreamSource> = Api::namespaced(ctx.client.clone(), &namespace);
+    api.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(&patch(&desired)),
+    )
+    .await
+    .map_err(|error| Error::WriteStatus {
+        source_name: source_name.clone(),
+        error,
+    })?;
+    let ready = desired.conditions.first();
+    info!(
+        namespace = %namespace,
+        source = %name,
+        ready = ready.map_or("", |c| c.status.as_str()),
+        reason = ready.and_then(|c| c.reason.as_deref()).unwrap_or(""),
+        "ImageStreamSource status written"
+    );
+    Ok(true)
+}
+
+/// A merge patch that sets the status to `desired`: the fields it leaves out are nulled, so
+/// that a sink URI that no longer resolves is removed rather than kept.
+fn patch(desired: &super::crd::ImageStreamSourceStatus) -> Value {
+    let mut status = serde_json::to_value(desired).unwrap_or_else(|_| json!({}));
+    if let Value::Object(map) = &mut status {
+        for field in ["sinkUri", "sinkCACerts", "observedGeneration"] {
+            map.entry(field).or_insert(Value::Null);
+        }
+    }
+    json!({ "status": status })
+}
+
+/// The namespaces `spec` selects, for a source in `namespace`: `namespaces`, else those
+/// `namespaceSelector` matches (every one, cluster-wide, when it is empty), else the source's
+/// own.
+pub async fn scope(
+    client: &kube::Client,
+    spec: &ImageStreamSourceSpec,
+    namespace: &str,
+) -> Result<Scope, kube::Error> {
+    if !spec.namespaces.is_empty() {
+        let mut names = spec.namespaces.clone();
+        names.sort();
+        names.dedup();
+        return Ok(Scope::Namespaces(names));
+    }
+    let Some(selector) = &spec.namespace_selector else {
+        return Ok(Scope::Namespaces(vec![namespace.to_owned()]));
+    };
+    if selector.is_empty() {
+        return Ok(Scope::All);
+    }
+    // invalid() refused a selector without a query before this is reached.
+    let query = selector.to_query().unwrap_or_default();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let listed = namespaces
+        .list(&ListParams::default().labels(&query))
+        .await?;
+    let mut names: Vec<String> = listed.items.iter().map(|n| n.name_any()).collect();
+    names.sort();
+    Ok(Scope::Namespaces(names))
+}
+
+/// Reconciles every ImageStreamSource of the cluster until `shutdown` resolves: on each change
+/// of one, and every [`RESYNC`].
+pub async fn run(
+    ctx: Context,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    let api: Api<ImageStreamSource> = Api::all(ctx.client.clone());
+    Controller::new(api, watcher::Config::default())
+        .graceful_shutdown_on(shutdown)
+        .run(
+            |source: Arc<ImageStreamSource>, ctx: Arc<Context>| async move {
+                reconcile(&source, &ctx).await?;
+                Ok::<_, Error>(Action::requeue(RESYNC))
+            },
+            |_source, error: &Error, _ctx| {
+                warn!(error = %error, "ImageStreamSource reconcile failed; retrying");
+                Action::requeue(Duration::from_secs(5))
+            },
+            Arc::new(ctx),
+        )
+        .for_each(|_| async {})
+        .await;
+}
