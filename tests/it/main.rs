@@ -19,6 +19,8 @@
 //! - [`manifests`]: the shipped manifests fit together and fit the code (the consistency checks,
 //!   the broken-manifest cases, `kubectl kustomize`).
 //! - [`untrusted`]: the parsers of outside input never panic (the fuzz targets' entry points).
+//! - [`watch_refused`]: a watch refused mid-run (RBAC revoked) is retried with backoff and
+//!   reported, by both programs.
 //! - [`realcluster`]: `config/` and `tekton/` against a real kube-apiserver.
 //! - [`realcluster_tekton`]: the real Tekton Pipelines and Triggers on it (kwok for the kubelet).
 
@@ -42,3 +44,4 @@ mod source_checkpoint;
 mod source_e2e;
 mod support;
 mod untrusted;
+mod watch_refused;
