@@ -6,6 +6,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::State;
@@ -33,8 +34,9 @@ pub struct Health {
 struct Readiness {
     ready: bool,
     reason: String,
-    /// Named conditions that fail, with why (each must pass for the program to be ready).
-    failing: std::collections::BTreeMap<&'static str, String>,
+    /// Named conditions that fail, with why (each must pass for the program to be ready), and
+    /// when the failure lapses unless it is set again (None: when it is cleared).
+    failing: std::collections::BTreeMap<&'static str, (String, Option<Instant>)>,
 }
 
 impl Health {
@@ -72,15 +74,25 @@ impl Health {
     pub fn set_condition(&self, name: &'static str, failing: Option<String>) {
         let mut state = self.lock();
         match failing {
-            Some(why) => state.failing.insert(name, why),
+            Some(why) => state.failing.insert(name, (why, None)),
             None => state.failing.remove(name),
         };
+    }
+
+    /// Sets a named condition that fails for `hold` from now, unless it is set again or
+    /// cleared (with [`Health::set_condition`]) before then: for a failure that is known only
+    /// while it keeps recurring, such as a watch the API server refuses on each retry.
+    pub fn set_failing_for(&self, name: &'static str, why: String, hold: Duration) {
+        let mut state = self.lock();
+        state
+            .failing
+            .insert(name, (why, Some(Instant::now() + hold)));
     }
 
     /// Whether the program is ready.
     pub fn is_ready(&self) -> bool {
         let state = self.lock();
-        state.ready && state.failing.is_empty()
+        state.ready && state.failing().next().is_none()
     }
 
     /// Why the program is not ready (`None` when it is).
@@ -90,7 +102,7 @@ impl Health {
         if !state.ready {
             why.push(&state.reason);
         }
-        why.extend(state.failing.values().map(String::as_str));
+        why.extend(state.failing());
         (!why.is_empty()).then(|| why.join("; "))
     }
 
@@ -98,6 +110,17 @@ impl Health {
         // A panic elsewhere while holding the lock leaves a plain bool and string behind,
         // which are still meaningful.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Readiness {
+    /// The reasons of the conditions that fail now.
+    fn failing(&self) -> impl Iterator<Item = &str> {
+        let now = Instant::now();
+        self.failing
+            .values()
+            .filter(move |(_, until)| until.is_none_or(|t| t > now))
+            .map(|(why, _)| why.as_str())
     }
 }
 
@@ -291,6 +314,28 @@ mod tests {
         health.set_condition("checkpoint", None);
         let (status, _, _) = call(app, Method::GET, "/readyz").await;
         assert_eq!(status, StatusCode::OK);
+    }
+
+    #[test]
+    fn a_condition_failing_for_a_while_lapses_unless_set_again_or_cleared() {
+        let health = Health::new();
+        health.set_ready(true);
+        let hold = std::time::Duration::from_millis(150);
+        health.set_failing_for("watch", "the watch is refused".into(), hold);
+        assert_eq!(health.reason().as_deref(), Some("the watch is refused"));
+        std::thread::sleep(hold / 2);
+        health.set_failing_for("watch", "refused again".into(), hold);
+        std::thread::sleep(hold / 2);
+        assert_eq!(
+            health.reason().as_deref(),
+            Some("refused again"),
+            "set again"
+        );
+        std::thread::sleep(hold);
+        assert!(health.is_ready(), "lapsed: {:?}", health.reason());
+        health.set_failing_for("watch", "refused".into(), hold);
+        health.set_condition("watch", None);
+        assert!(health.is_ready(), "cleared");
     }
 
     #[tokio::test]

@@ -22,6 +22,8 @@
 //! - [`controller`]: `imagegate controller`, the ImagePromotion Tekton custom task.
 //! - [`untrusted`]: every parser of outside input behind one function of bytes (the fuzz
 //!   targets' and the property test's entry points).
+//! - [`watch_errors`]: what both programs' watches do with an error: a backoff that grows while
+//!   errors keep coming, and a refusal mid-run (RBAC revoked, a CRD removed) on `/readyz`.
 
 pub mod access;
 pub mod admin;
@@ -35,3 +37,4 @@ pub mod source;
 pub mod telemetry;
 pub mod tls;
 pub mod untrusted;
+pub mod watch_errors;

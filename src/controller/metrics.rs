@@ -38,6 +38,9 @@ pub struct Metrics {
     pub imagestream_writes: Counter,
     /// `imagegate_controller_status_writes_total`.
     pub status_writes: Counter,
+    /// `imagegate_controller_watch_restarts_total`: CustomRun watch errors (each followed by a
+    /// resume or a re-list, after [`crate::watch_errors::WatchBackoff`]).
+    pub watch_restarts: Counter,
 }
 
 /// A histogram of durations with a guard that observes on drop.
@@ -75,6 +78,7 @@ impl Metrics {
             reconcile_errors: Family::default(),
             imagestream_writes: Counter::default(),
             status_writes: Counter::default(),
+            watch_restarts: Counter::default(),
         };
         let sub = registry.sub_registry_with_prefix("imagegate_controller");
         sub.register(
@@ -101,6 +105,11 @@ impl Metrics {
             "status_writes",
             "CustomRun status writes",
             m.status_writes.clone(),
+        );
+        sub.register(
+            "watch_restarts",
+            "CustomRun watch errors, each followed by a resume or re-list after a backoff",
+            m.watch_restarts.clone(),
         );
         m
     }

@@ -47,6 +47,7 @@ use crate::admin::Health;
 use crate::api::CustomRun;
 use crate::leader::LeaderConfig;
 use crate::runtime::{self, Runtime};
+use crate::watch_errors::Refusals;
 
 use self::metrics::Metrics;
 use self::reconcile::{Clock, Context};
@@ -139,10 +140,16 @@ async fn reconcile_runs(
     });
     let apis = scopes.apis(&client);
     preflight::check(&client, &apis).await?;
+    let refusals = Refusals::new(health.clone(), "CustomRun");
     tokio::spawn(ready_once_listed(apis.clone(), health));
     let slots = Arc::new(Semaphore::new(usize::from(scopes.concurrency)));
-    let controllers = apis.into_iter().map(|(_, api)| {
-        let (store, runs) = watch::customruns(api, ctx.runs.clone());
+    let controllers = apis.into_iter().map(|(namespace, api)| {
+        let reporting = watch::Reporting {
+            namespace,
+            refusals: refusals.clone(),
+            restarts: ctx.metrics.watch_restarts.clone(),
+        };
+        let (store, runs) = watch::customruns(api, ctx.runs.clone(), reporting);
         let slots = slots.clone();
         let reconcile = move |run, ctx| {
             let slots = slots.clone();

@@ -2,6 +2,11 @@
 //! as `Controller::new` builds them, with one addition: a deleted run is forgotten by the
 //! per-run map ([`RunStates`]), and after every (re-)list so is each run the list no longer
 //! has (deleted while the watch was down, when no delete event comes).
+//!
+//! `Controller::for_stream` takes the stream as it is, so the backoff is added here: without it
+//! a watch the API server refuses (RBAC revoked mid-run) is retried at once, forever. Each error
+//! is counted (`imagegate_controller_watch_restarts_total`) and a refusal is reported on
+//! `/readyz` ([`crate::watch_errors`]) until the watch delivers again.
 
 use std::sync::Arc;
 
@@ -10,23 +15,57 @@ use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
+use prometheus_client::metrics::counter::Counter;
 
 use crate::api::CustomRun;
+use crate::watch_errors::{Refusals, WatchBackoff};
 
 use super::runs::{RunKey, RunStates};
 
+/// Where a watch reports its errors.
+#[derive(Clone)]
+pub struct Reporting {
+    /// The namespace watched (None: all).
+    pub namespace: Option<String>,
+    /// Refusals, reported on `/readyz`.
+    pub refusals: Arc<Refusals>,
+    /// Every error (`imagegate_controller_watch_restarts_total`).
+    pub restarts: Counter,
+}
+
 /// The store of the watched runs and the stream of runs to reconcile (for
-/// `Controller::for_stream`); `runs` forgets the ones that are gone.
+/// `Controller::for_stream`), retried with a backoff that grows while errors keep coming
+/// ([`WatchBackoff`]) and its errors reported to `reporting`; `runs` forgets the ones that are
+/// gone.
 pub fn customruns(
     api: Api<CustomRun>,
     runs: Arc<RunStates>,
+    reporting: Reporting,
 ) -> (
     Store<CustomRun>,
     impl Stream<Item = Result<CustomRun, watcher::Error>> + Send + 'static,
 ) {
     let (store, writer) = reflector::store();
     let known = store.clone();
-    let events = watcher::watcher(api, watcher::Config::default());
+    let failed = reporting.clone();
+    let events = watcher::watcher(api, watcher::Config::default())
+        .inspect_ok(move |event| {
+            // Init comes before the list is asked for: no proof that the watch is allowed.
+            if !matches!(event, Event::Init) {
+                reporting.refusals.recovered(reporting.namespace.as_deref());
+            }
+        })
+        .inspect_err(move |e| {
+            failed.restarts.inc();
+            if failed
+                .refusals
+                .failed(failed.namespace.as_deref(), e)
+                .is_none()
+            {
+                tracing::warn!(error = %e, "CustomRun watch failed; resuming with backoff");
+            }
+        })
+        .backoff(WatchBackoff::default());
     let applied = reflector::reflector(writer, events)
         .inspect_ok(move |event| forget_gone(&runs, &known, event))
         .applied_objects();

@@ -22,6 +22,7 @@ use super::tracker::{self, Decision, Tracker};
 use super::watch::{self, Seen, decode};
 use super::{Mode, Settings, ack};
 use crate::api::ImageStream;
+use crate::watch_errors::Refusals;
 
 /// The bounded hand-off between the watch and the queue's dispatcher, in jobs.
 const HANDOFF: usize = 10_000;
@@ -34,6 +35,7 @@ pub async fn run(
     checkpoint: Arc<Checkpoint>,
     loaded: Loaded,
     metrics: Metrics,
+    refusals: Arc<Refusals>,
     listed: tokio::sync::watch::Sender<bool>,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
@@ -57,10 +59,12 @@ pub async fn run(
     let selector = settings.selector.as_deref();
     let seen = match settings.mode {
         Mode::ImageStreamTag => {
-            watch::start::<decode::TagsOnly>(&client, &scopes, selector, metrics.clone()).boxed()
+            watch::start::<decode::TagsOnly>(&client, &scopes, selector, metrics.clone(), refusals)
+                .boxed()
         }
         Mode::Resource | Mode::Reference => {
-            watch::start::<decode::Whole>(&client, &scopes, selector, metrics.clone()).boxed()
+            watch::start::<decode::Whole>(&client, &scopes, selector, metrics.clone(), refusals)
+                .boxed()
         }
     };
     let tracking = match Shape::of(settings.mode) {

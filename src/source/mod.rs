@@ -42,6 +42,7 @@ use tracing::info;
 use crate::admin::Health;
 use crate::leader::LeaderConfig;
 use crate::runtime::{self, Runtime};
+use crate::watch_errors::Refusals;
 
 use self::checkpoint::{Checkpoint, CheckpointConfig};
 use self::deliver::{ContentMode, DeliverySpec};
@@ -157,8 +158,11 @@ pub async fn run_with_listed(
                 flushed.clone(),
             ));
             let settings = Arc::new(settings);
-            let flowed =
-                flow::run(client, settings, checkpoint, loaded, metrics, listed, stop).await;
+            let refusals = Refusals::new(health.clone(), "ImageStream");
+            let flowed = flow::run(
+                client, settings, checkpoint, loaded, metrics, refusals, listed, stop,
+            )
+            .await;
             flushed.cancel();
             let _ = flusher.await;
             flowed

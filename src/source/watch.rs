@@ -6,11 +6,14 @@
 //! Each object is decoded leniently ([`decode`]): a malformed one is logged, counted and
 //! skipped, but its key still counts as listed, so it is never taken for deleted. A watch
 //! error is counted and the watcher resumes from its last resourceVersion, or re-lists when
-//! that expired (410).
+//! that expired (410), after a backoff that grows while errors keep coming
+//! ([`WatchBackoff`]); a refusal (a 400, 401, 403 or 404: RBAC revoked mid-run) is also
+//! reported on `/readyz` ([`crate::watch_errors`]) until the watch delivers again.
 
 pub mod decode;
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use kube::api::Api;
@@ -21,6 +24,7 @@ use self::decode::{Reading, Watched};
 use super::checkpoint::StreamKey;
 use super::metrics::Metrics;
 use crate::api::ImageStream;
+use crate::watch_errors::{Refusals, WatchBackoff};
 
 /// Streams per list page. A page is held as text and as objects until its last stream is
 /// diffed, and that is the peak of the first list: larger pages raise it more than they save.
@@ -73,6 +77,7 @@ pub fn start<R: Reading>(
     scopes: &[Option<String>],
     selector: Option<&str>,
     metrics: Metrics,
+    refusals: Arc<Refusals>,
 ) -> impl Stream<Item = Seen> + Send + use<R> {
     let mut config = watcher::Config::default().page_size(PAGE_SIZE);
     if let Some(selector) = selector {
@@ -88,9 +93,10 @@ pub fn start<R: Reading>(
             namespace: namespace.clone(),
             present: None,
             metrics: metrics.clone(),
+            refusals: refusals.clone(),
         };
         watcher(api, config.clone())
-            .default_backoff()
+            .backoff(WatchBackoff::default())
             .filter_map(move |event| std::future::ready(listing.seen(event)))
             .boxed()
     });
@@ -104,6 +110,7 @@ struct Listing {
     /// Some while a (re-)list is in progress.
     present: Option<HashSet<StreamKey>>,
     metrics: Metrics,
+    refusals: Arc<Refusals>,
 }
 
 impl Listing {
@@ -111,6 +118,12 @@ impl Listing {
         &mut self,
         event: Result<watcher::Event<Watched<R>>, watcher::Error>,
     ) -> Option<Seen> {
+        if let Ok(e) = &event
+            && !matches!(e, watcher::Event::Init)
+        {
+            // Init comes before the list is asked for: no proof that the watch is allowed.
+            self.refusals.recovered(self.namespace.as_deref());
+        }
         match event {
             Ok(watcher::Event::Init) => {
                 self.present = Some(HashSet::new());
@@ -135,7 +148,13 @@ impl Listing {
             }
             Err(e) => {
                 self.metrics.watch_restarts.inc();
-                warn!(error = %e, "ImageStream watch failed; resuming");
+                if self
+                    .refusals
+                    .failed(self.namespace.as_deref(), &e)
+                    .is_none()
+                {
+                    warn!(error = %e, "ImageStream watch failed; resuming with backoff");
+                }
                 None
             }
         }

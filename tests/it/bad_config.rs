@@ -184,6 +184,11 @@ mod at_start {
     /// one line of its error (the one line that starts with `imagegate: `).
     async fn controller_refused(emu: &EmulatorServer, fault: Fault) -> (Option<i32>, String) {
         emu.inject_fault(fault).await;
+        controller_ended(emu).await
+    }
+
+    /// Starts the controller against `emu`; its exit status and the one line of its error.
+    async fn controller_ended(emu: &EmulatorServer) -> (Option<i32>, String) {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         emu.write_kubeconfig(&kubeconfig, "controller");
@@ -217,11 +222,43 @@ mod at_start {
         assert_eq!(status, Some(1));
         assert!(
             line.starts_with(
-                "imagegate: the API server does not serve tekton.dev/v1beta1 CustomRuns: install \
-                 Tekton Pipelines (v0.43 or later) (the API server says: "
+                "imagegate: the API server does not serve tekton.dev/v1beta1 CustomRuns (the CRD \
+                 customruns.tekton.dev is missing): install Tekton Pipelines v0.43 or later, whose \
+                 release.yaml has it (the API server says: "
             ),
             "{line}"
         );
+    }
+
+    /// A fresh emulator serves CustomRuns (its stand-in for Tekton's CRD) but not ImagePromotions
+    /// until their CRD is applied: the controller names the CRD and the manifest, and ends; with
+    /// the CRD applied it starts (and becomes ready).
+    #[tokio::test]
+    async fn a_cluster_without_the_imagepromotion_crd_ends_the_controller_at_start() {
+        let emu = EmulatorServer::start().await;
+        let (status, line) = controller_ended(&emu).await;
+        assert_eq!(status, Some(1));
+        assert_eq!(
+            line,
+            "imagegate: the API server does not serve imagegate.dev/v1alpha1 ImagePromotions (the \
+             CRD imagepromotions.imagegate.dev is missing): apply \
+             config/300-imagepromotion-crd.yaml (kubectl apply -f \
+             config/300-imagepromotion-crd.yaml, or all of config/) (the API server says: the \
+             server could not find the requested resource)"
+        );
+
+        emu.seed_str(&imagegate::controller::crd::crd_yaml()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        emu.write_kubeconfig(&kubeconfig, "controller");
+        let admin = crate::support::free_port();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
+        command
+            .args(["controller", "--admin-addr", &format!("127.0.0.1:{admin}")])
+            .env("KUBECONFIG", &kubeconfig);
+        let mut controller = Process::start("imagegate controller", command);
+        crate::support::wait_ready(admin).await;
+        controller.kill();
     }
 
     #[tokio::test]

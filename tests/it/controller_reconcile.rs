@@ -361,6 +361,18 @@ async fn remembered(h: &Harness, name: &str) {
     assert!(reconcile(Arc::new(run), h.ctx.clone()).await.is_err());
 }
 
+/// Where the watch of these tests reports its errors (nowhere anyone reads).
+fn reporting(h: &Harness) -> watch::Reporting {
+    watch::Reporting {
+        namespace: None,
+        refusals: imagegate::watch_errors::Refusals::new(
+            imagegate::admin::Health::new(),
+            "CustomRun",
+        ),
+        restarts: h.ctx.metrics.watch_restarts.clone(),
+    }
+}
+
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
     while !cond() {
@@ -374,7 +386,11 @@ async fn a_deleted_run_is_forgotten() {
     let h = harness().await;
     remembered(&h, "run-1").await;
     assert_eq!(h.ctx.runs.len(), 1);
-    let (store, runs) = watch::customruns(Api::all(h.ctx.client.clone()), h.ctx.runs.clone());
+    let (store, runs) = watch::customruns(
+        Api::all(h.ctx.client.clone()),
+        h.ctx.runs.clone(),
+        reporting(&h),
+    );
     let watching = tokio::spawn(runs.for_each(|_| async {}));
     eventually("the watch lists the run", || store.state().len() == 1).await;
     assert_eq!(h.ctx.runs.len(), 1, "a listed run is remembered");
@@ -400,7 +416,11 @@ async fn a_run_deleted_while_no_watch_ran_is_forgotten_on_the_next_list() {
         .await
         .unwrap();
 
-    let (store, runs) = watch::customruns(Api::all(h.ctx.client.clone()), h.ctx.runs.clone());
+    let (store, runs) = watch::customruns(
+        Api::all(h.ctx.client.clone()),
+        h.ctx.runs.clone(),
+        reporting(&h),
+    );
     let watching = tokio::spawn(runs.for_each(|_| async {}));
     eventually("the list", || store.state().len() == 1).await;
     eventually("run-1 to be forgotten", || h.ctx.runs.len() == 1).await;

@@ -16,11 +16,14 @@
 //! - [`controller_scope`]: a controller given `--namespace` leaves other namespaces alone.
 //! - [`controller_trust`]: the controller's refusals end to end (fail closed, the promoter's
 //!   permission, the proof of validation, rolled-back digests), each leaving the served tag alone.
+//! - [`notebook_validation`]: the notebook validation Task's script against a stand-in server.
 //! - [`python_interop`]: what the source sends, parsed by the official Python SDK.
 //! - [`rbac`]: the RBAC of `config/` against what the programs really do.
 //! - [`manifests`]: the shipped manifests fit together and fit the code (the consistency checks,
 //!   the broken-manifest cases, `kubectl kustomize`).
 //! - [`untrusted`]: the parsers of outside input never panic (the fuzz targets' entry points).
+//! - [`watch_refused`]: a watch refused mid-run (RBAC revoked) is retried with backoff and
+//!   reported, by both programs.
 //! - [`realcluster`]: `config/` and `tekton/` against a real kube-apiserver.
 //! - [`realcluster_tekton`]: the real Tekton Pipelines and Triggers on it (kwok for the kubelet).
 
@@ -35,6 +38,7 @@ mod crd_drift;
 mod kube_clients;
 mod leader;
 mod manifests;
+mod notebook_validation;
 mod python_interop;
 mod rbac;
 mod realcluster;
@@ -45,3 +49,4 @@ mod source_e2e;
 mod source_reconcile;
 mod support;
 mod untrusted;
+mod watch_refused;

@@ -24,6 +24,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../tekton/200-task-smoke-test.yaml"),
     ),
     (
+        "210-task-notebook-validation.yaml",
+        include_str!("../../../tekton/210-task-notebook-validation.yaml"),
+    ),
+    (
         "300-pipeline.yaml",
         include_str!("../../../tekton/300-pipeline.yaml"),
     ),

@@ -269,6 +269,20 @@ const CASES: &[Case] = &[
         expect: &["'validat' is not a task of Pipeline 'imagegate-promote'"],
     },
     Case {
+        name: "a finally task that reads a result of a task its when can skip",
+        by: By::Check,
+        breaks: |m| {
+            pipeline_task(m, "finally", custom)["params"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"name": "notebook-software", "value": "$(tasks.validate-notebook.results.software)"}))
+        },
+        expect: &[
+            "task 'validate-notebook' has `when` expressions",
+            "skips this finally task too (Results were missing)",
+        ],
+    },
+    Case {
         name: "a validation task that validates an image of its own instead of begin's",
         by: By::Check,
         breaks: |m| {
@@ -543,8 +557,8 @@ fn run_cases(by: By) {
 }
 
 #[test]
-fn every_case_is_named_once_and_all_61_are_here() {
-    assert_eq!(CASES.len(), 48);
+fn every_case_is_named_once_and_all_62_are_here() {
+    assert_eq!(CASES.len(), 49);
     assert_eq!(super::monitoring_cases::CASES.len(), 13);
     let mut names: Vec<&str> = all().map(|c| c.name).collect();
     names.sort_unstable();

@@ -215,6 +215,19 @@ impl Checker<'_> {
             if parts.len() >= 3 && parts[1] == "results" {
                 let result = parts[2].split('[').next().unwrap_or_default();
                 let task = s.task(parts[0]);
+                // Tekton skips a finally task whose params read a result that is missing
+                // ("Results were missing"), as it is when its task's `when` skipped it.
+                if section == "finally"
+                    && scope == "tasks"
+                    && task.is_some_and(|t| !items(&t["when"]).is_empty())
+                {
+                    let msg = format!(
+                        "$({expr}): task '{}' has `when` expressions, and when they skip it Tekton \
+                         skips this finally task too (Results were missing)",
+                        parts[0]
+                    );
+                    self.r.error(doc, path, msg);
+                }
                 if let Some(known) = task.and_then(|t| self.task_results(t))
                     && !known.contains(result)
                 {

@@ -375,7 +375,7 @@ fn the_shipped_pipeline_on_real_tekton_hands_imagegate_its_customruns_and_reads_
     // The whole route up to imagegate's first read: the event passes the shipped CEL filter, the
     // binding and template name the PipelineRun after the event id and fill its params, Tekton
     // makes `begin`, imagegate finds no ImageStream (no image API on this cluster) and ends it;
-    // Tekton fails the run, skips `validate`, and neither `finally` task's `when` holds.
+    // Tekton fails the run, skips `validate` and `validate-notebook`, and neither `finally` task's `when` holds.
     let name = the_source_event_reaches_the_shipped_eventlistener(&k);
     let run = k.wait(NS, &format!("pipelinerun/{name}"), 60, |_| true);
     assert_eq!(
@@ -401,6 +401,7 @@ fn the_shipped_pipeline_on_real_tekton_hands_imagegate_its_customruns_and_reads_
         skipped,
         [
             ("validate", "PipelineRun was stopping"),
+            ("validate-notebook", "PipelineRun was stopping"),
             ("promote", "When Expressions evaluated to false"),
             ("reject", "When Expressions evaluated to false"),
         ]
