@@ -12,6 +12,8 @@
 //! - [`controller_reconcile`]: the real `reconcile` against the emulated API, request by request.
 //! - [`controller_e2e`], [`source_e2e`], [`source_checkpoint`]: the real binaries end to end.
 //! - [`controller_scope`]: a controller given `--namespace` leaves other namespaces alone.
+//! - [`controller_odh`]: the Open Data Hub view of a gated stream end to end (candidate hidden,
+//!   the served tag described, failures noted, always an image, the DockerImage pin).
 //! - [`controller_trust`]: the controller's refusals end to end (fail closed, the promoter's
 //!   permission, the proof of validation, rolled-back digests), each leaving the served tag alone.
 //! - [`python_interop`]: what the source sends, parsed by the official Python SDK.
@@ -26,6 +28,7 @@ mod api_types;
 mod bad_config;
 mod cli;
 mod controller_e2e;
+mod controller_odh;
 mod controller_reconcile;
 mod controller_scope;
 mod controller_trust;
