@@ -137,7 +137,12 @@ mod tests {
     fn a_new_build_commit_makes_the_first_workbench_deprecated() {
         let mut is = seeded().remove(0);
         let first = Workbench::started_from(&is, "latest");
-        let tag = is.spec.tags.iter_mut().find(|t| t.name == "latest").unwrap();
+        let tag = is
+            .spec
+            .tags
+            .iter_mut()
+            .find(|t| t.name == "latest")
+            .unwrap();
         tag.annotations
             .get_or_insert_default()
             .insert(key::BUILD_COMMIT.into(), commit_of("sha256:3333333"));

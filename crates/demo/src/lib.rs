@@ -418,7 +418,11 @@ impl World {
                     continue;
                 };
                 let shown = dashboard::shown(&stream, workbenches.get(&name)).summary();
-                let now = (served_digest(&stream, &served), phase(&stream, &served), shown);
+                let now = (
+                    served_digest(&stream, &served),
+                    phase(&stream, &served),
+                    shown,
+                );
                 if seen.get(&name) != Some(&now) {
                     if listed {
                         timeline.line(
@@ -535,7 +539,11 @@ impl World {
                 served: served_digest(s, &self.served_tag),
                 phase: phase(s, &self.served_tag),
                 candidate: served_digest(s, &self.candidate_tag),
-                dashboard: dashboard::shown(s, self.workbenches.get(s.metadata.name.as_deref().unwrap_or_default())),
+                dashboard: dashboard::shown(
+                    s,
+                    self.workbenches
+                        .get(s.metadata.name.as_deref().unwrap_or_default()),
+                ),
             })
             .collect();
         rows.sort_by(|a, b| a.imagestream.cmp(&b.imagestream));

@@ -39,7 +39,11 @@ pub fn print(timeline: &Timeline, rows: &[Row], served_tag: &str) {
             d.offered,
             d.build,
             d.workbench.as_str(),
-            if d.update_failed { "update-failed-note" } else { "-" }
+            if d.update_failed {
+                "update-failed-note"
+            } else {
+                "-"
+            }
         ));
     }
     timeline.text(out.trim_end());

@@ -104,10 +104,25 @@ fn the_demo_runs_every_scenario_and_ends_with_the_served_table() {
     // noted, the promoted stream's first workbench told to update, the rolled-back one not.
     let dashboard = table(&stdout, 2);
     let expect = [
-        ("jupyter-datascience-notebook", "build-2222222", "Latest", "update-failed-note"),
+        (
+            "jupyter-datascience-notebook",
+            "build-2222222",
+            "Latest",
+            "update-failed-note",
+        ),
         ("jupyter-minimal-notebook", "build-1111111", "Latest", "-"),
-        ("jupyter-pytorch-notebook", "build-7777777", "Deprecated", "-"),
-        ("jupyter-trustyai-notebook", "build-8888888", "Latest", "update-failed-note"),
+        (
+            "jupyter-pytorch-notebook",
+            "build-7777777",
+            "Deprecated",
+            "-",
+        ),
+        (
+            "jupyter-trustyai-notebook",
+            "build-8888888",
+            "Latest",
+            "update-failed-note",
+        ),
     ];
     assert_eq!(dashboard.len(), expect.len(), "table:\n{stdout}");
     for (row, (is, build, badge, note)) in dashboard.iter().zip(expect) {

@@ -93,7 +93,9 @@ pub(super) fn apply(
         patch["metadata"]["annotations"] =
             json!({key::IMAGE_DESC: want.map(Value::String).unwrap_or(Value::Null)});
     }
-    let changes = patch["spec"]["tags"].as_array().is_some_and(|t| !t.is_empty())
+    let changes = patch["spec"]["tags"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty())
         || patch["metadata"].get("annotations").is_some();
     if changes {
         Decision::Write { patch, outcome }
@@ -172,7 +174,13 @@ pub(super) fn describe(
     let commit = settings
         .build_commit_labels
         .iter()
-        .find_map(|l| facts.labels.get(l).map(|v| v.trim()).filter(|v| !v.is_empty()))
+        .find_map(|l| {
+            facts
+                .labels
+                .get(l)
+                .map(|v| v.trim())
+                .filter(|v| !v.is_empty())
+        })
         .map(str::to_string)
         .unwrap_or_else(|| short_digest(digest));
     let marks = vec![software, dependencies, (key::BUILD_COMMIT, Some(commit))];

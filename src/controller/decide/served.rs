@@ -138,7 +138,9 @@ pub(super) fn pin(ask: &Ask, is: &ImageStream, digest: &str) -> Value {
                 .filter(|r| !r.is_empty())
         });
     match repository {
-        Some(repository) => json!({"kind": KIND_DOCKER_IMAGE, "name": format!("{repository}@{digest}")}),
+        Some(repository) => {
+            json!({"kind": KIND_DOCKER_IMAGE, "name": format!("{repository}@{digest}")})
+        }
         None => image_stream_image,
     }
 }

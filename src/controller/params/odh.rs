@@ -65,17 +65,28 @@ pub fn settings(
         }
         Ok(label.to_string())
     };
-    if let Some(i) = spec.build_commit_labels.iter().position(|l| l.trim().is_empty()) {
+    if let Some(i) = spec
+        .build_commit_labels
+        .iter()
+        .position(|l| l.trim().is_empty())
+    {
         return Err(format!("odh.buildCommitLabels[{i}] must not be empty"));
     }
     let build_commit_labels = if spec.build_commit_labels.is_empty() {
-        DEFAULT_BUILD_COMMIT_LABELS.iter().map(|l| l.to_string()).collect()
+        DEFAULT_BUILD_COMMIT_LABELS
+            .iter()
+            .map(|l| l.to_string())
+            .collect()
     } else {
         spec.build_commit_labels.clone()
     };
     Ok(Some(OdhSettings {
         build_commit_labels,
-        software_label: label(&spec.software_label, "softwareLabel", DEFAULT_SOFTWARE_LABEL)?,
+        software_label: label(
+            &spec.software_label,
+            "softwareLabel",
+            DEFAULT_SOFTWARE_LABEL,
+        )?,
         python_dependencies_label: label(
             &spec.python_dependencies_label,
             "pythonDependenciesLabel",
@@ -152,9 +163,17 @@ mod tests {
 
     #[test]
     fn the_params_must_be_lists_of_named_objects_given_to_promote() {
-        for bad in ["Python 3.12", r#"{"name":"Python"}"#, r#"[{"version":"1"}]"#, "[1]"] {
+        for bad in [
+            "Python 3.12",
+            r#"{"name":"Python"}"#,
+            r#"[{"version":"1"}]"#,
+            "[1]",
+        ] {
             let err = settings(&on(), Action::Promote, bad, "").unwrap_err();
-            assert!(err.starts_with("param \"notebook-software\""), "{bad}: {err}");
+            assert!(
+                err.starts_with("param \"notebook-software\""),
+                "{bad}: {err}"
+            );
         }
         let err = settings(&on(), Action::Begin, "", "[]").unwrap_err();
         assert!(err.contains("only taken by action promote"), "{err}");

@@ -184,8 +184,7 @@ fn the_webhook_resolved_image_matches_through_the_tags_history() {
     // (b) also matches: the spec from is that DockerImage.
     assert_eq!(workbench_status(&is, &wb), Badge::Latest);
     let mut pinned = is.clone();
-    pinned.spec.tags[0].from.as_mut().unwrap().name =
-        Some(format!("jupyter-minimal-notebook@{N}"));
+    pinned.spec.tags[0].from.as_mut().unwrap().name = Some(format!("jupyter-minimal-notebook@{N}"));
     assert_eq!(workbench_status(&pinned, &wb), Badge::Latest, "by history");
     assert_eq!(
         view(&pinned).offered[0].build_date,

@@ -36,7 +36,8 @@ pub async fn seed_shipped(emu: &EmulatorServer, served: &str, n1: &str, candidat
     v["spec"]["tags"][0]["from"]["name"] = json!(format!("{REPO}@{served}"));
     v["spec"]["tags"][0]["annotations"]["opendatahub.io/notebook-build-commit"] = json!("commit-a");
     v["spec"]["tags"][1]["from"]["name"] = json!(format!("{REPO}@{n1}"));
-    v["spec"]["tags"][1]["annotations"]["opendatahub.io/notebook-build-commit"] = json!("commit-n1");
+    v["spec"]["tags"][1]["annotations"]["opendatahub.io/notebook-build-commit"] =
+        json!("commit-n1");
     v["spec"]["tags"].as_array_mut().unwrap().push(json!({
         "name": "candidate",
         "from": {"kind": "DockerImage", "name": format!("{REPO}:jupyter-minimal-cpu-py312-ubi9")},
@@ -69,7 +70,8 @@ pub async fn seed_custom(emu: &EmulatorServer, candidate: &str) {
         "importPolicy": {"scheduled": true}
     }]);
     emu.seed(v).await;
-    emu.import("ds", "custom-my-image", "candidate", candidate).await;
+    emu.import("ds", "custom-my-image", "candidate", candidate)
+        .await;
 }
 
 /// The ImagePromotion `notebooks` in `ds` with `odh.enabled` and `extra` merged into its spec.
