@@ -20,6 +20,7 @@
 //!   and shutdown, on a cancellation token.
 //! - [`source`]: `imagegate source`, ImageStream tag changes as CloudEvents.
 //! - [`controller`]: `imagegate controller`, the ImagePromotion Tekton custom task.
+//! - [`odh`]: what Open Data Hub reads on notebook ImageStreams, and a model of its dashboard.
 //! - [`untrusted`]: every parser of outside input behind one function of bytes (the fuzz
 //!   targets' and the property test's entry points).
 //! - [`watch_errors`]: what both programs' watches do with an error: a backoff that grows while
@@ -31,6 +32,7 @@ pub mod api;
 pub mod cli;
 pub mod controller;
 pub mod leader;
+pub mod odh;
 pub mod run;
 pub mod runtime;
 pub mod source;

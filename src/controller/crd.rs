@@ -12,6 +12,13 @@
 //! before any check runs.
 
 use kube::{CustomResource, CustomResourceExt};
+
+mod odh;
+
+pub use self::odh::{
+    DEFAULT_BUILD_COMMIT_LABELS, DEFAULT_PYTHON_DEPENDENCIES_LABEL, DEFAULT_SOFTWARE_LABEL, Odh,
+    PromoteAs,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -69,6 +76,16 @@ pub struct ImagePromotionSpec {
     /// the pipeline's `validation-status` is required.
     #[serde(default, skip_serializing_if = "Validation::is_default")]
     pub validation: Validation,
+    /// How `promote` and `rollback` pin the served tag: `ImageStreamImage` (default, as `oc tag`
+    /// writes it: nothing is pulled from upstream) or `DockerImage` (the upstream repository by
+    /// digest, which OpenShift imports again; the Open Data Hub dashboard then shows the build
+    /// date). A served tag with no image yet is always pinned as `ImageStreamImage` first, so that
+    /// it has one the moment it exists.
+    #[serde(default, skip_serializing_if = "PromoteAs::is_default")]
+    pub promote_as: PromoteAs,
+    /// Open Data Hub / OpenShift AI: what the dashboard shows about the stream (off by default).
+    #[serde(default, skip_serializing_if = "Odh::is_default")]
+    pub odh: Odh,
 }
 
 /// The evidence of validation a `promote` run needs.

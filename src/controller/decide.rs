@@ -7,6 +7,7 @@
 //! and decide again.
 
 mod actions;
+mod odh;
 mod served;
 mod way_back;
 
@@ -15,11 +16,14 @@ use serde_json::Value;
 use crate::api::ImageStream;
 
 use super::checks::ImageFacts;
+use super::crd::PromoteAs;
 use super::params::checks::ParsedChecks;
+use super::params::odh::OdhSettings;
 use super::params::{Action, Validation};
 use super::proof::{Evidence, Proof};
 use super::status::{Outcome, Target, phase, reason};
 
+pub use self::odh::UPDATE_FAILED_NOTE;
 use self::served::{current_digest, outcome, pull_spec, served_annotations};
 
 /// The served-tag annotations imagegate maintains.
@@ -68,6 +72,10 @@ pub struct Ask<'a> {
     pub previous_tag: &'a str,
     /// Whether `promote` may promote a digest that was rolled back.
     pub allow_rolled_back: bool,
+    /// How `promote` and `rollback` pin the served tag.
+    pub promote_as: PromoteAs,
+    /// What the Open Data Hub dashboard is told, when the ImagePromotion enables it.
+    pub odh: Option<&'a OdhSettings>,
 }
 
 /// What a decision asked to be read ([`Decision::NeedImage`], [`Decision::NeedEvidence`]),
@@ -121,6 +129,10 @@ pub fn decide(
         Action::Reject => actions::reject(ask, is),
         Action::Rollback => actions::rollback(ask, is),
     };
+    let decision = match ask.odh {
+        Some(settings) => odh::apply(ask, settings, is, fetched, decision),
+        None => decision,
+    };
     let image = pull_spec(is, ask.target);
     match decision {
         Decision::Final(o) => Decision::Final(o.with_image(image)),
@@ -147,8 +159,9 @@ pub fn landed(ask: &Ask, is: &ImageStream) -> Option<Outcome> {
     let candidate = get(annotation::CANDIDATE_DIGEST);
     let served_now = current_digest(is, served).unwrap_or_default().to_string();
     let digest = t.digest.clone().unwrap_or_default();
+    let pinned = served::pinned_digest(is, served).unwrap_or_default();
     let (ok, why, promoted) = match (t.action, phase_now.as_str()) {
-        (Action::Promote, phase::PROMOTED) if served_now == digest => {
+        (Action::Promote, phase::PROMOTED) if served_now == digest || pinned == digest => {
             (true, reason::PROMOTED, digest.as_str())
         }
         (Action::Rollback, phase::ROLLED_BACK) => (true, reason::ROLLED_BACK, served_now.as_str()),

@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 
 use crate::api::{CustomRun, ParamValue};
 
-use super::crd::{ImagePromotionSpec, Validation as ValidationSpec};
+use super::crd::{ImagePromotionSpec, PromoteAs, Validation as ValidationSpec};
 use super::proof::Proof;
 
 pub mod checks;
+pub mod odh;
 
 use self::checks::ParsedChecks;
+use self::odh::OdhSettings;
 
 /// The custom task's `apiVersion`.
 pub const API_VERSION: &str = "imagegate.dev/v1alpha1";
@@ -34,6 +36,12 @@ pub mod names {
     pub const VALIDATION_STATUS: &str = "validation-status";
     /// `"true"` lets `promote` promote a digest that was rolled back.
     pub const ALLOW_ROLLED_BACK: &str = "allow-rolled-back";
+    /// `promote` with `odh.enabled`: the served tag's `opendatahub.io/notebook-software` (a JSON
+    /// list, e.g. `$(tasks.validate.results.notebook-software)`).
+    pub const NOTEBOOK_SOFTWARE: &str = "notebook-software";
+    /// `promote` with `odh.enabled`: the served tag's
+    /// `opendatahub.io/notebook-python-dependencies` (a JSON list).
+    pub const NOTEBOOK_PYTHON_DEPENDENCIES: &str = "notebook-python-dependencies";
     /// Every param the task accepts.
     pub const ALL: &[&str] = &[
         IMAGESTREAM,
@@ -43,6 +51,8 @@ pub mod names {
         ACTION,
         VALIDATION_STATUS,
         ALLOW_ROLLED_BACK,
+        NOTEBOOK_SOFTWARE,
+        NOTEBOOK_PYTHON_DEPENDENCIES,
     ];
 }
 
@@ -106,6 +116,10 @@ pub struct Request {
     pub proof: Option<Proof>,
     /// The checks the candidate image must pass.
     pub checks: ParsedChecks,
+    /// How `promote` and `rollback` pin the served tag (`spec.promoteAs`).
+    pub promote_as: PromoteAs,
+    /// What the Open Data Hub dashboard is told (`spec.odh`), when enabled.
+    pub odh: Option<OdhSettings>,
 }
 
 /// What the pipeline reported about its validation, as `promote` reads it.
@@ -216,6 +230,12 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
     let digest = digest(&values, action)?;
     let checks = spec.checks.parse()?;
     let proof = proof(&spec.validation)?;
+    let odh = odh::settings(
+        &spec.odh,
+        action,
+        values.get(names::NOTEBOOK_SOFTWARE),
+        values.get(names::NOTEBOOK_PYTHON_DEPENDENCIES),
+    )?;
     Ok(Request {
         namespace,
         imagestream,
@@ -229,6 +249,8 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
         validation_required: spec.validation.status_required(),
         proof,
         checks,
+        promote_as: spec.promote_as,
+        odh,
     })
 }
 

@@ -43,6 +43,8 @@ pub async fn promote(
         proof: request.proof.as_ref(),
         previous_tag: &request.previous_tag,
         allow_rolled_back: request.allow_rolled_back,
+        promote_as: request.promote_as,
+        odh: request.odh.as_ref(),
     };
     let mut fetched = Fetched::default();
     for _ in 0..WRITE_ATTEMPTS {
@@ -122,6 +124,8 @@ pub async fn landed_or(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Out
         proof: None,
         previous_tag: "",
         allow_rolled_back: false,
+        promote_as: Default::default(),
+        odh: None,
     };
     decide::landed(&ask, &is).unwrap_or(fallback)
 }

@@ -14,6 +14,8 @@
 //! - [`source_reconcile`]: the ImageStreamSource reconciler against the emulated API (sinks
 //!   by ref and URI, permissions by SubjectAccessReview, each condition).
 //! - [`controller_scope`]: a controller given `--namespace` leaves other namespaces alone.
+//! - [`controller_odh`]: the Open Data Hub view of a gated stream end to end (candidate hidden,
+//!   the served tag described, failures noted, always an image, the DockerImage pin).
 //! - [`controller_trust`]: the controller's refusals end to end (fail closed, the promoter's
 //!   permission, the proof of validation, rolled-back digests), each leaving the served tag alone.
 //! - [`notebook_validation`]: the notebook validation Task's script against a stand-in server.
@@ -31,6 +33,7 @@ mod api_types;
 mod bad_config;
 mod cli;
 mod controller_e2e;
+mod controller_odh;
 mod controller_reconcile;
 mod controller_scope;
 mod controller_trust;

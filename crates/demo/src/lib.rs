@@ -10,15 +10,18 @@
 //! the one thing it simulates is the container of the smoke-test Task.
 //!
 //! Six scenarios ([`scenarios`]) run in turn, each checked against what should happen; the demo
-//! ends with a table of every stream's served digest and phase, and fails if any scenario ended
-//! otherwise.
+//! ends with a table of every stream's served digest and phase and one of what the Open Data Hub
+//! dashboard shows for it ([`dashboard`]: the offered tags, the default's build, the badge of a
+//! workbench started when the demo began), and fails if any scenario ended otherwise.
 
+mod dashboard;
 mod interceptor;
 mod listener;
 mod objects;
 mod pipeline;
 mod request;
 mod scenarios;
+mod table;
 mod tekton;
 mod timeline;
 
@@ -40,6 +43,7 @@ use imagegate::api::ImageStream;
 use imagegate_emulator::ImportRequest;
 use imagegate_emulator::{Config, Emulator};
 
+use self::dashboard::Shown;
 use self::listener::Listener;
 use self::pipeline::{RunRecord, Runner, TaskCall, TaskOutcome, TaskStatus, Validator};
 use self::tekton::{TektonFiles, str_at};
@@ -79,6 +83,8 @@ pub struct Row {
     pub phase: String,
     /// The candidate tag's digest.
     pub candidate: String,
+    /// What the Open Data Hub dashboard shows for the stream.
+    pub dashboard: Shown,
 }
 
 fn digest(c: char) -> String {
@@ -198,6 +204,10 @@ struct World {
     admin: kube::Client,
     served_tag: String,
     candidate_tag: String,
+    /// Per stream, a workbench started from the served tag when the demo began.
+    workbenches: BTreeMap<String, imagegate::odh::dashboard::Workbench>,
+    /// Per stream, the served tag's annotations when the demo began (what its builds carry).
+    served_at_start: BTreeMap<String, BTreeMap<String, String>>,
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
@@ -254,6 +264,25 @@ impl World {
         }
         let streams = seed(SEED, "examples/notebook-imagestreams.yaml")?;
         let admin = emulator.client()?;
+        let seeded = Api::<ImageStream>::namespaced(admin.clone(), NAMESPACE)
+            .list(&Default::default())
+            .await?
+            .items;
+        // The seeded builds carry the commits the examples' served tags name, as shipped images
+        // carry the commit their manifests name; a workbench is started from each.
+        let mut served_at_start = BTreeMap::new();
+        for is in &seeded {
+            let name = is.metadata.name.clone().unwrap_or_default();
+            let served = is.spec_tag(&served_tag).and_then(|t| t.annotations.clone());
+            if let Some(d) = is.current_digest(&served_tag) {
+                let labels = dashboard::labels(d, served.as_ref());
+                emulator
+                    .set_image_metadata(d, json!({"Config": {"Labels": labels}}))
+                    .map_err(|e| anyhow!("cannot label {name}'s image: {}", e.message))?;
+            }
+            served_at_start.insert(name, served.unwrap_or_default());
+        }
+        let workbenches = dashboard::started(&seeded, &served_tag);
         create_namespaced(&admin, promotion).await?;
         // The pipeline's identity and its permission to promote, as `kubectl apply -k tekton/`.
         for kind in ["ServiceAccount", "RoleBinding"] {
@@ -349,6 +378,8 @@ impl World {
             admin,
             served_tag,
             candidate_tag,
+            workbenches,
+            served_at_start,
             stop,
             tasks,
         };
@@ -361,9 +392,10 @@ impl World {
         let api: Api<ImageStream> = Api::namespaced(self.admin.clone(), NAMESPACE);
         let timeline = self.timeline.clone();
         let served = self.served_tag.clone();
+        let workbenches = self.workbenches.clone();
         let mut stop = self.stop.subscribe();
         tokio::spawn(async move {
-            let mut seen: HashMap<String, (String, String)> = HashMap::new();
+            let mut seen: HashMap<String, (String, String, String)> = HashMap::new();
             let mut events = watcher::watcher(api, watcher::Config::default())
                 .default_backoff()
                 .boxed();
@@ -385,15 +417,21 @@ impl World {
                 let Some(name) = stream.metadata.name.clone() else {
                     continue;
                 };
-                let now = (served_digest(&stream, &served), phase(&stream, &served));
+                let shown = dashboard::shown(&stream, workbenches.get(&name)).summary();
+                let now = (
+                    served_digest(&stream, &served),
+                    phase(&stream, &served),
+                    shown,
+                );
                 if seen.get(&name) != Some(&now) {
                     if listed {
                         timeline.line(
                             "users see",
                             format!(
-                                "{name}:{served} -> {}  phase {}",
+                                "{name}:{served} -> {}  phase {}; {}",
                                 short_digest(&now.0),
-                                if now.1.is_empty() { "-" } else { &now.1 }
+                                if now.1.is_empty() { "-" } else { &now.1 },
+                                now.2
                             ),
                         );
                     }
@@ -415,10 +453,7 @@ impl World {
                     tag: self.candidate_tag.clone(),
                     digest: Some(digest.to_string()),
                     docker_image_metadata: Some(json!({
-                        "Config": {
-                            "User": user,
-                            "Labels": {"io.k8s.display-name": imagestream, "vendor": "Open Data Hub"},
-                        }
+                        "Config": {"User": user, "Labels": self.labels(imagestream, digest)}
                     })),
                     ..ImportRequest::default()
                 },
@@ -438,6 +473,15 @@ impl World {
             ),
         );
         Ok(())
+    }
+
+    /// The image labels of a demo build of `imagestream`: what the checks read, and what the
+    /// promotion describes the build with on the served tag (its commit, the software lists).
+    fn labels(&self, imagestream: &str, digest: &str) -> Value {
+        let mut labels = dashboard::labels(digest, self.served_at_start.get(imagestream));
+        labels["io.k8s.display-name"] = json!(imagestream);
+        labels["vendor"] = json!("Open Data Hub");
+        labels
     }
 
     /// A scheduled import of `digest`, then the PipelineRun it starts, to its end.
@@ -495,6 +539,11 @@ impl World {
                 served: served_digest(s, &self.served_tag),
                 phase: phase(s, &self.served_tag),
                 candidate: served_digest(s, &self.candidate_tag),
+                dashboard: dashboard::shown(
+                    s,
+                    self.workbenches
+                        .get(s.metadata.name.as_deref().unwrap_or_default()),
+                ),
             })
             .collect();
         rows.sort_by(|a, b| a.imagestream.cmp(&b.imagestream));
@@ -600,7 +649,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let rows = world.rows().await;
     let result = match (outcome, rows) {
         (Ok((expect, played)), Ok(rows)) => {
-            print_table(&timeline, &rows, &world);
+            table::print(&timeline, &rows, &world.served_tag);
             let checked = scenarios::check(&rows, &expect);
             if checked.is_ok() {
                 timeline.text(format!("\nAll {played} scenarios ended as expected."));
@@ -609,7 +658,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         }
         (Err(e), rows) => {
             if let Ok(rows) = rows {
-                print_table(&timeline, &rows, &world);
+                table::print(&timeline, &rows, &world.served_tag);
             }
             Err(e)
         }
@@ -648,25 +697,4 @@ fn outcome_line(w: &World, run: &RunRecord) {
         }
     }
     w.timeline.line("pipeline", text);
-}
-
-fn print_table(timeline: &Timeline, rows: &[Row], w: &World) {
-    timeline.heading(format!(
-        "Result: what each ImageStream serves ({NAMESPACE}, served tag `{}`)",
-        w.served_tag
-    ));
-    let mut out = format!(
-        "{:<30} {:<71}  {:<13} {}\n",
-        "IMAGESTREAM", "SERVED DIGEST", "PHASE", "CANDIDATE"
-    );
-    for r in rows {
-        out.push_str(&format!(
-            "{:<30} {:<71}  {:<13} {}\n",
-            r.imagestream,
-            r.served,
-            if r.phase.is_empty() { "-" } else { &r.phase },
-            short_digest(&r.candidate)
-        ));
-    }
-    timeline.text(out.trim_end());
 }

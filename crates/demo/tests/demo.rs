@@ -29,12 +29,14 @@ fn digest(c: char) -> String {
     format!("sha256:{}", c.to_string().repeat(64))
 }
 
-/// The rows after the `IMAGESTREAM` header: (stream, served digest, phase, candidate).
-fn table(stdout: &str) -> Vec<Vec<String>> {
-    stdout
-        .lines()
-        .skip_while(|l| !l.starts_with("IMAGESTREAM"))
-        .skip(1)
+/// The rows after the `n`th `IMAGESTREAM` header: the served table (stream, served digest, phase,
+/// candidate), then the dashboard's (stream, offered tags, build, first workbench, description).
+fn table(stdout: &str, n: usize) -> Vec<Vec<String>> {
+    let mut lines = stdout.lines();
+    for _ in 0..n {
+        let _ = lines.by_ref().find(|l| l.starts_with("IMAGESTREAM"));
+    }
+    lines
         .take_while(|l| !l.trim().is_empty())
         .map(|l| l.split_whitespace().map(str::to_string).collect())
         .collect()
@@ -59,7 +61,7 @@ fn help_lists_the_demo_flags() {
 fn the_demo_runs_every_scenario_and_ends_with_the_served_table() {
     let (ok, stdout, stderr) = demo(&[]);
     assert!(ok, "the demo failed:\n{stdout}\n{stderr}");
-    let rows = table(&stdout);
+    let rows = table(&stdout, 1);
     let expect = [
         (
             "jupyter-datascience-notebook",
@@ -98,6 +100,34 @@ fn the_demo_runs_every_scenario_and_ends_with_the_served_table() {
             ]
         );
     }
+    // What the Open Data Hub dashboard shows: the candidate never offered, the failed updates
+    // noted, the promoted stream's first workbench told to update, the rolled-back one not.
+    let dashboard = table(&stdout, 2);
+    let expect = [
+        (
+            "jupyter-datascience-notebook",
+            "build-2222222",
+            "Latest",
+            "update-failed-note",
+        ),
+        ("jupyter-minimal-notebook", "build-1111111", "Latest", "-"),
+        (
+            "jupyter-pytorch-notebook",
+            "build-7777777",
+            "Deprecated",
+            "-",
+        ),
+        (
+            "jupyter-trustyai-notebook",
+            "build-8888888",
+            "Latest",
+            "update-failed-note",
+        ),
+    ];
+    assert_eq!(dashboard.len(), expect.len(), "table:\n{stdout}");
+    for (row, (is, build, badge, note)) in dashboard.iter().zip(expect) {
+        assert_eq!(row, &[is, "latest[Latest]", build, badge, note], "{stdout}");
+    }
     assert!(
         stdout.contains("All 6 scenarios ended as expected."),
         "{stdout}"
@@ -115,6 +145,9 @@ fn the_demo_runs_every_scenario_and_ends_with_the_served_table() {
         // The candidate moved: the older digest was refused by the controller.
         "promote: FAILED (CandidateMoved)",
         "rollback: ok (RolledBack)",
+        // The dashboard's view in the timeline, as the served tags change.
+        "the first workbench shows Deprecated",
+        "the description says the update failed",
         // A run as the namespace's default service account may not promote: refused at begin.
         "begin: FAILED (Forbidden): service account \"notebooks/default\" may not promote",
         // The served tag's own change reaches the listener and is filtered out.

@@ -34,6 +34,13 @@ fn every_field_uses_its_documented_json_name() {
             pipeline: Some("imagegate-promote".into()),
             tasks: vec!["validate".into()],
         },
+        promote_as: PromoteAs::DockerImage,
+        odh: Odh {
+            enabled: true,
+            build_commit_labels: vec!["vcs-ref".into()],
+            software_label: Some("sw".into()),
+            python_dependencies_label: Some("deps".into()),
+        },
     };
     let value = serde_json::to_value(&spec).unwrap();
     assert_eq!(
@@ -46,7 +53,9 @@ fn every_field_uses_its_documented_json_name() {
                 "allowedArchitectures": ["amd64"], "allowedOS": ["linux"],
                 "maxAge": "720h", "maxSize": "5Gi", "nonRootUser": true
             },
-            "validation": {"required": false, "pipeline": "imagegate-promote", "tasks": ["validate"]}
+            "validation": {"required": false, "pipeline": "imagegate-promote", "tasks": ["validate"]},
+            "promoteAs": "DockerImage",
+            "odh": {"enabled": true, "buildCommitLabels": ["vcs-ref"], "softwareLabel": "sw", "pythonDependenciesLabel": "deps"}
         })
     );
     assert_eq!(
@@ -97,6 +106,21 @@ fn the_crd_schema_is_structural_with_no_references_or_combinators() {
     assert_eq!(checks["properties"]["allowedOS"]["items"]["type"], "string");
     assert_eq!(checks["properties"]["nonRootUser"]["type"], "boolean");
     assert_eq!(checks["properties"]["maxAge"]["type"], "string");
+    let spec = &version_schema()["properties"]["spec"]["properties"];
+    assert_eq!(
+        spec["promoteAs"]["enum"],
+        json!(["ImageStreamImage", "DockerImage"])
+    );
+    assert_eq!(spec["odh"]["properties"]["enabled"]["type"], "boolean");
+}
+
+#[test]
+fn odh_is_off_unless_enabled_and_an_empty_section_is_not_written() {
+    let spec: ImagePromotionSpec = serde_json::from_value(json!({"odh": {}})).unwrap();
+    assert!(!spec.odh.enabled);
+    assert_eq!(serde_json::to_value(&spec).unwrap(), json!({}));
+    let bad = serde_json::from_value::<ImagePromotionSpec>(json!({"promoteAs": "Tag"}));
+    assert!(bad.is_err());
 }
 
 #[test]

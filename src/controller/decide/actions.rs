@@ -11,7 +11,7 @@ use crate::controller::status::{Outcome, phase, reason};
 
 use super::served::{
     already_serving, candidate_moved, current_digest, display, mark, mark_failed, outcome, patch,
-    previous_in_history, reference_of, served_annotations, served_before,
+    pin, pinned_digest, previous_in_history, reference_of, served_annotations, served_before,
 };
 use super::way_back::{
     keep_previous, kept_previous, rolled_back, with_rolled_back, without_rolled_back,
@@ -127,7 +127,9 @@ pub(super) fn promote(
         Checked::Passed(outcomes) => outcomes,
         Checked::Decided(decision) => return decision,
     };
-    if served_now == digest {
+    // A DockerImage pin that waits for its import already serves the digest as far as a
+    // promotion goes.
+    if served_now == digest || pinned_digest(is, served) == Some(digest.as_str()) {
         return already_serving(is, served, &digest, phase::PROMOTED, checks_done);
     }
     let message = format!(
@@ -149,7 +151,7 @@ pub(super) fn promote(
         let rest = without_rolled_back(&rolled, &digest);
         marks.push((annotation::ROLLED_BACK_DIGESTS, rest));
     }
-    let mut write = patch(is, served, &marks, Some(&digest));
+    let mut write = patch(is, served, &marks, Some(pin(ask, is, &digest)));
     if !served_now.is_empty() {
         let tags = (t.candidate_tag.as_str(), served, ask.previous_tag);
         keep_previous(&mut write, is, tags, &served_now);
@@ -260,7 +262,7 @@ pub(super) fn rollback(ask: &Ask, is: &ImageStream) -> Decision {
         marks.push((annotation::ROLLED_BACK_DIGESTS, Some(rolled)));
     }
     Decision::Write {
-        patch: patch(is, served, &marks, Some(&to)),
+        patch: patch(is, served, &marks, Some(pin(ask, is, &to))),
         outcome: outcome(
             true,
             reason::ROLLED_BACK,

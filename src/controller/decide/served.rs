@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::api::ImageStream;
+use crate::api::imagestream::{KIND_DOCKER_IMAGE, KIND_IMAGE_STREAM_IMAGE};
 use crate::controller::checks::CheckOutcome;
+use crate::controller::crd::PromoteAs;
 use crate::controller::status::{Outcome, Target, phase, reason};
 
 use super::{Ask, Decision, annotation};
@@ -87,11 +89,9 @@ pub(super) fn pull_spec(is: &ImageStream, t: &Target) -> String {
     }
 }
 
-/// The strategic-merge patch of the served tag: `marks` and, when promoting,
-/// `from: ImageStreamImage {is}@{digest}` as `oc tag` writes it. Other fields of the tag are
-/// kept by the merge on `name`.
-pub(super) fn patch(is: &ImageStream, served: &str, marks: &Marks, to: Option<&str>) -> Value {
-    let name = is.metadata.name.clone().unwrap_or_default();
+/// The strategic-merge patch of the served tag: `marks` and, when it moves, `from` (see
+/// [`pin`]). Other fields of the tag are kept by the merge on `name`.
+pub(super) fn patch(is: &ImageStream, served: &str, marks: &Marks, from: Option<Value>) -> Value {
     let mut ann = serde_json::Map::new();
     for (k, v) in marks {
         ann.insert(
@@ -100,17 +100,66 @@ pub(super) fn patch(is: &ImageStream, served: &str, marks: &Marks, to: Option<&s
         );
     }
     let mut tag = json!({ "name": served, "annotations": ann });
-    if let Some(digest) = to {
-        tag["from"] = json!({
-            "kind": "ImageStreamImage",
-            "name": format!("{name}@{digest}"),
-            "namespace": is.metadata.namespace,
-        });
+    if let Some(from) = from {
+        tag["from"] = from;
     }
     json!({
         "metadata": { "resourceVersion": is.metadata.resource_version },
         "spec": { "tags": [tag] },
     })
+}
+
+/// The `from` that points the served tag at `digest`, in the form the ImagePromotion asks for:
+/// `ImageStreamImage {is}@{digest}` as `oc tag` writes it, or `DockerImage <repository>@<digest>`
+/// with the repository the digest was imported from ([`reference_of`]; the stream's
+/// `status.dockerImageRepository` when no history names one). A served tag with no history yet
+/// always gets the ImageStreamImage form, which the server resolves in the same write: it has an
+/// image (a `status.tags` entry) the moment it exists, as the ODH spawner and workbench webhook
+/// need; a DockerImage tag has none until the import controller imports it.
+pub(super) fn pin(ask: &Ask, is: &ImageStream, digest: &str) -> Value {
+    let t = ask.target;
+    let name = is.metadata.name.clone().unwrap_or_default();
+    let image_stream_image = json!({
+        "kind": KIND_IMAGE_STREAM_IMAGE,
+        "name": format!("{name}@{digest}"),
+        "namespace": is.metadata.namespace,
+    });
+    let has_history = is.current_digest(&t.served_tag).is_some();
+    if ask.promote_as != PromoteAs::DockerImage || !has_history {
+        return image_stream_image;
+    }
+    let repository = reference_of(is, &t.candidate_tag, digest)
+        .map(|r| repository_of(&r).to_string())
+        .filter(|r| !r.is_empty())
+        .or_else(|| {
+            is.status
+                .as_ref()
+                .map(|s| s.docker_image_repository.clone())
+                .filter(|r| !r.is_empty())
+        });
+    match repository {
+        Some(repository) => {
+            json!({"kind": KIND_DOCKER_IMAGE, "name": format!("{repository}@{digest}")})
+        }
+        None => image_stream_image,
+    }
+}
+
+/// `quay.io/org/nb@sha256:…` or `quay.io/org/nb:tag` -> `quay.io/org/nb` (a registry port,
+/// `host:5000/x`, is kept).
+fn repository_of(reference: &str) -> &str {
+    let no_digest = reference.split('@').next().unwrap_or(reference);
+    match no_digest.rfind(':') {
+        Some(i) if !no_digest[i..].contains('/') => &no_digest[..i],
+        _ => no_digest,
+    }
+}
+
+/// The digest the served tag's spec pins (`from.name` `…@sha256:…`, either form), which is
+/// ahead of its history while a DockerImage pin waits for its import.
+pub(super) fn pinned_digest<'s>(is: &'s ImageStream, served: &str) -> Option<&'s str> {
+    let name = is.spec_tag(served)?.from.as_ref()?.name.as_deref()?;
+    crate::api::imagestream::digest_from_reference(name)
 }
 
 /// Writes `marks` on the served tag and reports `result`, or only reports it when the marks

@@ -1,5 +1,6 @@
 //! Table tests of the decision, over ImageStreams shaped like the oracle sequence.
 
+mod odh;
 mod proof;
 mod way_back;
 
@@ -53,6 +54,8 @@ fn ask<'a>(t: &'a Target, status: &'a str, checks: &'a ParsedChecks) -> Ask<'a> 
         proof: None,
         previous_tag: "latest-previous",
         allow_rolled_back: false,
+        promote_as: PromoteAs::ImageStreamImage,
+        odh: None,
     }
 }
 
