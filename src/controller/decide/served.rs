@@ -263,3 +263,26 @@ pub(super) fn candidate_moved(is: &ImageStream, t: &Target, digest: &str) -> Dec
 pub(super) fn display(digest: &str) -> &str {
     if digest.is_empty() { "nothing" } else { digest }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::repository_of;
+
+    #[test]
+    fn the_repository_of_a_reference_keeps_a_registry_port_and_drops_tag_and_digest() {
+        let d = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        assert_eq!(
+            repository_of(&format!("quay.io/org/nb@{d}")),
+            "quay.io/org/nb"
+        );
+        assert_eq!(repository_of("quay.io/org/nb:2025.2"), "quay.io/org/nb");
+        assert_eq!(
+            repository_of(&format!("registry.example:5000/org/nb@{d}")),
+            "registry.example:5000/org/nb"
+        );
+        assert_eq!(
+            repository_of("registry.example:5000/org/nb"),
+            "registry.example:5000/org/nb"
+        );
+    }
+}

@@ -192,3 +192,24 @@ fn the_webhook_resolved_image_matches_through_the_tags_history() {
         "an ImageStreamImage pin shows no build date"
     );
 }
+
+#[test]
+fn any_non_empty_outdated_value_hides_a_tag_even_the_documented_false() {
+    // §1.4 `!!annotations[OUTDATED]`: the notebooks repository's documented example sets
+    // `image-tag-outdated: 'false'`, which the dashboard reads as outdated.
+    let mut v = fixture("odh-notebooks_docs_example-workbench-imagestream.yaml");
+    v["metadata"]["namespace"] = json!("redhat-ods-applications");
+    v["status"] = json!({"dockerImageRepository": "", "tags": [{"tag": "example-tag-name", "items": [
+        {"created": "2025-12-01T00:00:00Z", "dockerImageReference": "quay.io/opendatahub/workbench-images@sha256:value-of-the-image-tag", "image": "sha256:value-of-the-image-tag", "generation": 1}]}]});
+    let is: ImageStream = serde_json::from_value(v).unwrap();
+    let view = view(&is);
+    assert!(view.listed);
+    assert!(view.offered.is_empty(), "{view:?}");
+    let mut unset = is.clone();
+    unset.spec.tags[0]
+        .annotations
+        .as_mut()
+        .unwrap()
+        .remove(key::TAG_OUTDATED);
+    assert_eq!(tags(&super::view(&unset)), ["example-tag-name"]);
+}

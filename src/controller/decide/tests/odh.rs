@@ -289,3 +289,37 @@ fn a_docker_image_pin_waiting_for_its_import_has_landed() {
         "{d:?}"
     );
 }
+
+#[test]
+fn a_rollback_describes_the_build_it_returns_to() {
+    let is = stream(
+        B,
+        B,
+        json!({annotation::PREVIOUS_DIGEST: A, key::BUILD_COMMIT: "commit-b"}),
+    );
+    let t = target(Action::Rollback, None);
+    let (checks, s) = (no_checks(), odh(""));
+    let a = with_odh(ask(&t, "", &checks), &s);
+    assert!(matches!(
+        decide(&a, &is, &nothing(), now()),
+        Decision::NeedImage { digest, .. } if digest == A
+    ));
+    let image = with_image(&ImageFacts {
+        reference: format!("quay.io/org/nb@{A}"),
+        labels: [("vcs-ref".to_string(), "commit-a".to_string())].into(),
+        ..ImageFacts::default()
+    });
+    let d = decide(&a, &is, &image, now());
+    let (patch, outcome) = written(&d);
+    assert_eq!(outcome.reason, reason::ROLLED_BACK);
+    assert_eq!(
+        tag(patch, "latest")["annotations"][key::BUILD_COMMIT],
+        "commit-a"
+    );
+    // Facts about another digest are not used to describe this one.
+    let wrong = labelled(&[("vcs-ref", "commit-b")]);
+    assert!(matches!(
+        decide(&a, &is, &wrong, now()),
+        Decision::NeedImage { .. }
+    ));
+}
