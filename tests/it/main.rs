@@ -14,6 +14,8 @@
 //! - [`controller_scope`]: a controller given `--namespace` leaves other namespaces alone.
 //! - [`controller_trust`]: the controller's refusals end to end (fail closed, the promoter's
 //!   permission, the proof of validation, rolled-back digests), each leaving the served tag alone.
+//! - [`ops`]: the operator commands (`status`, `promote`, `rollback`, `reject`, `import`) and the
+//!   kubectl plugin, end to end with the real controller.
 //! - [`python_interop`]: what the source sends, parsed by the official Python SDK.
 //! - [`rbac`]: the RBAC of `config/` against what the programs really do.
 //! - [`manifests`]: the shipped manifests fit together and fit the code (the consistency checks,
@@ -33,6 +35,7 @@ mod crd_drift;
 mod kube_clients;
 mod leader;
 mod manifests;
+mod ops;
 mod python_interop;
 mod rbac;
 mod realcluster;
