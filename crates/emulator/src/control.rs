@@ -266,7 +266,7 @@ impl UpstreamRequest {
                 let digest = digest
                     .clone()
                     .unwrap_or_else(crate::simulate::random_digest);
-                if !crate::simulate::is_digest(&digest) {
+                if !crate::upstream::is_digest(&digest) {
                     return Err(ApiError::bad_request(format!(
                         "{digest:?} is not a sha256 digest"
                     )));

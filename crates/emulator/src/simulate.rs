@@ -10,7 +10,7 @@ use super::openshift;
 use super::registry::Behavior;
 use super::status::ApiError;
 use super::store::{Stored, WriteOp};
-use super::upstream::{Answer, Failure};
+use super::upstream::{Answer, Failure, is_digest};
 use super::verbs::{Cluster, Target, WriteOptions};
 
 const IMAGE_GROUP: &str = "image.openshift.io";
@@ -49,16 +49,6 @@ pub fn random_digest() -> String {
         uuid::Uuid::new_v4().simple(),
         uuid::Uuid::new_v4().simple()
     )
-}
-
-/// Whether `s` is `sha256:` and 64 lowercase hex digits.
-pub(crate) fn is_digest(s: &str) -> bool {
-    s.strip_prefix("sha256:").is_some_and(|hex| {
-        hex.len() == 64
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
 }
 
 /// `quay.io/org/nb:latest` -> `quay.io/org/nb` (the repository a digest reference uses).
@@ -267,34 +257,14 @@ impl Cluster {
     /// Records, for every `DockerImage` spec tag of a seeded stream with a history, that its
     /// registry still serves the digest last imported (unless an answer is already recorded).
     fn remember_upstream(&self, stream: &Value) {
-        let tags = stream.pointer("/spec/tags").and_then(Value::as_array);
-        for t in tags.into_iter().flatten() {
-            let (Some("DockerImage"), Some(from), Some(tag)) = (
-                t.pointer("/from/kind").and_then(Value::as_str),
-                t.pointer("/from/name").and_then(Value::as_str),
-                t.get("name").and_then(Value::as_str),
-            ) else {
-                continue;
-            };
-            let latest = stream
-                .pointer("/status/tags")
-                .and_then(Value::as_array)
-                .and_then(|s| {
-                    s.iter()
-                        .find(|s| s.get("tag").and_then(Value::as_str) == Some(tag))
-                })
-                .and_then(|s| s.pointer("/items/0/image"))
-                .and_then(Value::as_str)
-                .filter(|d| !d.is_empty());
-            if let Some(digest) = latest {
-                self.upstream.set_if_unknown(
-                    from,
-                    Answer::Image {
-                        digest: digest.to_string(),
-                        metadata: None,
-                    },
-                );
-            }
+        for (from, digest) in super::upstream::last_imported(stream) {
+            self.upstream.set_if_unknown(
+                &from,
+                Answer::Image {
+                    digest,
+                    metadata: None,
+                },
+            );
         }
     }
 

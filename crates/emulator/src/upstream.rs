@@ -79,6 +79,42 @@ pub fn default_message(reason: &str, pull_spec: &str) -> String {
     }
 }
 
+/// Whether `s` is `sha256:` and 64 lowercase hex digits.
+pub fn is_digest(s: &str) -> bool {
+    s.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// For each `DockerImage` spec tag of a stream with a history: its `from` pull spec and the
+/// digest the last import found there (`status.tags[tag].items[0].image`).
+pub fn last_imported(stream: &Value) -> Vec<(String, String)> {
+    let tags = stream.pointer("/spec/tags").and_then(Value::as_array);
+    let history = |tag: &str| {
+        stream
+            .pointer("/status/tags")
+            .and_then(Value::as_array)?
+            .iter()
+            .find(|s| s.get("tag").and_then(Value::as_str) == Some(tag))?
+            .pointer("/items/0/image")
+            .and_then(Value::as_str)
+            .filter(|d| !d.is_empty())
+            .map(str::to_string)
+    };
+    tags.into_iter()
+        .flatten()
+        .filter(|t| t.pointer("/from/kind").and_then(Value::as_str) == Some("DockerImage"))
+        .filter_map(|t| {
+            let from = t.pointer("/from/name").and_then(Value::as_str)?;
+            let digest = history(t.get("name").and_then(Value::as_str)?)?;
+            Some((from.to_string(), digest))
+        })
+        .collect()
+}
+
 /// The digest a by-digest pull spec names (`quay.io/org/nb@sha256:…`).
 fn digest_of(pull_spec: &str) -> Option<&str> {
     pull_spec
@@ -178,6 +214,25 @@ mod tests {
             },
         );
         assert_eq!(u.resolve("quay.io/org/nb:latest"), served);
+    }
+
+    #[test]
+    fn a_stream_tells_what_each_imported_tag_last_found() {
+        let stream = serde_json::json!({
+            "spec": {"tags": [
+                {"name": "candidate", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"}},
+                {"name": "never", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:next"}},
+                {"name": "latest", "from": {"kind": "ImageStreamImage", "name": format!("nb@{A}")}}]},
+            "status": {"tags": [
+                {"tag": "candidate", "items": [{"image": A}]},
+                {"tag": "never", "items": null},
+                {"tag": "latest", "items": [{"image": A}]}]}
+        });
+        assert_eq!(
+            last_imported(&stream),
+            [("quay.io/org/nb:latest".to_string(), A.to_string())]
+        );
+        assert!(is_digest(A) && !is_digest("sha256:ABC"));
     }
 
     #[test]
