@@ -1,6 +1,7 @@
-//! The command line: one clap struct per subcommand; the checks of values that need no API
-//! server are in [`values`].
+//! The command line: one clap struct per subcommand; the operator commands' are in [`ops`],
+//! the checks of values that need no API server in [`values`].
 
+pub mod ops;
 pub mod selector;
 pub mod values;
 
@@ -40,6 +41,10 @@ pub enum Command {
     Controller(ControllerArgs),
     /// Print the CustomResourceDefinitions imagegate owns, as YAML.
     Crds(CrdsArgs),
+    /// The operator commands (also `kubectl imagegate ...`): status, promote, rollback, reject,
+    /// import.
+    #[command(flatten)]
+    Ops(ops::OpsCommand),
 }
 
 /// `imagegate source`.

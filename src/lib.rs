@@ -1,6 +1,7 @@
 //! imagegate: validate-then-promote for OpenShift ImageStreams.
 //!
-//! The crate is a library with one thin binary (`src/main.rs`: `source`, `controller`, `crds`).
+//! The crate is a library with one thin binary (`src/main.rs`: `source`, `controller`, `crds`,
+//! and the operator commands, also as `kubectl-imagegate`).
 //! The API emulator (`crates/emulator`) and the demo (`crates/demo`) are members of the workspace
 //! beside it; the product uses the emulator only in its tests and benches. Every module is
 //! public because the `imagegate` binary, the demo or the integration tests use it. The modules
@@ -21,6 +22,8 @@
 //! - [`source`]: `imagegate source`, ImageStream tag changes as CloudEvents.
 //! - [`controller`]: `imagegate controller`, the ImagePromotion Tekton custom task.
 //! - [`odh`]: what Open Data Hub reads on notebook ImageStreams, and a model of its dashboard.
+//! - [`ops`]: the operator commands (`status`, `promote`, `rollback`, `reject`, `import`), also
+//!   the kubectl plugin `kubectl imagegate`.
 //! - [`untrusted`]: every parser of outside input behind one function of bytes (the fuzz
 //!   targets' and the property test's entry points).
 //! - [`watch_errors`]: what both programs' watches do with an error: a backoff that grows while
@@ -33,6 +36,7 @@ pub mod cli;
 pub mod controller;
 pub mod leader;
 pub mod odh;
+pub mod ops;
 pub mod run;
 pub mod runtime;
 pub mod source;

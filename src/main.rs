@@ -13,9 +13,17 @@ use imagegate::cli::{Cli, Command, LogFormat};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    if imagegate::ops::plugin::invoked_as_plugin(std::env::args_os().next().as_deref()) {
+        return plugin_main();
+    }
     let cli = Cli::parse();
     let json_logs = cli.log_format == LogFormat::Json;
-    imagegate::telemetry::init(cli.log_format, "info");
+    // The operator commands print what they do themselves; logs only for warnings.
+    let level = match cli.command {
+        Command::Ops(_) => "warn",
+        _ => "info",
+    };
+    imagegate::telemetry::init(cli.log_format, level);
     imagegate::tls::install_crypto_provider();
     // The source waits on the network almost all the time: one thread keeps its memory small
     // (one allocator arena, one stack). The controller uses all cores.
@@ -36,13 +44,18 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Source(args) => imagegate::run::source(*args).await,
-            Command::Controller(args) => imagegate::run::controller(args).await,
-            Command::Crds(args) => imagegate::run::crds(&args),
+            Command::Source(args) => imagegate::run::source(*args)
+                .await
+                .map(|()| ExitCode::SUCCESS),
+            Command::Controller(args) => imagegate::run::controller(args)
+                .await
+                .map(|()| ExitCode::SUCCESS),
+            Command::Crds(args) => imagegate::run::crds(&args).map(|()| ExitCode::SUCCESS),
+            Command::Ops(command) => imagegate::ops::run(command).await.map(|v| v.exit_code()),
         }
     });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             // Once: as a JSON log line for log shippers, else (or when the level hides errors)
             // as one plain line.
@@ -52,6 +65,30 @@ fn main() -> ExitCode {
             } else {
                 eprintln!("imagegate: {error}");
             }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `kubectl imagegate ...`: the operator commands alone, errors as one line on stderr.
+fn plugin_main() -> ExitCode {
+    let cli = imagegate::cli::ops::KubectlImagegate::parse();
+    imagegate::telemetry::init(LogFormat::Human, "warn");
+    imagegate::tls::install_crypto_provider();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("kubectl imagegate: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(imagegate::ops::run(cli.command)) {
+        Ok(verdict) => verdict.exit_code(),
+        Err(e) => {
+            eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -3,6 +3,8 @@
 //! - [`imagestream`]: `image.openshift.io/v1` ImageStream (watched by the source, patched by the
 //!   promotion), plus the virtual ImageStreamTag and ImageStreamImage views.
 //! - [`image`]: the cluster-scoped `image.openshift.io/v1` Image, the metadata a check reads.
+//! - [`imagestreamimport`]: `image.openshift.io/v1` ImageStreamImport, an import now (the
+//!   operator CLI's `import`).
 //! - [`customrun`]: `tekton.dev/v1beta1` CustomRun, the unit of work of the custom task.
 //! - [`pipelinerun`]: `tekton.dev/v1` PipelineRun and TaskRun, read as the proof of validation.
 //!
@@ -70,6 +72,7 @@ macro_rules! static_resource {
 pub mod customrun;
 pub mod image;
 pub mod imagestream;
+pub mod imagestreamimport;
 pub mod pipelinerun;
 
 pub use customrun::{
@@ -81,6 +84,10 @@ pub use imagestream::{
     ImageLookupPolicy, ImageStream, ImageStreamImage, ImageStreamSpec, ImageStreamStatus,
     ImageStreamTag, NamedTagEventList, TagEvent, TagEventCondition, TagImportPolicy, TagReference,
     TagReferencePolicy, digest_from_reference,
+};
+pub use imagestreamimport::{
+    ImageImportSpec, ImageImportStatus, ImageStreamImport, ImageStreamImportSpec,
+    ImageStreamImportStatus, ImportResult,
 };
 pub use pipelinerun::{
     ChildReference, PipelineRef, PipelineRun, PipelineRunSpec, PipelineRunStatus, TaskRun,

@@ -38,6 +38,26 @@ pub fn tag(value: &str) -> Result<String, String> {
     }
 }
 
+/// An image digest: `sha256:` and 64 lowercase hex digits (what the custom task takes).
+pub fn digest(value: &str) -> Result<String, String> {
+    if crate::controller::params::is_digest(value) {
+        Ok(value.to_string())
+    } else {
+        Err(format!(
+            "{value:?} is not an image digest (sha256: and 64 lowercase hex digits)"
+        ))
+    }
+}
+
+/// A Go duration (`5m`, `90s`, `1h30m`), as Tekton's `timeout` takes it; not zero.
+pub fn go_duration(value: &str) -> Result<std::time::Duration, String> {
+    match crate::api::parse_go_duration(value) {
+        Ok(d) if d.is_zero() => Err(format!("{value:?} is zero; give a timeout such as 5m")),
+        Ok(d) => Ok(d),
+        Err(e) => Err(format!("{e} (a Go duration such as 90s, 5m or 1h30m)")),
+    }
+}
+
 /// Whether `s` is a DNS-1123 label.
 pub fn is_dns_label(s: &str) -> bool {
     let ok = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
@@ -65,6 +85,25 @@ mod tests {
         assert_eq!(
             label_selector("=bad").unwrap_err(),
             "\"=bad\" is not a label selector: requirement 1 (\"=bad\") has no key"
+        );
+    }
+
+    #[test]
+    fn digests_and_durations_are_what_the_custom_task_takes() {
+        let d = format!("sha256:{}", "a".repeat(64));
+        assert_eq!(digest(&d), Ok(d.clone()));
+        assert_eq!(
+            digest("sha256:ABC").unwrap_err(),
+            "\"sha256:ABC\" is not an image digest (sha256: and 64 lowercase hex digits)"
+        );
+        assert_eq!(go_duration("90s"), Ok(std::time::Duration::from_secs(90)));
+        assert_eq!(
+            go_duration("0").unwrap_err(),
+            "\"0\" is zero; give a timeout such as 5m"
+        );
+        assert_eq!(
+            go_duration("5 minutes").unwrap_err(),
+            "invalid duration \"5 minutes\" (a Go duration such as 90s, 5m or 1h30m)"
         );
     }
 

@@ -19,6 +19,8 @@
 //! - [`controller_trust`]: the controller's refusals end to end (fail closed, the promoter's
 //!   permission, the proof of validation, rolled-back digests), each leaving the served tag alone.
 //! - [`notebook_validation`]: the notebook validation Task's script against a stand-in server.
+//! - [`ops`]: the operator commands (`status`, `promote`, `rollback`, `reject`, `import`) and the
+//!   kubectl plugin, end to end with the real controller.
 //! - [`python_interop`]: what the source sends, parsed by the official Python SDK.
 //! - [`rbac`]: the RBAC of `config/` against what the programs really do.
 //! - [`manifests`]: the shipped manifests fit together and fit the code (the consistency checks,
@@ -42,6 +44,7 @@ mod kube_clients;
 mod leader;
 mod manifests;
 mod notebook_validation;
+mod ops;
 mod python_interop;
 mod rbac;
 mod realcluster;

@@ -7,6 +7,8 @@
 //! | `POST seed` (YAML or JSON, multi-document)                  | store the objects                  |
 //! | `POST namespaces/{ns}/imagestreams/{is}/import`             | scheduled import of a new digest   |
 //! | `POST namespaces/{ns}/imagestreams/{is}/importfailure`      | a failed scheduled import          |
+//! | `POST registry` `{"image", "digest"?, "failure"?}`           | what an upstream pull spec serves  |
+//! | `GET registry`                                              | every upstream answer recorded     |
 //! | `PUT images/{digest}/metadata`                              | set an image's dockerImageMetadata |
 //! | `POST compact`                                              | expire every older resourceVersion |
 //! | `POST drop-watches`                                         | end every open watch               |
@@ -24,6 +26,7 @@ use serde_json::{Value, json};
 use super::http::{AppState, Query, error_response, json_response};
 use super::simulate::ImportRequest;
 use super::status::ApiError;
+use super::upstream::{Answer, Failure};
 use super::verbs::Target;
 
 /// The path prefix of the control API.
@@ -217,6 +220,66 @@ impl Control {
     }
 }
 
+/// `POST registry`: what the upstream registry serves for `image` from now on: `digest` (a new
+/// random digest when neither it nor `failure` is given), or the refusal `failure`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpstreamRequest {
+    /// The pull spec, as a tag's `from.name` gives it (`quay.io/org/nb:latest`).
+    pub image: String,
+    /// The digest the registry serves for it now.
+    #[serde(default)]
+    pub digest: Option<String>,
+    /// `dockerImageMetadata` of that image.
+    #[serde(default)]
+    pub docker_image_metadata: Option<Value>,
+    /// The registry refuses instead: `{"reason": "NotFound"|"Unauthorized"|"InternalError",
+    /// "message"?}` (the importer's message when none is given).
+    #[serde(default)]
+    pub failure: Option<UpstreamFailure>,
+}
+
+/// The `failure` of an [`UpstreamRequest`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamFailure {
+    /// `NotFound`, `Unauthorized` or `InternalError`.
+    pub reason: String,
+    /// The message; the importer's own when absent.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl UpstreamRequest {
+    fn answer(&self) -> Result<Answer, ApiError> {
+        if self.image.is_empty() {
+            return Err(ApiError::bad_request("image is required"));
+        }
+        match (&self.digest, &self.failure) {
+            (Some(_), Some(_)) => Err(ApiError::bad_request(
+                "give either digest or failure, not both",
+            )),
+            (_, Some(f)) => Ok(Answer::Failure {
+                failure: Failure::new(&f.reason, &self.image, f.message.as_deref()),
+            }),
+            (digest, None) => {
+                let digest = digest
+                    .clone()
+                    .unwrap_or_else(crate::simulate::random_digest);
+                if !crate::upstream::is_digest(&digest) {
+                    return Err(ApiError::bad_request(format!(
+                        "{digest:?} is not a sha256 digest"
+                    )));
+                }
+                Ok(Answer::Image {
+                    digest,
+                    metadata: self.docker_image_metadata.clone(),
+                })
+            }
+        }
+    }
+}
+
 /// Serves a control request (`rest` is the path after [`PREFIX`]).
 pub(crate) async fn handle(
     state: &AppState,
@@ -277,6 +340,14 @@ fn serve(
             let out = cluster.import_failure(ns, is, tag, reason, message.as_deref())?;
             Ok(json!({ "changed": out.is_some(), "imageStream": out }))
         }
+        (Method::POST, ["registry"]) => {
+            let req: UpstreamRequest = serde_json::from_value(body_json(body)?)
+                .map_err(|e| ApiError::bad_request(format!("invalid registry request: {e}")))?;
+            let answer = req.answer()?;
+            cluster.upstream.set(&req.image, answer.clone());
+            Ok(json!({ "image": req.image, "answer": answer }))
+        }
+        (Method::GET, ["registry"]) => Ok(json!({ "images": cluster.upstream.all() })),
         (Method::PUT, ["images", digest, "metadata"]) => {
             let metadata = body_json(body)?;
             Ok(cluster.set_image_metadata(digest, metadata)?)

@@ -26,6 +26,7 @@
 //! - `registry`: the resource types served and the discovery documents; `openapi`: the OpenAPI
 //!   v3 documents kubectl validates against.
 //! - `simulate`: what the cluster does by itself (seeded objects, scheduled imports).
+//! - `upstream`: what the upstream registries serve, which `ImageStreamImport`s resolve against.
 //! - [`aggregated`]: the image-API-only mode, an aggregated API server behind a real
 //!   kube-apiserver (TLS, the front proxy's identity, SubjectAccessReview).
 //! - `handle`: the programmatic handle tests and the demo use (seed, simulate imports, faults,
@@ -51,6 +52,7 @@ mod status;
 mod store;
 mod stored;
 pub mod tekton;
+mod upstream;
 mod verbs;
 mod watch;
 

@@ -25,6 +25,8 @@ pub enum Behavior {
     ImageStreamImage,
     /// `subjectaccessreviews`: create only, answered from the stored RBAC objects, not stored.
     SubjectAccessReview,
+    /// `imagestreamimports`: create only, an import now, written into the stream, not stored.
+    ImageStreamImport,
 }
 
 /// One resource the server serves, as discovery describes it.
@@ -162,6 +164,11 @@ pub fn builtin_types() -> Vec<ResourceType> {
     isimages.behavior = Behavior::ImageStreamImage;
     isimages.short_names = vec!["isimage".into()];
     isimages.verbs = vec!["get"];
+    // openshift-apiserver's imagestreamimport storage is a Creater only.
+    let mut isimports =
+        ResourceType::builtin(img, "v1", "imagestreamimports", "ImageStreamImport", true);
+    isimports.behavior = Behavior::ImageStreamImport;
+    isimports.verbs = vec!["create"];
     let images = ResourceType::builtin(img, "v1", "images", "Image", false);
     let mut serviceaccounts =
         ResourceType::builtin("", "v1", "serviceaccounts", "ServiceAccount", true);
@@ -191,6 +198,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
         imagestreams,
         istags,
         isimages,
+        isimports,
         images,
         serviceaccounts,
         services,

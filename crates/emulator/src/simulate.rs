@@ -10,6 +10,7 @@ use super::openshift;
 use super::registry::Behavior;
 use super::status::ApiError;
 use super::store::{Stored, WriteOp};
+use super::upstream::{Answer, Failure, is_digest};
 use super::verbs::{Cluster, Target, WriteOptions};
 
 const IMAGE_GROUP: &str = "image.openshift.io";
@@ -51,7 +52,7 @@ pub fn random_digest() -> String {
 }
 
 /// `quay.io/org/nb:latest` -> `quay.io/org/nb` (the repository a digest reference uses).
-fn repository_of(pull_spec: &str) -> &str {
+pub(crate) fn repository_of(pull_spec: &str) -> &str {
     let no_digest = pull_spec.split('@').next().unwrap_or(pull_spec);
     match no_digest.rfind(':') {
         Some(i) if !no_digest[i..].contains('/') => &no_digest[..i],
@@ -186,6 +187,7 @@ impl Cluster {
         }
         if ty.behavior == Behavior::ImageStream {
             self.ensure_images_for(&obj)?;
+            self.remember_upstream(&obj);
         }
         Ok(match ns {
             Some(ns) => format!("{ns}/{name}"),
@@ -252,7 +254,21 @@ impl Cluster {
         Ok(())
     }
 
-    fn ensure_image(
+    /// Records, for every `DockerImage` spec tag of a seeded stream with a history, that its
+    /// registry still serves the digest last imported (unless an answer is already recorded).
+    fn remember_upstream(&self, stream: &Value) {
+        for (from, digest) in super::upstream::last_imported(stream) {
+            self.upstream.set_if_unknown(
+                &from,
+                Answer::Image {
+                    digest,
+                    metadata: None,
+                },
+            );
+        }
+    }
+
+    pub(crate) fn ensure_image(
         &self,
         digest: &str,
         reference: &str,
@@ -356,12 +372,7 @@ impl Cluster {
                 ))
             })?;
         let digest = req.digest.clone().unwrap_or_else(random_digest);
-        let hex = digest.strip_prefix("sha256:").unwrap_or_default();
-        if hex.len() != 64
-            || !hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
+        if !is_digest(&digest) {
             return Err(ApiError::bad_request(format!(
                 "{digest:?} is not a sha256 digest"
             )));
@@ -369,6 +380,14 @@ impl Cluster {
         let pull_spec = format!("{}@{digest}", repository_of(&source));
         let at = now();
         self.ensure_image(&digest, &pull_spec, &at, req.docker_image_metadata.as_ref())?;
+        // The registry serves this digest for the tag's source from now on.
+        self.upstream.set(
+            &source,
+            Answer::Image {
+                digest: digest.clone(),
+                metadata: req.docker_image_metadata.clone(),
+            },
+        );
         let w = self.internal_write(IMAGE_GROUP, "imagestreams", ns, is, |cur| {
             let cur = cur.ok_or_else(|| ApiError::not_found(IMAGE_GROUP, "imagestreams", is))?;
             Ok(openshift::import_succeeded(
@@ -400,22 +419,25 @@ impl Cluster {
             .get(IMAGE_GROUP, "imagestreams", ns, is)
             .ok_or_else(|| ApiError::not_found(IMAGE_GROUP, "imagestreams", is))?
             .value();
-        let from = stream
+        let source = stream
             .pointer("/spec/tags")
             .and_then(Value::as_array)
             .and_then(|tags| {
                 tags.iter()
                     .find(|t| t.get("name").and_then(Value::as_str) == Some(tag))
             })
-            .and_then(|t| t.pointer("/from/name"))
+            .and_then(|t| t.get("from"));
+        let from = source
+            .and_then(|f| f.get("name"))
             .and_then(Value::as_str)
             .unwrap_or(tag)
             .to_string();
-        let message = message.map(str::to_string).unwrap_or_else(|| match reason {
-            "NotFound" => format!("dockerimage.image.openshift.io \"{from}\" not found"),
-            "Unauthorized" => format!("you may not have access to the container image \"{from}\""),
-            _ => format!("Internal error occurred: {from}: unknown error"),
-        });
+        let failure = Failure::new(reason, &from, message);
+        let message = failure.message.clone();
+        // The registry refuses the tag's source from now on (until it serves a digest again).
+        if source.and_then(|f| f.get("kind")).and_then(Value::as_str) == Some("DockerImage") {
+            self.upstream.set(&from, Answer::Failure { failure });
+        }
         let at = now();
         let w = self.internal_write(IMAGE_GROUP, "imagestreams", ns, is, |cur| {
             let cur = cur.ok_or_else(|| ApiError::not_found(IMAGE_GROUP, "imagestreams", is))?;

@@ -14,8 +14,9 @@ mod pipelinerun;
 
 use imagegate::api::imagestream::IMPORT_SUCCESS;
 use imagegate::api::{
-    CustomRun, CustomRunStatus, Image, ImageStream, ImageStreamImage, ImageStreamTag, ParamValue,
-    ParseDurationError, PipelineRun, TagEvent, TaskRun, parse_go_duration, tekton,
+    CustomRun, CustomRunStatus, Image, ImageStream, ImageStreamImage, ImageStreamImport,
+    ImageStreamTag, ParamValue, ParseDurationError, PipelineRun, TagEvent, TaskRun,
+    parse_go_duration, tekton,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Resource;
@@ -58,6 +59,34 @@ fn imagestreamimage_is_namespaced_in_image_openshift_io_v1() {
         ImageStreamImage::url_path(&(), Some("ns")),
         "/apis/image.openshift.io/v1/namespaces/ns/imagestreamimages"
     );
+}
+
+#[test]
+fn imagestreamimport_is_namespaced_in_image_openshift_io_v1() {
+    assert_eq!(ImageStreamImport::api_version(&()), "image.openshift.io/v1");
+    assert_eq!(ImageStreamImport::kind(&()), "ImageStreamImport");
+    assert_eq!(
+        ImageStreamImport::url_path(&(), Some("ns")),
+        "/apis/image.openshift.io/v1/namespaces/ns/imagestreamimports"
+    );
+}
+
+#[test]
+fn imagestreamimport_reads_the_request_oc_import_image_sends() {
+    // Body (E) of DERIVED_request-bodies_promote-and-import.yaml.
+    let body = json!({
+        "kind": "ImageStreamImport", "apiVersion": "image.openshift.io/v1",
+        "metadata": {"name": "nb", "namespace": "ds"},
+        "spec": {"import": true, "images": [{
+            "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"},
+            "to": {"name": "candidate"},
+            "importPolicy": {"scheduled": true, "importMode": "Legacy"},
+            "referencePolicy": {"type": "Source"}}]},
+    });
+    let isi: ImageStreamImport = serde_json::from_value(body.clone()).unwrap();
+    assert!(isi.spec.import);
+    assert_eq!(isi.spec.images[0].to.as_ref().unwrap().name, "candidate");
+    assert_eq!(serde_json::to_value(&isi).unwrap(), body);
 }
 
 #[test]

@@ -14,6 +14,7 @@
 //! - [`image_api`]: the image API aggregated, discovered, proxied and authorized.
 //! - [`runs`]: the controller's scenarios' setup; [`controller`]: the scenarios.
 //! - [`source`]: the source's scenarios.
+//! - [`ops`]: the operator CLI's import, promote and status through the real server.
 //! - [`differential`]: the same requests to the real server and to the emulator, compared.
 //! - [`rbac`]: every verb of `config/`'s roles, sufficient and needed, on the real authorizer.
 
@@ -22,6 +23,7 @@ mod controller;
 mod differential;
 mod image_api;
 mod manifests;
+mod ops;
 mod rbac;
 mod runs;
 mod source;

@@ -241,6 +241,15 @@ impl EmulatorServer {
         .await;
     }
 
+    /// What the upstream registry serves for the pull spec `image` from now on (the emulator's
+    /// `POST registry`): `answer` is `{"digest": ...}` or `{"failure": {"reason": ...}}`.
+    pub async fn upstream(&self, image: &str, answer: Value) {
+        let mut body = json!({ "image": image });
+        json_patch::merge(&mut body, &answer);
+        self.control(reqwest::Method::POST, "registry", Some(body.to_string()))
+            .await;
+    }
+
     /// A failed scheduled import.
     pub async fn import_failure(&self, ns: &str, is: &str, tag: &str, reason: &str) {
         let body = json!({"tag": tag, "reason": reason}).to_string();

@@ -14,6 +14,8 @@
 //! - [`strategy`](self::strategy): writes to `imagestreams` and `imagestreams/status`
 //!   (`Strategy`, `StatusStrategy`, `InternalStrategy`) and their validation.
 //! - [`import`](self::import): what an `ImageStreamImport` writes after a (scheduled) import.
+//! - [`stream_import`](self::stream_import): the `ImageStreamImport` request (which tags from
+//!   where) and its per-image answer.
 //! - [`views`](self::views): the ImageStreamTag and ImageStreamImage views and istag writes.
 //!
 //! This file holds the shared pieces: the constants, the error type and its field-error
@@ -23,18 +25,20 @@ mod import;
 mod model;
 mod reference;
 mod strategy;
+mod stream_import;
 mod tagevents;
 mod views;
 
 use serde_json::Value;
 
-pub use import::{import_failed, import_succeeded};
+pub use import::{import_failed, import_spec_failed, import_spec_succeeded, import_succeeded};
 pub(crate) use model::{
     NamedTagEventList, ObjectReference, Stream, TagEvent, TagEventCondition, TagImportPolicy,
     TagReference, TagReferencePolicy, from_json, section, semantic_eq, string_map, to_value,
 };
 pub(crate) use reference::{DockerRef, digest_or_image_match, valid_tag};
 pub use strategy::{decorate, prepare_create, prepare_status_update, prepare_update};
+pub use stream_import::{image_failed, image_succeeded, requested_images};
 pub use views::{
     IstagWrite, isimage_view, istag_delete, istag_list, istag_patch_base, istag_view, istag_write,
     istag_write_response, parse_istag_name,

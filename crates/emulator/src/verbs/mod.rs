@@ -10,6 +10,7 @@
 //! - [`write`]: create, update and delete with the generic metadata rules and strategies.
 //! - [`patching`]: the four PATCH flavours, retried on a concurrent write.
 //! - [`istag`]: writes through the virtual ImageStreamTag view.
+//! - [`stream_import`]: `POST imagestreamimports`, an import now.
 
 use chrono::{SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
@@ -18,6 +19,7 @@ mod istag;
 mod names;
 mod patching;
 mod read;
+mod stream_import;
 mod write;
 
 use super::openshift::{self, Settings, StrategyError};
@@ -32,6 +34,8 @@ pub struct Cluster {
     pub store: Store,
     /// OpenShift settings (the internal registry host name).
     pub settings: Settings,
+    /// What the upstream registries serve, for `ImageStreamImport`s.
+    pub upstream: crate::upstream::Upstream,
 }
 
 /// What a request addresses.
@@ -291,6 +295,7 @@ impl Cluster {
         Cluster {
             store: Store::new(retain),
             settings,
+            upstream: Default::default(),
         }
     }
 

@@ -38,6 +38,9 @@ impl Cluster {
         if ty.behavior == Behavior::SubjectAccessReview {
             return crate::rbac::review::review(&self.store, body);
         }
+        if ty.behavior == Behavior::ImageStreamImport {
+            return self.stream_import(t, body);
+        }
         if md_str(&body, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
             // The storage layer's refusal, which the registry passes on unclassified.
             return Err(ApiError::new(

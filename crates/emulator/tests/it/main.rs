@@ -1,6 +1,7 @@
 //! The emulator's integration tests, one test binary: its REST semantics over raw HTTP
 //! ([`emulator_http`]), kube-rs against it ([`emulator_kube`]), its control API
-//! ([`emulator_control`]), SubjectAccessReviews answered from the stored RBAC
+//! ([`emulator_control`]), `ImageStreamImport`s against its upstream registries
+//! ([`image_import`]), SubjectAccessReviews answered from the stored RBAC
 //! ([`subject_access_review`]), kubectl against the real binary ([`kubectl`]), the binary's
 //! command line ([`cli`]) and the image-API-only mode over TLS ([`image_api`]), and the answers
 //! pinned to a real kube-apiserver's by the workspace's differential check
@@ -12,6 +13,7 @@ mod emulator_control;
 mod emulator_http;
 mod emulator_kube;
 mod image_api;
+mod image_import;
 mod kubectl;
 mod subject_access_review;
 // The workspace's helper for programs under test (the product's tests share it); this binary

@@ -1,0 +1,176 @@
+//! `status` rows from streams, ImagePromotions and runs as the controller leaves them.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+fn item(digest: &str) -> Value {
+    json!({"created": "2026-01-01T00:00:00Z", "dockerImageReference": format!("quay.io/org/nb@{digest}"), "image": digest, "generation": 1})
+}
+
+/// A stream with `candidate` on `candidate` and `latest` on `served`, `latest` annotated.
+fn stream(ns: &str, name: &str, served: &str, candidate: &str, annotations: Value) -> ImageStream {
+    serde_json::from_value(json!({
+        "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"tags": [
+            {"name": "candidate", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"}},
+            {"name": "latest", "annotations": annotations, "from": {"kind": "ImageStreamImage", "name": format!("{name}@{served}")}}]},
+        "status": {"tags": [
+            {"tag": "candidate", "items": [item(candidate)],
+             "conditions": [{"type": "ImportSuccess", "status": "False", "reason": "NotFound", "message": "gone", "generation": 2}]},
+            {"tag": "latest", "items": [item(served)]}]}
+    }))
+    .unwrap()
+}
+
+fn promotion(ns: &str, name: &str, spec: Value) -> ImagePromotion {
+    serde_json::from_value(json!({
+        "apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+        "metadata": {"name": name, "namespace": ns}, "spec": spec
+    }))
+    .unwrap()
+}
+
+fn run(ns: &str, name: &str, created: &str, params: Value, status: Value) -> CustomRun {
+    serde_json::from_value(json!({
+        "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+        "metadata": {"name": name, "namespace": ns, "creationTimestamp": created},
+        "spec": {"customRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion", "name": "notebooks"},
+                 "params": params},
+        "status": status
+    }))
+    .unwrap()
+}
+
+fn failed_reject(name: &str, created: &str) -> CustomRun {
+    run(
+        "ds",
+        name,
+        created,
+        json!([{"name": "imagestream", "value": "nb"}, {"name": "action", "value": "reject"}]),
+        json!({"conditions": [{"type": "Succeeded", "status": "False", "reason": "Rejected", "message": "no"}],
+               "completionTime": "2026-01-02T00:00:00Z",
+               "extraFields": {"target": {"action": "reject", "imagestream": "nb", "candidateTag": "candidate", "servedTag": "latest", "digest": B}}}),
+    )
+}
+
+#[test]
+fn an_update_failed_stream_shows_its_marks_and_last_run_and_refuses() {
+    let facts = Facts {
+        streams: vec![stream(
+            "ds",
+            "nb",
+            A,
+            B,
+            json!({
+            "imagegate.dev/phase": "UpdateFailed", "imagegate.dev/candidate-digest": B,
+            "imagegate.dev/message": "validation of B failed", "imagegate.dev/previous-digest": A}),
+        )],
+        promotions: vec![],
+        runs: vec![
+            failed_reject("older", "2026-01-01T00:00:00Z"),
+            failed_reject("newer", "2026-01-01T00:05:00Z"),
+        ],
+    };
+    let rows = rows(&facts);
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(
+        (
+            r.namespace.as_str(),
+            r.imagestream.as_str(),
+            r.served_tag.as_str(),
+            r.candidate_tag.as_str()
+        ),
+        ("ds", "nb", "latest", "candidate")
+    );
+    assert_eq!(
+        (r.served_digest.as_deref(), r.candidate_digest.as_deref()),
+        (Some(A), Some(B))
+    );
+    assert_eq!(r.phase.as_deref(), Some("UpdateFailed"));
+    assert_eq!(r.phase_digest.as_deref(), Some(B));
+    assert_eq!(r.previous_digest.as_deref(), Some(A));
+    assert_eq!(r.import_failure.as_deref(), Some("NotFound: gone"));
+    let last = r.last_run.as_ref().unwrap();
+    assert_eq!(
+        (last.name.as_str(), last.outcome(), last.action.as_str()),
+        ("newer", "Rejected", "reject")
+    );
+    assert_eq!(
+        last.since,
+        Some(Time("2026-01-02T00:00:00Z".parse().unwrap()))
+    );
+    assert_eq!(verdict(&rows), Verdict::Refused);
+}
+
+#[test]
+fn streams_are_gated_by_marks_promotions_and_runs_only() {
+    let facts = Facts {
+        streams: vec![
+            stream(
+                "ds",
+                "marked",
+                A,
+                A,
+                json!({"imagegate.dev/phase": "Promoted"}),
+            ),
+            stream("ds", "named", A, B, Value::Null),
+            stream("team", "by-general", A, B, Value::Null),
+            stream("other", "plain", A, B, Value::Null),
+            stream("run", "by-run", A, B, Value::Null),
+        ],
+        promotions: vec![
+            promotion(
+                "ds",
+                "own",
+                json!({"imageStream": "named", "servedTag": "latest"}),
+            ),
+            promotion("team", "notebooks", json!({})),
+        ],
+        runs: vec![run(
+            "run",
+            "pending",
+            "2026-01-01T00:00:00Z",
+            json!([{"name": "imagestream", "value": "run/by-run"}, {"name": "action", "value": "rollback"}]),
+            Value::Null,
+        )],
+    };
+    let rows = rows(&facts);
+    let names: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.namespace.as_str(), r.imagestream.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("ds", "marked"),
+            ("ds", "named"),
+            ("run", "by-run"),
+            ("team", "by-general")
+        ]
+    );
+    assert_eq!(rows[1].phase, None);
+    let pending = rows[2].last_run.as_ref().unwrap();
+    assert_eq!(
+        (pending.outcome(), pending.action.as_str()),
+        ("Pending", "rollback")
+    );
+    assert_eq!(verdict(&rows), Verdict::Done);
+}
+
+#[test]
+fn runs_of_other_custom_tasks_are_ignored() {
+    let mut other = failed_reject("foreign", "2026-01-01T00:00:00Z");
+    other.spec.custom_ref.as_mut().unwrap().kind = Some("Wait".into());
+    let facts = Facts {
+        streams: vec![stream("ds", "nb", A, B, Value::Null)],
+        promotions: vec![],
+        runs: vec![other],
+    };
+    assert!(rows(&facts).is_empty());
+}
