@@ -18,10 +18,13 @@
 //!   and shutdown, on a cancellation token.
 //! - [`source`]: `imagegate source`, ImageStream tag changes as CloudEvents.
 //! - [`controller`]: `imagegate controller`, the ImagePromotion Tekton custom task.
+//! - [`adopt`]: `imagegate adopt`, an existing ImageStream turned into the gated shape, and the
+//!   drift check of adopted streams.
 //! - [`untrusted`]: every parser of outside input behind one function of bytes (the fuzz
 //!   targets' and the property test's entry points).
 
 pub mod admin;
+pub mod adopt;
 pub mod api;
 pub mod cli;
 pub mod controller;

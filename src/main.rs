@@ -39,6 +39,7 @@ fn main() -> ExitCode {
             Command::Source(args) => imagegate::run::source(*args).await,
             Command::Controller(args) => imagegate::run::controller(args).await,
             Command::Crds(_) => imagegate::run::crds(),
+            Command::Adopt(args) => imagegate::run::adopt(args).await,
         }
     });
     match result {
