@@ -125,12 +125,13 @@ fn edit_script<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<Op<'a>> {
             ops.push(Op::Same(a[i]));
             i += 1;
             j += 1;
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            ops.push(Op::Add(b[j]));
-            j += 1;
-        } else {
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            // On a tie the old line goes first, as diff(1) shows a change: `-old` then `+new`.
             ops.push(Op::Del(a[i]));
             i += 1;
+        } else {
+            ops.push(Op::Add(b[j]));
+            j += 1;
         }
     }
     ops

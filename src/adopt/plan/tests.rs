@@ -424,7 +424,10 @@ fn streams_that_cannot_be_adopted_are_refused_with_the_reason() {
         ),
         (
             taken,
-            Options::default(),
+            Options {
+                served_tag: Some("latest".into()),
+                ..Options::default()
+            },
             "it already has a tag \"candidate\"",
         ),
         (
