@@ -60,8 +60,10 @@ pub struct AdoptArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReferencePolicyArg {
     /// Consumers pull through the cluster's integrated registry.
+    #[value(name = "Local", alias = "local")]
     Local,
     /// Consumers pull from the source registry.
+    #[value(name = "Source", alias = "source")]
     Source,
 }
 

@@ -32,7 +32,11 @@ fn help_lists_the_product_subcommands_only() {
         .take_while(|l| !l.trim().is_empty())
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(commands, ["source", "controller", "crds", "help"], "{help}");
+    assert_eq!(
+        commands,
+        ["source", "controller", "crds", "adopt", "help"],
+        "{help}"
+    );
     assert!(help.contains("--version"), "{help}");
 }
 
