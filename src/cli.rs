@@ -1,6 +1,7 @@
 //! The command line: one clap struct per subcommand; the operator commands' are in [`ops`],
 //! the checks of values that need no API server in [`values`].
 
+pub mod adopt;
 pub mod ops;
 pub mod selector;
 pub mod values;
@@ -41,6 +42,8 @@ pub enum Command {
     Controller(ControllerArgs),
     /// Print the CustomResourceDefinitions imagegate owns, as YAML.
     Crds(CrdsArgs),
+    /// Turn an existing ImageStream into the gated shape, or check adopted streams for drift.
+    Adopt(adopt::AdoptArgs),
     /// The operator commands (also `kubectl imagegate ...`): status, promote, rollback, reject,
     /// import.
     #[command(flatten)]
@@ -180,6 +183,17 @@ pub struct ControllerArgs {
     /// one watch per namespace, so RBAC can be granted per namespace too.
     #[arg(long = "namespace", value_name = "NS", value_parser = values::namespace)]
     pub namespaces: Vec<String>,
+
+    /// Seconds between two checks of the adopted ImageStreams for drift (a candidate tag lost to
+    /// a wholesale edit: metric `imagegate_controller_streams_drifted`, a Warning Event on the
+    /// stream); 0 turns the check off.
+    #[arg(
+        long,
+        env = "IMAGEGATE_DRIFT_CHECK_INTERVAL",
+        value_name = "SECONDS",
+        default_value_t = 300
+    )]
+    pub drift_check_interval: u64,
 
     #[command(flatten)]
     pub leader: LeaderArgs,

@@ -21,6 +21,8 @@
 //!   and shutdown, on a cancellation token.
 //! - [`source`]: `imagegate source`, ImageStream tag changes as CloudEvents.
 //! - [`controller`]: `imagegate controller`, the ImagePromotion Tekton custom task.
+//! - [`adopt`]: `imagegate adopt`, an existing ImageStream turned into the gated shape, and the
+//!   drift check of adopted streams.
 //! - [`odh`]: what Open Data Hub reads on notebook ImageStreams, and a model of its dashboard.
 //! - [`ops`]: the operator commands (`status`, `promote`, `rollback`, `reject`, `import`), also
 //!   the kubectl plugin `kubectl imagegate`.
@@ -31,6 +33,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod adopt;
 pub mod api;
 pub mod cli;
 pub mod controller;

@@ -52,6 +52,9 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS),
             Command::Crds(args) => imagegate::run::crds(&args).map(|()| ExitCode::SUCCESS),
             Command::Ops(command) => imagegate::ops::run(command).await.map(|v| v.exit_code()),
+            Command::Adopt(args) => imagegate::run::adopt(args)
+                .await
+                .map(|()| ExitCode::SUCCESS),
         }
     });
     match result {

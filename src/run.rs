@@ -105,6 +105,8 @@ pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
         concurrency: args.concurrency,
         namespaces: dedup(&args.namespaces),
         leader: leader_config(&args.leader, "controller"),
+        drift_interval: (args.drift_check_interval > 0)
+            .then(|| std::time::Duration::from_secs(args.drift_check_interval)),
     };
     let clock = Arc::new(k8s_openapi::jiff::Timestamp::now);
     crate::controller::run(client, settings, clock, shutdown_signal()).await
@@ -215,4 +217,32 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
         api_server_url,
     };
     crate::source::run(client, settings, shutdown_signal()).await
+}
+
+/// `imagegate adopt`: adopt one stream (or print the diff), or `--check` the adopted streams.
+/// A refusal and a drift found are errors (one line, non-zero exit) after the report on stdout.
+pub async fn adopt(args: crate::cli::adopt::AdoptArgs) -> anyhow::Result<()> {
+    use crate::adopt::apply::{self, Scope};
+    let client = kube_client(kube_config().await?)?;
+    let mut out = std::io::stdout().lock();
+    if args.check {
+        let scope = match (args.all_namespaces, args.namespace) {
+            (true, _) => Scope::All,
+            (false, Some(ns)) => Scope::Namespace(ns),
+            (false, None) => Scope::Namespace(client.default_namespace().to_string()),
+        };
+        return Ok(apply::check(&client, &scope, &mut out).await?);
+    }
+    let Some((namespace, name)) = args.stream else {
+        bail!("name the ImageStream to adopt as NAMESPACE/NAME, or give --check");
+    };
+    let options = crate::adopt::Options {
+        served_tag: args.served_tag,
+        candidate_tag: args.candidate_tag,
+        candidate_from: args.candidate_from,
+        reference_policy: args.reference_policy.map(|p| p.as_str().to_string()),
+        copy_name: args.copy_name,
+    };
+    apply::adopt(&client, &namespace, &name, &options, args.dry_run, &mut out).await?;
+    Ok(())
 }

@@ -12,12 +12,14 @@
 //! [`error`] names what failed and requeues the run, [`metrics`] counts, and [`runs`] is what
 //! the controller remembers per run (bounded; [`watch`] forgets deleted runs). [`run`]
 //! reconciles CustomRuns inside the shared [`crate::runtime`] (admin server, leader election,
-//! shutdown), after the [`preflight`] checks of the APIs it needs.
+//! shutdown), after the [`preflight`] checks of the APIs it needs. Beside the runs, [`drift`]
+//! watches the adopted ImageStreams for a lost candidate tag.
 
 pub mod authorize;
 pub mod checks;
 pub mod crd;
 pub mod decide;
+pub mod drift;
 pub mod error;
 pub mod metrics;
 pub mod params;
@@ -64,6 +66,8 @@ pub struct Settings {
     pub namespaces: Vec<String>,
     /// Lead through a Lease before reconciling (for more than one replica).
     pub leader: Option<LeaderConfig>,
+    /// How often the adopted ImageStreams are checked for drift ([`drift`]); `None`: never.
+    pub drift_interval: Option<Duration>,
 }
 
 /// Runs the controller until `shutdown` resolves (or leadership is lost, which is an error so
@@ -76,6 +80,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
+    let drift_metrics = drift::DriftMetrics::register(&mut registry);
     let health = Health::new();
     let wiring = runtime::Settings {
         admin_addr: settings.admin_addr,
@@ -86,6 +91,18 @@ pub async fn run(
         Runtime::start(client.clone(), wiring, registry, health.clone(), shutdown).await?;
     runtime
         .run(|stop| async move {
+            if let Some(interval) = settings.drift_interval {
+                let recorder = Recorder::new(client.clone(), reporter());
+                let (namespaces, stop) = (settings.namespaces.clone(), stop.clone());
+                tokio::spawn(drift::watch(
+                    client.clone(),
+                    namespaces,
+                    interval,
+                    drift_metrics,
+                    recorder,
+                    stop,
+                ));
+            }
             let scopes = Scopes {
                 namespaces: settings.namespaces,
                 concurrency: settings.concurrency,
@@ -94,6 +111,14 @@ pub async fn run(
             Ok(())
         })
         .await
+}
+
+/// Who publishes the controller's Events.
+fn reporter() -> Reporter {
+    Reporter {
+        controller: "imagegate-controller".into(),
+        instance: std::env::var("POD_NAME").ok(),
+    }
 }
 
 /// Where runs are watched, and how many are reconciled at once across all of them.
@@ -127,13 +152,9 @@ async fn reconcile_runs(
     health: Arc<Health>,
     stop: CancellationToken,
 ) -> Result<(), preflight::PreflightError> {
-    let reporter = Reporter {
-        controller: "imagegate-controller".into(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
     let ctx = Arc::new(Context {
         client: client.clone(),
-        recorder: Recorder::new(client.clone(), reporter),
+        recorder: Recorder::new(client.clone(), reporter()),
         metrics,
         clock,
         runs: Arc::new(RunStates::default()),

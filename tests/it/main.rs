@@ -5,6 +5,8 @@
 //! - [`api_types`]: the types of `imagegate::api` pinned to the real APIs and fixtures.
 //! - [`kube_clients`]: HTTPS clients with one crypto provider; the typed API types over HTTP.
 //! - [`cli`]: the `imagegate` binary's command line.
+//! - [`adopt`]: `imagegate adopt` on each kind of stream, `--check`, and the controller's drift
+//!   metric and Event.
 //! - [`bad_config`]: bad configuration refused at the door, each with its exact message.
 //! - [`crd_drift`]: the committed CRDs (ImagePromotion, ImageStreamSource) match the Rust types.
 //! - [`leader`]: Lease leader election against the emulator.
@@ -31,6 +33,7 @@
 //! - [`realcluster`]: `config/` and `tekton/` against a real kube-apiserver.
 //! - [`realcluster_tekton`]: the real Tekton Pipelines and Triggers on it (kwok for the kubelet).
 
+mod adopt;
 mod api_types;
 mod bad_config;
 mod cli;

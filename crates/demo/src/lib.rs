@@ -339,6 +339,8 @@ impl World {
                 concurrency: 8,
                 namespaces: Vec::new(),
                 leader: None,
+                // The demo's streams are gated by hand (examples/), not adopted.
+                drift_interval: None,
             },
             Arc::new(k8s_openapi::jiff::Timestamp::now),
             stopped(),

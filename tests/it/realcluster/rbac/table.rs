@@ -185,6 +185,7 @@ pub fn rows() -> Vec<Row> {
             ("GET", PROMOTION),
         ),
         row(RUNS, STREAMS, "get", ("GET", STREAM)),
+        row(RUNS, STREAMS, "list", ("GET", all_streams)),
         row(RUNS, STREAMS, "patch", ("PATCH", STREAM)).body(Body::Json(STRATEGIC, touch)),
         row(
             RUNS,

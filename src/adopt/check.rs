@@ -1,0 +1,153 @@
+//! How an adopted stream drifted from the gated shape (pure): what `imagegate adopt --check`
+//! reports and what the controller counts and announces. The usual cause is a wholesale edit of
+//! `spec.tags` (an `oc apply` of an old manifest, a client that writes the whole tag list it
+//! knows): the candidate tag disappears, its scheduled import with it, and the stream silently
+//! stops being validated.
+
+use super::names;
+use super::shape::{annotation, is_managed, pinned_by_digest};
+use crate::api::ImageStream;
+use crate::controller::decide::annotation::ODH_OUTDATED;
+
+/// One way an adopted stream differs from its gated shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Drift {
+    /// The stream no longer records which tags adopt gave it.
+    RecordMissing,
+    /// The candidate tag is gone from `spec.tags`.
+    CandidateMissing,
+    /// The candidate tag is no longer imported on a schedule.
+    CandidateNotScheduled,
+    /// The candidate tag lost its `opendatahub.io/image-tag-outdated` mark, so spawners offer it.
+    CandidateOffered,
+    /// The served tag is gone from `spec.tags`.
+    ServedMissing,
+    /// The served tag follows a moving reference (or imports on a schedule) again.
+    ServedNotPinned,
+}
+
+impl Drift {
+    /// Every kind, in the order reported.
+    pub const ALL: [Drift; 6] = [
+        Drift::RecordMissing,
+        Drift::CandidateMissing,
+        Drift::CandidateNotScheduled,
+        Drift::CandidateOffered,
+        Drift::ServedMissing,
+        Drift::ServedNotPinned,
+    ];
+
+    /// The metric label (`drift`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Drift::RecordMissing => "record_missing",
+            Drift::CandidateMissing => "candidate_missing",
+            Drift::CandidateNotScheduled => "candidate_not_scheduled",
+            Drift::CandidateOffered => "candidate_offered",
+            Drift::ServedMissing => "served_missing",
+            Drift::ServedNotPinned => "served_not_pinned",
+        }
+    }
+
+    /// The Kubernetes Event reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Drift::RecordMissing => "AdoptionRecordMissing",
+            Drift::CandidateMissing => "CandidateTagMissing",
+            Drift::CandidateNotScheduled => "CandidateNotScheduled",
+            Drift::CandidateOffered => "CandidateTagOffered",
+            Drift::ServedMissing => "ServedTagMissing",
+            Drift::ServedNotPinned => "ServedTagNotPinned",
+        }
+    }
+}
+
+/// A drift found, with the sentence that explains it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// The kind.
+    pub drift: Drift,
+    /// What is wrong, naming the tag.
+    pub message: String,
+}
+
+/// The drifts of `is`; empty for a stream in the gated shape, and for a stream adopt never
+/// shaped (no [`names::MANAGED_LABEL`]).
+pub fn drift(is: &ImageStream) -> Vec<Found> {
+    if !is_managed(is) {
+        return Vec::new();
+    }
+    let found = |drift, message: String| Found { drift, message };
+    let (Some(candidate), Some(served)) = (
+        annotation(is, names::CANDIDATE_TAG),
+        annotation(is, names::SERVED_TAG),
+    ) else {
+        return vec![found(
+            Drift::RecordMissing,
+            format!(
+                "labelled {} but without the {} and {} annotations that name its tags",
+                names::MANAGED_LABEL,
+                names::CANDIDATE_TAG,
+                names::SERVED_TAG
+            ),
+        )];
+    };
+    let mut out = Vec::new();
+    match is.spec_tag(candidate) {
+        None => out.push(found(
+            Drift::CandidateMissing,
+            format!(
+                "the candidate tag {candidate:?} is gone from spec.tags (a wholesale edit of the \
+                 tags?), so no new image is imported or validated"
+            ),
+        )),
+        Some(tag) => {
+            if !tag.import_policy.as_ref().is_some_and(|p| p.scheduled) {
+                out.push(found(
+                    Drift::CandidateNotScheduled,
+                    format!("the candidate tag {candidate:?} is no longer imported on a schedule"),
+                ));
+            }
+            let outdated = tag
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(ODH_OUTDATED))
+                .is_some_and(|v| !v.is_empty());
+            if !outdated {
+                out.push(found(
+                    Drift::CandidateOffered,
+                    format!(
+                        "the candidate tag {candidate:?} lost {ODH_OUTDATED}, so spawners offer \
+                         an image that is not validated"
+                    ),
+                ));
+            }
+        }
+    }
+    match is.spec_tag(served) {
+        None => out.push(found(
+            Drift::ServedMissing,
+            format!("the served tag {served:?} is gone from spec.tags"),
+        )),
+        Some(tag) => {
+            let from = tag
+                .from
+                .as_ref()
+                .map(|f| serde_json::json!({"kind": f.kind, "name": f.name}));
+            let scheduled = tag.import_policy.as_ref().is_some_and(|p| p.scheduled);
+            if !pinned_by_digest(from.as_ref()) || scheduled {
+                out.push(found(
+                    Drift::ServedNotPinned,
+                    format!(
+                        "the served tag {served:?} is no longer pinned by digest, so it can move \
+                         without validation"
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,100 @@
+//! The drift rule over adopted streams: in shape, each kind of drift, and streams adopt never
+//! shaped.
+
+use serde_json::{Value, json};
+
+use super::{Drift, drift};
+use crate::adopt::Options;
+use crate::adopt::plan::{Plan, plan};
+use crate::api::ImageStream;
+
+fn adopted() -> Value {
+    let path = format!(
+        "{}/tests/fixtures/ci-note_ansible-runner_imagestream_import-failed.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let stream: Value = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    match plan(&stream, None, &Options::default()).unwrap() {
+        Plan::Write(w, _) => w[0].after.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn kinds(stream: &Value) -> Vec<Drift> {
+    let is: ImageStream = serde_json::from_value(stream.clone()).unwrap();
+    drift(&is).into_iter().map(|f| f.drift).collect()
+}
+
+fn edit_tag(stream: &mut Value, name: &str, f: impl Fn(&mut Value)) {
+    for t in stream["spec"]["tags"].as_array_mut().unwrap() {
+        if t["name"] == name {
+            f(t);
+        }
+    }
+}
+
+#[test]
+fn an_adopted_stream_has_no_drift() {
+    assert_eq!(kinds(&adopted()), []);
+}
+
+#[test]
+fn a_wholesale_edit_that_drops_the_candidate_is_candidate_missing() {
+    let mut s = adopted();
+    // What a client that writes back the tag list it knew does.
+    s["spec"]["tags"] = json!([{"name": "latest", "from": {"kind": "ImageStreamImage",
+        "name": "ansible-runner@sha256:bd09ef403f2f90f2c6bd133d7533e939058903f69223c5f12557a49e3aed14bb"}}]);
+    assert_eq!(kinds(&s), [Drift::CandidateMissing]);
+    let is: ImageStream = serde_json::from_value(s).unwrap();
+    assert!(
+        drift(&is)[0]
+            .message
+            .contains("\"candidate\" is gone from spec.tags")
+    );
+}
+
+#[test]
+fn each_kind_of_drift_is_found() {
+    let mut s = adopted();
+    edit_tag(&mut s, "candidate", |t| {
+        t["importPolicy"]["scheduled"] = json!(false);
+        t["annotations"] = Value::Null;
+    });
+    edit_tag(&mut s, "latest", |t| {
+        t["from"] =
+            json!({"kind": "DockerImage", "name": "docker.io/ansible/ansible-runner:latest"});
+    });
+    assert_eq!(
+        kinds(&s),
+        [
+            Drift::CandidateNotScheduled,
+            Drift::CandidateOffered,
+            Drift::ServedNotPinned
+        ]
+    );
+    let mut gone = adopted();
+    gone["spec"]["tags"] = json!([]);
+    assert_eq!(
+        kinds(&gone),
+        [Drift::CandidateMissing, Drift::ServedMissing]
+    );
+    let mut unrecorded = adopted();
+    unrecorded["metadata"]["annotations"] = json!({});
+    assert_eq!(kinds(&unrecorded), [Drift::RecordMissing]);
+}
+
+#[test]
+fn a_stream_adopt_never_shaped_has_no_drift() {
+    let mut s = adopted();
+    s["metadata"]["labels"] = json!({});
+    s["spec"]["tags"] = json!([]);
+    assert_eq!(kinds(&s), []);
+}
+
+#[test]
+fn drift_labels_and_reasons_are_distinct() {
+    let labels: std::collections::BTreeSet<_> = Drift::ALL.iter().map(|d| d.as_str()).collect();
+    let reasons: std::collections::BTreeSet<_> = Drift::ALL.iter().map(|d| d.reason()).collect();
+    assert_eq!(labels.len(), Drift::ALL.len());
+    assert_eq!(reasons.len(), Drift::ALL.len());
+}

@@ -1,0 +1,148 @@
+//! The controller's side of adoption: the drift gauge and the Warning Event on a stream that lost
+//! its candidate tag, and an adopted stream through `begin` and `promote`.
+
+use std::process::Command;
+
+use imagegate::api::ImageStream;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::json;
+
+use crate::support::controller::{A, B, Setup, reason};
+use crate::support::{eventually, free_port, rbac, wait_ready};
+
+/// `imagegate adopt` as the emulator's admin.
+fn adopt(s: &Setup, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_imagegate"))
+        .arg("adopt")
+        .args(args)
+        .env("KUBECONFIG", &s.emu.kubeconfig)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+/// `ds/plain`: one `latest` tag imported on a schedule from quay.io/org/plain:latest, on A.
+async fn seed_plain(s: &Setup) {
+    s.emu
+        .seed(json!({"apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+            "metadata": {"name": "plain", "namespace": "ds"},
+            "spec": {"tags": [{"name": "latest", "from": {"kind": "DockerImage", "name": "quay.io/org/plain:latest"},
+                               "importPolicy": {"scheduled": true}}]}}))
+        .await;
+    s.emu.import("ds", "plain", "latest", A).await;
+    let out = adopt(s, &["ds/plain"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn gauge(admin: u16, drift: &str) -> Option<String> {
+    let text = reqwest::get(format!("http://127.0.0.1:{admin}/metrics"))
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    let series = format!("imagegate_controller_streams_drifted{{drift=\"{drift}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(series.as_str()))
+        .map(str::to_string)
+}
+
+#[tokio::test]
+async fn the_controller_counts_and_announces_a_stream_that_lost_its_candidate() {
+    let mut s = Setup::new().await;
+    s.stop();
+    let admin = free_port();
+    let _controller = s.spawn_controller(admin, &["--drift-check-interval", "1"]);
+    wait_ready(admin).await;
+    seed_plain(&s).await;
+    eventually("the gauge at 0", || async {
+        gauge(admin, "candidate_missing").await.as_deref() == Some("0")
+    })
+    .await;
+
+    let api = Api::<ImageStream>::namespaced(s.client.clone(), "ds");
+    let mut is = api.get("plain").await.unwrap();
+    is.spec.tags.retain(|t| t.name != "candidate");
+    api.replace("plain", &PostParams::default(), &is)
+        .await
+        .unwrap();
+    eventually("the gauge at 1", || async {
+        gauge(admin, "candidate_missing").await.as_deref() == Some("1")
+    })
+    .await;
+    let events = Api::<Event>::namespaced(s.client.clone(), "ds");
+    let drift_event = || async {
+        let list = events.list(&ListParams::default()).await.unwrap();
+        list.items.into_iter().find(|e| {
+            e.reason.as_deref() == Some("CandidateTagMissing")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("plain")
+        })
+    };
+    eventually("a CandidateTagMissing Event on ds/plain", || async {
+        drift_event().await.is_some()
+    })
+    .await;
+    let found = drift_event().await;
+    let event = found.unwrap();
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        event.regarding.unwrap().kind.as_deref(),
+        Some("ImageStream")
+    );
+    assert!(
+        event
+            .note
+            .unwrap()
+            .ends_with("restore it with: imagegate adopt ds/plain"),
+    );
+
+    let out = adopt(&s, &["ds/plain"]);
+    assert!(out.status.success());
+    eventually("the gauge back at 0", || async {
+        gauge(admin, "candidate_missing").await.as_deref() == Some("0")
+    })
+    .await;
+    rbac::assert_config_allows(&s.emu, "controller").await;
+}
+
+#[tokio::test]
+async fn an_adopted_stream_goes_through_begin_and_promote() {
+    let s = Setup::new().await;
+    seed_plain(&s).await;
+    // The scheduled import of the candidate finds B upstream.
+    s.emu.import("ds", "plain", "candidate", B).await;
+    let begin = [("imagestream", "plain"), ("digest", B), ("action", "begin")];
+    s.create_run("begin-b", &begin, json!({})).await;
+    assert_eq!(
+        reason(&s.done("begin-b").await),
+        ("True".into(), "Validating".into())
+    );
+    let promote = [
+        ("imagestream", "plain"),
+        ("digest", B),
+        ("validation-status", "Succeeded"),
+    ];
+    s.create_run("promote-b", &promote, json!({})).await;
+    assert_eq!(
+        reason(&s.done("promote-b").await),
+        ("True".into(), "Promoted".into())
+    );
+    let is = Api::<ImageStream>::namespaced(s.client.clone(), "ds")
+        .get("plain")
+        .await
+        .unwrap();
+    assert_eq!(is.current_digest("latest"), Some(B));
+    assert_eq!(is.current_digest("latest-previous"), Some(A));
+    let again = adopt(&s, &["ds/plain"]);
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("already adopted"),
+        "a promotion keeps the gated shape: {}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+    assert!(adopt(&s, &["--check", "-n", "ds"]).status.success());
+}
