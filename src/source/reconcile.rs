@@ -161,13 +161,15 @@ pub async fn reconcile(source: &ImageStreamSource, ctx: &Context) -> Result<bool
 }
 
 /// A merge patch that sets the status to `desired`: the fields it leaves out are nulled, so
-/// that a sink URI that no longer resolves is removed rather than kept.
-fn patch(desired: &super::crd::ImageStreamSourceStatus) -> Value {
+/// that a sink URI that no longer resolves is removed rather than kept. The delivery counters
+/// are left out: the adapter that delivers owns them, and a stale copy must not overwrite them.
+pub fn patch(desired: &super::crd::ImageStreamSourceStatus) -> Value {
     let mut status = serde_json::to_value(desired).unwrap_or_else(|_| json!({}));
     if let Value::Object(map) = &mut status {
         for field in ["sinkUri", "sinkCACerts", "observedGeneration"] {
             map.entry(field).or_insert(Value::Null);
         }
+        map.remove("deliveries");
     }
     json!({ "status": status })
 }
@@ -225,4 +227,26 @@ pub async fn run(
         )
         .for_each(|_| async {})
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::crd::ImageStreamSourceStatus;
+    use crate::source::crd::status::Deliveries;
+
+    #[test]
+    fn the_patch_removes_a_sink_gone_and_leaves_the_counters_alone() {
+        let desired = ImageStreamSourceStatus {
+            deliveries: Some(Deliveries {
+                delivered: 9,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            patch(&desired),
+            json!({"status": {"sinkUri": null, "sinkCACerts": null, "observedGeneration": null}})
+        );
+    }
 }

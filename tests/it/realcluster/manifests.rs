@@ -73,6 +73,32 @@ fn config_tekton_and_their_crds_apply_to_a_real_api_server() {
         "apiVersion: tekton.dev/v1beta1\nkind: CustomRun\nmetadata: {name: promote, namespace: notebooks}\nspec:\n  customRef: {apiVersion: imagegate.dev/v1alpha1, kind: ImagePromotion}\n  params:\n  - {name: imagestream, value: nb}\n",
     );
     assert!(ok, "{out}");
+
+    // The ImageStreamSource CRD (config/301): served, its schema held, its status a subresource.
+    cp.established("imagestreamsources.sources.imagegate.dev");
+    let source = "apiVersion: sources.imagegate.dev/v1alpha1\nkind: ImageStreamSource\nmetadata: {name: team-a, namespace: notebooks}\nspec:\n  sink:\n    ref: {apiVersion: eventing.knative.dev/v1, kind: Broker, name: default}\n  namespaceSelector: {matchLabels: {team: a}}\n  mode: reference\n  delivery: {retry: 3, backoffPolicy: exponential, backoffDelay: PT0.5S}\n";
+    let (ok, out) = cp.apply_text(source);
+    assert!(ok, "{out}");
+    let (ok, out) = cp.apply_text(&source.replace("mode: reference", "mode: Reference"));
+    assert!(!ok && out.contains("spec.mode"), "{out}");
+    let (ok, out) = cp.apply_text(&format!("{source}  emitExsting: true\n"));
+    assert!(!ok && out.contains("emitExsting"), "{out}");
+    let sources = cp.ok(&["get", "sources", "-n", "notebooks", "-o", "name"]);
+    assert!(
+        sources.contains("imagestreamsource.sources.imagegate.dev/team-a"),
+        "{sources}"
+    );
+    let observer = cp.ok(&[
+        "get",
+        "clusterrole",
+        "imagegate-imagestreamsources-observer",
+        "-o",
+        "jsonpath={.metadata.labels}",
+    ]);
+    assert!(
+        observer.contains("\"duck.knative.dev/source\":\"true\""),
+        "{observer}"
+    );
 }
 
 #[test]
