@@ -14,6 +14,8 @@
 //! - [`image_api`]: the image API aggregated, discovered, proxied and authorized.
 //! - [`runs`]: the controller's scenarios' setup; [`controller`]: the scenarios.
 //! - [`source`]: the source's scenarios.
+//! - [`namespaced`]: the namespace-scoped install (`config/namespaced/`), both programs with only
+//!   its Roles.
 //! - [`differential`]: the same requests to the real server and to the emulator, compared.
 //! - [`rbac`]: every verb of `config/`'s roles, sufficient and needed, on the real authorizer.
 
@@ -22,6 +24,7 @@ mod controller;
 mod differential;
 mod image_api;
 mod manifests;
+mod namespaced;
 mod rbac;
 mod runs;
 mod source;
