@@ -27,6 +27,14 @@ use crate::watch_errors::Refusals;
 /// The bounded hand-off between the watch and the queue's dispatcher, in jobs.
 const HANDOFF: usize = 10_000;
 
+/// Where the flow reports what happens: its metrics, and its watches' refusals (on `/readyz`).
+pub struct Reports {
+    /// The source's metrics.
+    pub metrics: Metrics,
+    /// The refusals of the ImageStream watches.
+    pub refusals: Arc<Refusals>,
+}
+
 /// Runs the watch and the delivery until `stop` is cancelled (or every watch ends). `listed`
 /// turns true once the first list of every scope is recorded.
 pub async fn run(
@@ -34,11 +42,11 @@ pub async fn run(
     settings: Arc<Settings>,
     checkpoint: Arc<Checkpoint>,
     loaded: Loaded,
-    metrics: Metrics,
-    refusals: Arc<Refusals>,
+    reports: Reports,
     listed: tokio::sync::watch::Sender<bool>,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
+    let Reports { metrics, refusals } = reports;
     let sink = Arc::new(SinkClient::new(
         settings.sink_timeout,
         settings.ca_pem.as_deref(),

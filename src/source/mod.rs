@@ -158,11 +158,12 @@ pub async fn run_with_listed(
                 flushed.clone(),
             ));
             let settings = Arc::new(settings);
-            let refusals = Refusals::new(health.clone(), "ImageStream");
-            let flowed = flow::run(
-                client, settings, checkpoint, loaded, metrics, refusals, listed, stop,
-            )
-            .await;
+            let reports = flow::Reports {
+                metrics,
+                refusals: Refusals::new(health.clone(), "ImageStream"),
+            };
+            let flowed =
+                flow::run(client, settings, checkpoint, loaded, reports, listed, stop).await;
             flushed.cancel();
             let _ = flusher.await;
             flowed

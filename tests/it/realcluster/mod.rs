@@ -15,6 +15,8 @@
 //! - [`runs`]: the controller's scenarios' setup; [`controller`]: the scenarios.
 //! - [`source`]: the source's scenarios.
 //! - [`ops`]: the operator CLI's import, promote and status through the real server.
+//! - [`namespaced`]: the namespace-scoped install (`config/namespaced/`), both programs with only
+//!   its Roles.
 //! - [`differential`]: the same requests to the real server and to the emulator, compared.
 //! - [`rbac`]: every verb of `config/`'s roles, sufficient and needed, on the real authorizer.
 
@@ -23,6 +25,7 @@ mod controller;
 mod differential;
 mod image_api;
 mod manifests;
+mod namespaced;
 mod ops;
 mod rbac;
 mod runs;

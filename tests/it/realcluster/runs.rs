@@ -30,8 +30,13 @@ pub struct Cluster {
 
 impl Cluster {
     pub async fn start() -> Cluster {
+        Cluster::start_with(ControlPlane::install).await
+    }
+
+    /// [`Cluster::start`], with `install` instead of `config/`.
+    pub async fn start_with(install: impl FnOnce(&ControlPlane)) -> Cluster {
         let cp = ControlPlane::up();
-        cp.install();
+        install(&cp);
         let emu = cp.image_api().await;
         let client = cp.client().await;
         let dir = tempfile::tempdir().unwrap();
@@ -52,6 +57,11 @@ impl Cluster {
     /// it to its pipeline's account).
     pub async fn promotion_namespace(&self, ns: &str, served: &str, candidate: &str) {
         self.cp.ok(&["create", "namespace", ns]);
+        self.promotion_stream(ns, served, candidate).await;
+    }
+
+    /// [`Cluster::promotion_namespace`] in a namespace that exists.
+    pub async fn promotion_stream(&self, ns: &str, served: &str, candidate: &str) {
         self.cp.ok(&[
             "create",
             "rolebinding",
