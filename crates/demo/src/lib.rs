@@ -12,11 +12,15 @@
 //! Six scenarios ([`scenarios`]) run in turn, each checked against what should happen; the demo
 //! ends with a table of every stream's served digest and phase, and fails if any scenario ended
 //! otherwise.
+//!
+//! [`real`] plays the same scenarios on a real cluster with the real Tekton
+//! (`scripts/realcluster demo`, the `imagegate-realdemo` binary).
 
 mod interceptor;
 mod listener;
 mod objects;
 mod pipeline;
+pub mod real;
 mod request;
 mod scenarios;
 mod tekton;
@@ -485,20 +489,7 @@ impl World {
 
     async fn rows(&self) -> anyhow::Result<Vec<Row>> {
         let api: Api<ImageStream> = Api::namespaced(self.admin.clone(), NAMESPACE);
-        let mut rows: Vec<Row> = api
-            .list(&Default::default())
-            .await?
-            .items
-            .iter()
-            .map(|s| Row {
-                imagestream: s.metadata.name.clone().unwrap_or_default(),
-                served: served_digest(s, &self.served_tag),
-                phase: phase(s, &self.served_tag),
-                candidate: served_digest(s, &self.candidate_tag),
-            })
-            .collect();
-        rows.sort_by(|a, b| a.imagestream.cmp(&b.imagestream));
-        Ok(rows)
+        rows_of(&api, &self.served_tag, &self.candidate_tag).await
     }
 
     async fn shutdown(self) {
@@ -574,6 +565,28 @@ async fn create_namespaced(client: &kube::Client, mut obj: Value) -> anyhow::Res
     Ok(())
 }
 
+/// The final table's rows: every ImageStream of `api`, by name.
+async fn rows_of(
+    api: &Api<ImageStream>,
+    served_tag: &str,
+    candidate_tag: &str,
+) -> anyhow::Result<Vec<Row>> {
+    let mut rows: Vec<Row> = api
+        .list(&Default::default())
+        .await?
+        .items
+        .iter()
+        .map(|s| Row {
+            imagestream: s.metadata.name.clone().unwrap_or_default(),
+            served: served_digest(s, served_tag),
+            phase: phase(s, served_tag),
+            candidate: served_digest(s, candidate_tag),
+        })
+        .collect();
+    rows.sort_by(|a, b| a.imagestream.cmp(&b.imagestream));
+    Ok(rows)
+}
+
 fn served_digest(stream: &ImageStream, tag: &str) -> String {
     stream.current_digest(tag).unwrap_or_default().to_string()
 }
@@ -600,7 +613,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let rows = world.rows().await;
     let result = match (outcome, rows) {
         (Ok((expect, played)), Ok(rows)) => {
-            print_table(&timeline, &rows, &world);
+            print_table(&timeline, &rows, &world.served_tag);
             let checked = scenarios::check(&rows, &expect);
             if checked.is_ok() {
                 timeline.text(format!("\nAll {played} scenarios ended as expected."));
@@ -609,7 +622,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         }
         (Err(e), rows) => {
             if let Ok(rows) = rows {
-                print_table(&timeline, &rows, &world);
+                print_table(&timeline, &rows, &world.served_tag);
             }
             Err(e)
         }
@@ -650,10 +663,9 @@ fn outcome_line(w: &World, run: &RunRecord) {
     w.timeline.line("pipeline", text);
 }
 
-fn print_table(timeline: &Timeline, rows: &[Row], w: &World) {
+fn print_table(timeline: &Timeline, rows: &[Row], served_tag: &str) {
     timeline.heading(format!(
-        "Result: what each ImageStream serves ({NAMESPACE}, served tag `{}`)",
-        w.served_tag
+        "Result: what each ImageStream serves ({NAMESPACE}, served tag `{served_tag}`)"
     ));
     let mut out = format!(
         "{:<30} {:<71}  {:<13} {}\n",
