@@ -125,7 +125,11 @@ mod tests {
             stage["spec"]["selector"]["matchLabels"],
             shipped["spec"]["selector"]["matchLabels"]
         );
-        let last = &stage["spec"]["selector"]["matchExpressions"][3];
+        let last = stage["spec"]["selector"]["matchExpressions"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap();
         assert_eq!(
             last["key"],
             ".metadata.annotations[\"imagegate.dev/digest\"]"
