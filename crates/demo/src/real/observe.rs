@@ -71,8 +71,10 @@ pub fn task_line(run: &str, task: &str, object: &Value) -> String {
         text.push_str(&format!(": {message}"));
     }
     for r in object["status"]["results"].as_array().into_iter().flatten() {
+        // `checks` is a JSON array: the final table and the conditions already say how they ended.
         if let (Some(n), Some(v)) = (r["name"].as_str(), r["value"].as_str())
             && !v.is_empty()
+            && n != "checks"
         {
             text.push_str(&format!("  {n}={}", short_digest(v)));
         }
