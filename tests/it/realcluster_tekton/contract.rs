@@ -256,7 +256,13 @@ fn results_flow_downstream(k: &Kubectl) {
     k.create(NS, &pipelinerun("promoted", &digest('b')));
     let run = k.wait(NS, "pipelinerun/promoted", 90, finished);
     assert_eq!(succeeded(&run), Some("True"), "{run:#}");
-    let image = format!("quay.io/org/nb@{}", digest('b'));
+    // begin's `image`: the candidate's pull spec by digest, as the stream resolves it.
+    let begin = k.get(NS, "customrun/promoted-begin").unwrap();
+    let image = result(&begin, "image").unwrap_or_default().to_string();
+    assert!(
+        image.ends_with(&format!("/nb@{}", digest('b'))),
+        "{begin:#}"
+    );
     assert_eq!(result(&run, "image"), Some(image.as_str()), "{run:#}");
     assert_eq!(result(&run, "promoted-digest"), Some(digest('b').as_str()));
     assert_eq!(result(&run, "phase"), Some("Promoted"));
