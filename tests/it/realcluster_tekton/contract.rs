@@ -135,8 +135,14 @@ fn hold_report(k: &Kubectl, run: &str) {
     k.create(NS, &stage.to_string());
 }
 
+/// The test's one runtime: the kube client inside [`EmulatorServer`] lives on it.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| tokio::runtime::Runtime::new().unwrap())
+}
+
 fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Runtime::new().unwrap().block_on(f)
+    runtime().block_on(f)
 }
 
 /// The image API `up` serves on this cluster (its control API reached directly).
