@@ -270,11 +270,15 @@ async fn components(
         "tekton-triggers-interceptors",
     ];
     let mut text = String::from("Real components (built from the Go modules realcluster/ pins):\n");
+    let mut listed = Vec::new();
     for line in versions.lines() {
         let cols: Vec<&str> = line.split('\t').collect();
+        // The components come first; a module read for its manifests may repeat a name (kwok).
         if let [name, version, module] = cols[..]
             && running.contains(&name)
+            && !listed.contains(&name)
         {
+            listed.push(name);
             text.push_str(&format!("  {name:<36} {version:<10} {module}\n"));
         }
     }
