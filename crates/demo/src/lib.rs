@@ -13,12 +13,16 @@
 //! ends with a table of every stream's served digest and phase and one of what the Open Data Hub
 //! dashboard shows for it ([`dashboard`]: the offered tags, the default's build, the badge of a
 //! workbench started when the demo began), and fails if any scenario ended otherwise.
+//!
+//! [`real`] plays the same scenarios on a real cluster with the real Tekton
+//! (`scripts/realcluster demo`, the `imagegate-realdemo` binary).
 
 mod dashboard;
 mod interceptor;
 mod listener;
 mod objects;
 mod pipeline;
+pub mod real;
 mod request;
 mod scenarios;
 mod table;
@@ -531,25 +535,13 @@ impl World {
 
     async fn rows(&self) -> anyhow::Result<Vec<Row>> {
         let api: Api<ImageStream> = Api::namespaced(self.admin.clone(), NAMESPACE);
-        let mut rows: Vec<Row> = api
-            .list(&Default::default())
-            .await?
-            .items
-            .iter()
-            .map(|s| Row {
-                imagestream: s.metadata.name.clone().unwrap_or_default(),
-                served: served_digest(s, &self.served_tag),
-                phase: phase(s, &self.served_tag),
-                candidate: served_digest(s, &self.candidate_tag),
-                dashboard: dashboard::shown(
-                    s,
-                    self.workbenches
-                        .get(s.metadata.name.as_deref().unwrap_or_default()),
-                ),
-            })
-            .collect();
-        rows.sort_by(|a, b| a.imagestream.cmp(&b.imagestream));
-        Ok(rows)
+        rows_of(
+            &api,
+            &self.served_tag,
+            &self.candidate_tag,
+            &self.workbenches,
+        )
+        .await
     }
 
     async fn shutdown(self) {
@@ -623,6 +615,33 @@ async fn create_namespaced(client: &kube::Client, mut obj: Value) -> anyhow::Res
         .await
         .with_context(|| format!("cannot create {kind} from tekton/"))?;
     Ok(())
+}
+
+/// The final table's rows: every ImageStream of `api`, by name.
+async fn rows_of(
+    api: &Api<ImageStream>,
+    served_tag: &str,
+    candidate_tag: &str,
+    workbenches: &BTreeMap<String, imagegate::odh::dashboard::Workbench>,
+) -> anyhow::Result<Vec<Row>> {
+    let mut rows: Vec<Row> = api
+        .list(&Default::default())
+        .await?
+        .items
+        .iter()
+        .map(|s| Row {
+            imagestream: s.metadata.name.clone().unwrap_or_default(),
+            served: served_digest(s, served_tag),
+            phase: phase(s, served_tag),
+            candidate: served_digest(s, candidate_tag),
+            dashboard: dashboard::shown(
+                s,
+                workbenches.get(s.metadata.name.as_deref().unwrap_or_default()),
+            ),
+        })
+        .collect();
+    rows.sort_by(|a, b| a.imagestream.cmp(&b.imagestream));
+    Ok(rows)
 }
 
 fn served_digest(stream: &ImageStream, tag: &str) -> String {

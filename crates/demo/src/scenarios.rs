@@ -20,6 +20,22 @@ pub struct Expect {
     phase: &'static str,
 }
 
+impl Expect {
+    /// `imagestream` must end serving `served` with phase `phase`.
+    pub fn new(imagestream: &'static str, served: String, phase: &'static str) -> Expect {
+        Expect {
+            imagestream,
+            served,
+            phase,
+        }
+    }
+
+    /// Whether this is what `imagestream` must end with.
+    pub fn is(&self, imagestream: &str) -> bool {
+        self.imagestream == imagestream
+    }
+}
+
 /// Plays the scenarios; what each stream must end with, and how many scenarios were played.
 pub async fn play(w: &World) -> anyhow::Result<(Vec<Expect>, usize)> {
     let mut played = 0;

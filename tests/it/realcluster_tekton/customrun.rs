@@ -90,6 +90,15 @@ fn tekton_cancels_the_customruns_it_made(k: &Kubectl) {
     );
     assert_eq!(begin["metadata"]["labels"]["tekton.dev/memberOf"], "tasks");
     assert_eq!(begin["metadata"]["ownerReferences"][0]["name"], "cancelled");
+    // Tekton cancels the children its PipelineRun's status lists. It creates the CustomRun before
+    // it writes that status, so a cancel in between can end the PipelineRun without patching the
+    // CustomRun (the 30 s wait below then fails): cancel once the status names it, as a user who
+    // looked at the run would.
+    k.wait(NS, "pipelinerun/cancelled", 30, |r| {
+        r["status"]["childReferences"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["name"] == "cancelled-begin"))
+    });
 
     k.ok(&[
         "patch",
@@ -232,9 +241,11 @@ spec:
   service: {namespace: notebooks, name: image-api-down, port: PORT}
 "#;
 
-/// Registers the image API as down ([`IMAGE_API_DOWN`]) and waits until the aggregator says so.
-fn take_the_image_api_down(k: &Kubectl) {
+/// Registers the image API as down ([`IMAGE_API_DOWN`]) and waits until the aggregator says so;
+/// the APIService it replaced, for [`bring_the_image_api_back`].
+fn take_the_image_api_down(k: &Kubectl) -> Option<Value> {
     let nobody = free_port().to_string();
+    let up = k.get("default", "apiservice/v1.image.openshift.io");
     k.ok(&[
         "delete",
         "apiservice",
@@ -257,6 +268,30 @@ fn take_the_image_api_down(k: &Kubectl) {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+    up
+}
+
+/// Registers the image API again as `up` did (the test `contract` of this cluster needs it).
+fn bring_the_image_api_back(k: &Kubectl, up: Option<Value>) {
+    k.ok(&["delete", "apiservice", "v1.image.openshift.io"]);
+    if let Some(mut up) = up {
+        for field in [
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "managedFields",
+        ] {
+            up["metadata"].as_object_mut().unwrap().remove(field);
+        }
+        up.as_object_mut().unwrap().remove("status");
+        k.create("default", &up.to_string());
+        k.ok(&[
+            "wait",
+            "--for=condition=Available",
+            "--timeout=60s",
+            "apiservice/v1.image.openshift.io",
+        ]);
+    }
 }
 
 /// A pipeline task's `timeout: 3s` becomes the CustomRun's `spec.timeout`; while the image API
@@ -265,7 +300,7 @@ fn take_the_image_api_down(k: &Kubectl) {
 /// killed (-9) and restarted once the run has started: the restarted one keeps that attempt and
 /// its clock.
 fn a_pipeline_task_timeout_ends_the_customrun_timed_out(k: &Kubectl, controller: &mut Process) {
-    take_the_image_api_down(k);
+    let up = take_the_image_api_down(k);
     let spec = serde_json::json!({
         "pipelineRef": null,
         "pipelineSpec": {
@@ -289,7 +324,7 @@ fn a_pipeline_task_timeout_ends_the_customrun_timed_out(k: &Kubectl, controller:
     controller.kill();
     controller.restart();
     let run = k.wait(NS, "pipelinerun/slow", 60, finished);
-    k.ok(&["delete", "apiservice", "v1.image.openshift.io"]);
+    bring_the_image_api_back(k, up);
     let begin = k.get(NS, "customrun/slow-begin").unwrap();
     assert_eq!(begin["spec"]["timeout"], "3s");
     assert_eq!(begin["status"]["startTime"], started["status"]["startTime"]);

@@ -10,8 +10,11 @@
 //! - [`customrun`]: the CustomRun contract with `config/` and `tekton/` as shipped: what Tekton
 //!   writes into the `begin` CustomRun and when it cancels it, `imagegate controller` ending it,
 //!   and the source's CloudEvent through the shipped EventListener to a PipelineRun.
+//! - [`contract`]: the contract when `begin` succeeds: results read downstream, a `when` on a
+//!   custom-task result, a cancel while `promote` waits and after it landed, a controller restart.
 
 mod cluster;
+mod contract;
 mod customrun;
 mod pipelines;
 mod triggers;

@@ -1,0 +1,386 @@
+//! The CustomRun contract when `begin` succeeds, against the real Tekton Pipelines controller
+//! (v1.15.0) and the image API on the same cluster: a properly validated promotion whose results
+//! Tekton hands downstream (`$(tasks.begin.results.*)` and `$(tasks.promote.results.*)` in a
+//! later task and in the PipelineRun's results), a `when` on a custom-task result, a PipelineRun
+//! cancelled while `promote` waits and after it landed, and `imagegate controller` killed in the
+//! middle of a PipelineRun.
+//!
+//! `imagegate controller` reconciles every ImagePromotion CustomRun of the cluster, so this test
+//! and `customrun` never run at once (their nextest test group, `.config/nextest.toml`).
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use super::cluster::{Kubectl, cluster, condition, finished, succeeded};
+use crate::support::{EmulatorServer, Process, free_port};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const NS: &str = "tekton-contract";
+
+fn digest(c: char) -> String {
+    format!("sha256:{}", c.to_string().repeat(64))
+}
+
+/// The settings of `tekton/100-imagepromotion.yaml` (its name, tags and proof of validation)
+/// without checks: the stream's images are the test's own.
+const PROMOTION: &str = r#"
+apiVersion: imagegate.dev/v1alpha1
+kind: ImagePromotion
+metadata: {name: notebooks}
+spec:
+  candidateTag: candidate
+  servedTag: latest
+  validation: {pipeline: imagegate-promote, tasks: [validate]}
+"#;
+
+/// A step whose result `text` is its param (the kwok Stage writes it), for a task downstream.
+const ECHO: &str = r#"
+apiVersion: tekton.dev/v1
+kind: Task
+metadata: {name: echo}
+spec:
+  params: [{name: text, type: string, default: ""}]
+  results: [{name: text, type: string}]
+  steps:
+  - name: echo
+    image: registry.example/echo@sha256:3333333333333333333333333333333333333333333333333333333333333333
+    command: ["/bin/true"]
+    env: [{name: REALCLUSTER_RESULT_text, value: $(params.text)}]
+"#;
+
+/// The shipped Pipeline's shape with `promote` as a task (so that later tasks can read its
+/// results): begin -> validate (the shipped smoke test on begin's `image`) -> promote, when
+/// begin's `phase` result is `Validating` -> report, which reads both custom tasks' results; a
+/// task whose `when` on begin's result is false; and the results in the PipelineRun's.
+const PIPELINE: &str = r#"
+apiVersion: tekton.dev/v1
+kind: Pipeline
+metadata: {name: imagegate-promote}
+spec:
+  params:
+  - {name: imagestream, type: string}
+  - {name: digest, type: string}
+  - {name: hold, type: string, default: "no"}
+  tasks:
+  - name: begin
+    taskRef: {apiVersion: imagegate.dev/v1alpha1, kind: ImagePromotion, name: notebooks}
+    params:
+    - {name: imagestream, value: $(params.imagestream)}
+    - {name: digest, value: $(params.digest)}
+    - {name: action, value: begin}
+  - name: validate
+    runAfter: [begin]
+    taskRef: {kind: Task, name: imagegate-smoke-test}
+    params:
+    - {name: image, value: $(tasks.begin.results.image)}
+    - {name: command, value: "true"}
+  - name: promote
+    runAfter: [validate]
+    when:
+    - {input: $(tasks.begin.results.phase), operator: in, values: ["Validating"]}
+    taskRef: {apiVersion: imagegate.dev/v1alpha1, kind: ImagePromotion, name: notebooks}
+    params:
+    - {name: imagestream, value: $(params.imagestream)}
+    - {name: digest, value: $(params.digest)}
+    - {name: action, value: promote}
+    - {name: validation-status, value: Succeeded}
+  - name: already-promoted
+    runAfter: [begin]
+    when:
+    - {input: $(tasks.begin.results.phase), operator: in, values: ["Promoted"]}
+    taskRef: {name: echo}
+  - name: report
+    runAfter: [promote]
+    taskRef: {name: echo}
+    params:
+    - {name: text, value: "$(tasks.promote.results.promoted-digest) replaced $(tasks.promote.results.previous-digest), validated as $(tasks.begin.results.image)"}
+  results:
+  - {name: image, value: $(tasks.begin.results.image)}
+  - {name: promoted-digest, value: $(tasks.promote.results.promoted-digest)}
+  - {name: phase, value: $(tasks.promote.results.phase)}
+  - {name: report, value: $(tasks.report.results.text)}
+"#;
+
+fn pipelinerun(name: &str, candidate: &str) -> String {
+    json!({
+        "apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+        "metadata": {"name": name, "labels": {HOLD: name}},
+        "spec": {
+            "pipelineRef": {"name": "imagegate-promote"},
+            "params": [
+                {"name": "imagestream", "value": format!("{NS}/nb")},
+                {"name": "digest", "value": candidate},
+            ],
+        },
+    })
+    .to_string()
+}
+
+/// The label (from the PipelineRun, which Tekton copies to its pods) that [`hold_report`] selects.
+const HOLD: &str = "imagegate.test/run";
+
+/// A kwok Stage, weighted over the shipped one, that keeps the `report` pod of PipelineRun `run`
+/// Running (ten minutes): the shipped Stage for Tekton's pods with a delay, narrowed to it.
+fn hold_report(k: &Kubectl, run: &str) {
+    let shipped =
+        std::fs::read_to_string(format!("{ROOT}/realcluster/kwok/tekton-step-stage.yaml")).unwrap();
+    let mut stage: Value = serde_yaml::from_str(&shipped).unwrap();
+    stage["metadata"] = json!({"name": format!("hold-report-{run}")});
+    stage["spec"]["weight"] = json!(1);
+    stage["spec"]["delay"] = json!({"durationMilliseconds": 600_000});
+    let labels = &mut stage["spec"]["selector"]["matchLabels"];
+    labels[HOLD] = json!(run);
+    labels["tekton.dev/pipelineTask"] = json!("report");
+    k.create(NS, &stage.to_string());
+}
+
+/// The test's one runtime: the kube client inside [`EmulatorServer`] lives on it.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| tokio::runtime::Runtime::new().unwrap())
+}
+
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    runtime().block_on(f)
+}
+
+/// The image API `up` serves on this cluster (its control API reached directly).
+fn image_api() -> EmulatorServer {
+    let c = cluster();
+    let env = std::fs::read_to_string(c.dir.join("env")).unwrap();
+    let port = env
+        .lines()
+        .filter_map(|l| l.strip_prefix("IMAGE_API_PORT="))
+        .next_back()
+        .expect("the cluster's env names the image API's port");
+    block_on(async {
+        imagegate::tls::install_crypto_provider();
+        let config = kube::config::Kubeconfig::read_from(&c.kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
+            .await
+            .unwrap();
+        EmulatorServer::behind_api_server(
+            format!("https://127.0.0.1:{port}"),
+            &std::fs::read(c.dir.join("pki/ca.crt")).unwrap(),
+            c.kubeconfig.clone(),
+            kube::Client::try_from(config).unwrap(),
+        )
+    })
+}
+
+/// `imagegate controller` as its ServiceAccount, on a free admin port, ready.
+fn controller(dir: &std::path::Path) -> (Process, u16) {
+    let kubeconfig = dir.join("controller.kubeconfig");
+    cluster().kubeconfig_of("imagegate-system", "imagegate-controller", &kubeconfig);
+    let admin = free_port();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
+    command
+        .args(["--log-format", "json", "controller", "--admin-addr"])
+        .arg(format!("127.0.0.1:{admin}"))
+        .env("KUBECONFIG", &kubeconfig)
+        .env("RUST_LOG", "info");
+    let process = Process::start("imagegate controller", command);
+    block_on(crate::support::wait_ready(admin));
+    (process, admin)
+}
+
+/// What `nb`'s served tag serves, and its phase.
+fn served(k: &Kubectl) -> (String, String) {
+    let stream = k.get(NS, "imagestream/nb").expect("nb is served");
+    let digest = stream["status"]["tags"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["tag"] == "latest"))
+        .and_then(|t| t["items"][0]["image"].as_str())
+        .unwrap_or("")
+        .to_string();
+    let phase = stream["spec"]["tags"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "latest"))
+        .and_then(|t| t["annotations"]["imagegate.dev/phase"].as_str())
+        .unwrap_or("")
+        .to_string();
+    (digest, phase)
+}
+
+fn result<'a>(run: &'a Value, name: &str) -> Option<&'a str> {
+    run["status"]["results"]
+        .as_array()?
+        .iter()
+        .find(|r| r["name"] == name)?["value"]
+        .as_str()
+}
+
+fn cancel(k: &Kubectl, run: &str) {
+    k.ok(&[
+        "patch",
+        "-n",
+        NS,
+        &format!("pipelinerun/{run}"),
+        "--type=merge",
+        "-p",
+        r#"{"spec": {"status": "Cancelled"}}"#,
+    ]);
+}
+
+fn install(k: &Kubectl) {
+    k.ok(&["apply", "--server-side", "-k", &format!("{ROOT}/config")]);
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/imagepromotions.imagegate.dev",
+    ]);
+    k.namespace(NS);
+    k.create(NS, PROMOTION);
+    k.create(
+        NS,
+        &std::fs::read_to_string(format!("{ROOT}/tekton/200-task-smoke-test.yaml")).unwrap(),
+    );
+    k.create(NS, ECHO);
+    k.create(NS, PIPELINE);
+    k.ok(&[
+        "create",
+        "rolebinding",
+        "default-promoter",
+        "-n",
+        NS,
+        "--clusterrole=imagegate-promoter",
+        &format!("--serviceaccount={NS}:default"),
+    ]);
+    // The image API as `up` registered it (the customrun test takes it down for a while).
+    k.ok(&[
+        "wait",
+        "--for=condition=Available",
+        "--timeout=60s",
+        "apiservice/v1.image.openshift.io",
+    ]);
+}
+
+/// A validated promotion: Tekton resolves begin's and promote's results in a later task and in
+/// the PipelineRun's results, and a `when` on begin's `phase` result skips a task.
+fn results_flow_downstream(k: &Kubectl) {
+    k.create(NS, &pipelinerun("promoted", &digest('b')));
+    let run = k.wait(NS, "pipelinerun/promoted", 90, finished);
+    assert_eq!(succeeded(&run), Some("True"), "{run:#}");
+    // begin's `image`: the candidate's pull spec by digest, as the stream resolves it.
+    let begin = k.get(NS, "customrun/promoted-begin").unwrap();
+    let image = result(&begin, "image").unwrap_or_default().to_string();
+    assert!(
+        image.ends_with(&format!("/nb@{}", digest('b'))),
+        "{begin:#}"
+    );
+    assert_eq!(result(&run, "image"), Some(image.as_str()), "{run:#}");
+    assert_eq!(result(&run, "promoted-digest"), Some(digest('b').as_str()));
+    assert_eq!(result(&run, "phase"), Some("Promoted"));
+    assert_eq!(
+        result(&run, "report"),
+        Some(
+            format!(
+                "{} replaced {}, validated as {image}",
+                digest('b'),
+                digest('a')
+            )
+            .as_str()
+        )
+    );
+    let skipped: Vec<(&str, &str)> = run["status"]["skippedTasks"]
+        .as_array()
+        .expect("skipped tasks")
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        skipped,
+        [("already-promoted", "When Expressions evaluated to false")]
+    );
+    assert_eq!(served(k), (digest('b'), "Promoted".to_string()));
+}
+
+#[test]
+fn a_validated_promotion_on_real_tekton_hands_its_results_downstream_and_ends_as_the_contract_says()
+{
+    let c = cluster();
+    let k = c.kubectl();
+    install(&k);
+    let emu = image_api();
+    block_on(emu.seed_promotion_stream(NS, &digest('a'), &digest('b')));
+    let dir = tempfile::tempdir().unwrap();
+    let (mut controller, _) = controller(dir.path());
+
+    results_flow_downstream(&k);
+
+    // The controller killed (-9) once `begin` has ended: Tekton runs `validate` and makes the
+    // `promote` CustomRun, which waits; the restarted controller ends it and the run goes on.
+    block_on(emu.import(NS, "nb", "candidate", &digest('c')));
+    k.create(NS, &pipelinerun("restarted", &digest('c')));
+    k.wait(NS, "customrun/restarted-begin", 60, finished);
+    controller.kill();
+    let promote = k.wait(NS, "customrun/restarted-promote", 60, |_| true);
+    assert_eq!(
+        succeeded(&promote),
+        None,
+        "nobody reconciled it: {promote:#}"
+    );
+    controller.restart();
+    let run = k.wait(NS, "pipelinerun/restarted", 90, finished);
+    assert_eq!(succeeded(&run), Some("True"), "{run:#}");
+    assert_eq!(served(&k), (digest('c'), "Promoted".to_string()));
+
+    // Cancelled while `promote` waits for the (stopped) controller: Tekton patches it
+    // RunCancelled and ends the PipelineRun; the controller, back, ends it CustomRunCancelled
+    // and the served tag keeps what it served.
+    block_on(emu.import(NS, "nb", "candidate", &digest('d')));
+    k.create(NS, &pipelinerun("cancelled", &digest('d')));
+    k.wait(NS, "customrun/cancelled-begin", 60, finished);
+    controller.kill();
+    k.wait(NS, "customrun/cancelled-promote", 60, |_| true);
+    k.wait(NS, "pipelinerun/cancelled", 30, |r| {
+        r["status"]["childReferences"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["pipelineTaskName"] == "promote"))
+    });
+    cancel(&k, "cancelled");
+    let run = k.wait(NS, "pipelinerun/cancelled", 30, finished);
+    assert_eq!(condition(&run, "Succeeded").unwrap()["reason"], "Cancelled");
+    controller.restart();
+    let promote = k.wait(NS, "customrun/cancelled-promote", 30, finished);
+    let done = condition(&promote, "Succeeded").unwrap();
+    assert_eq!(done["reason"], "CustomRunCancelled", "{promote:#}");
+    assert_eq!(
+        done["message"],
+        "CustomRun cancelled as the PipelineRun it belongs to has been cancelled."
+    );
+    assert_eq!(served(&k).0, digest('c'));
+
+    // Cancelled after `promote` landed (while `report` runs): Tekton patches every CustomRun of
+    // the run RunCancelled, the finished `promote` too; imagegate leaves a finished run as it
+    // ended (done is decided before cancelled), and the promotion stands.
+    block_on(emu.import(NS, "nb", "candidate", &digest('e')));
+    hold_report(&k, "landed");
+    k.create(NS, &pipelinerun("landed", &digest('e')));
+    let promote = k.wait(NS, "customrun/landed-promote", 60, finished);
+    assert_eq!(succeeded(&promote), Some("True"), "{promote:#}");
+    k.wait(NS, "pipelinerun/landed", 30, |r| {
+        r["status"]["childReferences"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["pipelineTaskName"] == "report"))
+    });
+    cancel(&k, "landed");
+    let run = k.wait(NS, "pipelinerun/landed", 30, finished);
+    let promote = k.wait(NS, "customrun/landed-promote", 30, |r| {
+        r["spec"]["status"] == "RunCancelled"
+    });
+    assert_eq!(condition(&run, "Succeeded").unwrap()["reason"], "Cancelled");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let promote_after = k.get(NS, "customrun/landed-promote").unwrap();
+    assert_eq!(
+        condition(&promote_after, "Succeeded").unwrap()["reason"],
+        "Promoted",
+        "{promote_after:#}"
+    );
+    assert_eq!(
+        promote_after["metadata"]["resourceVersion"], promote["metadata"]["resourceVersion"],
+        "imagegate wrote nothing more to the finished run"
+    );
+    assert_eq!(served(&k), (digest('e'), "Promoted".to_string()));
+}
