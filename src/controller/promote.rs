@@ -14,6 +14,7 @@ use crate::api::{CustomRun, ImageStream, ImageStreamImage};
 use super::checks::ImageFacts;
 use super::decide::{self, Ask, Decision, Fetched};
 use super::error::{Error, api_message};
+use super::metrics::import_to_promotion;
 use super::params::Request;
 use super::proof;
 use super::reconcile::Context;
@@ -87,7 +88,21 @@ pub async fn promote(
                 ));
             }
             Decision::Write { patch, outcome } => {
-                if let Some(outcome) = stream.write(ctx, &run_name, &patch, outcome).await? {
+                // Measured from what was read before the write: the candidate's import time.
+                let waited = (outcome.reason == reason::PROMOTED)
+                    .then(|| {
+                        import_to_promotion(
+                            &is,
+                            &target.candidate_tag,
+                            &outcome.promoted_digest,
+                            (ctx.clock)(),
+                        )
+                    })
+                    .flatten();
+                if let Some(outcome) = stream
+                    .write(ctx, &run_name, &patch, outcome, waited)
+                    .await?
+                {
                     return Ok(outcome);
                 }
             }
@@ -197,6 +212,7 @@ impl<'a> Stream<'a> {
         run_name: &str,
         patch: &Value,
         outcome: Outcome,
+        waited: Option<f64>,
     ) -> Result<Option<Outcome>, Error> {
         let t = self.target;
         let pp = PatchParams::default();
@@ -207,6 +223,9 @@ impl<'a> Stream<'a> {
         {
             Ok(_) => {
                 ctx.metrics.imagestream_writes.inc();
+                if let Some(seconds) = waited {
+                    ctx.metrics.import_to_promotion.observe(seconds);
+                }
                 info!(
                     namespace = %self.namespace,
                     imagestream = %t.imagestream,

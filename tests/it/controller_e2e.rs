@@ -463,6 +463,16 @@ async fn events_and_metrics_report_each_run() {
         metrics.contains("imagegate_controller_imagestream_writes_total 1"),
         "{metrics}"
     );
+    // The promoted digest came in through the candidate tag's import moments ago: one
+    // observation, in the first bucket.
+    assert!(
+        metrics.contains("imagegate_controller_import_to_promotion_seconds_count 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"imagegate_controller_import_to_promotion_seconds_bucket{le="10.0"} 1"#),
+        "{metrics}"
+    );
     rbac::assert_config_allows(&s.emu, "controller").await;
 }
 
