@@ -28,13 +28,13 @@ pub fn print(timeline: &Timeline, rows: &[Row], served_tag: &str) {
          build, the badge of a workbench started from each stream's first build",
     );
     let mut out = format!(
-        "{:<30} {:<24} {:<15} {:<18} {}\n",
+        "{:<30} {:<24} {:<20} {:<18} {}\n",
         "IMAGESTREAM", "OFFERED", "BUILD", "FIRST-WORKBENCH", "DESCRIPTION"
     );
     for r in rows {
         let d = &r.dashboard;
         out.push_str(&format!(
-            "{:<30} {:<24} {:<15} {:<18} {}\n",
+            "{:<30} {:<24} {:<20} {:<18} {}\n",
             r.imagestream,
             d.offered,
             d.build,
