@@ -3,5 +3,8 @@
 //!
 //! - [`core`]: shared watches fanned out to overlapping sources, sources added and deleted
 //!   while it runs, a restart with changes made meanwhile.
+//! - [`routing`]: events wait for a sink that does not resolve; a namespace the source's
+//!   service account may not read sends it nothing.
 
 mod core;
+mod routing;
