@@ -102,9 +102,9 @@ pub struct Observed {
     pub facts: Facts,
     /// The namespaces selected (None: the spec is invalid).
     pub scope: Option<Scope>,
-    /// The namespaces where a review refused a verb (`""`: cluster-wide); empty when the
-    /// reviews could not be asked.
-    pub denied: Vec<String>,
+    /// The namespaces where a review refused a verb (`""`: cluster-wide); None when the
+    /// reviews could not be asked (or the spec is invalid).
+    pub denied: Option<Vec<String>>,
 }
 
 /// Reconciles `source`: its status, written when it changed. Returns whether it was written.
@@ -134,7 +134,7 @@ pub async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observ
         return Ok(Observed {
             facts,
             scope: None,
-            denied: Vec::new(),
+            denied: None,
         });
     }
     let resolution = sink::resolve_sink(&ctx.client, &spec.sink, &namespace, &ctx.cluster_domain)
@@ -151,10 +151,10 @@ pub async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observ
             error,
         })?;
     let account = ServiceAccount::or_default(&namespace, spec.service_account_name.as_deref());
-    let mut denied = Vec::new();
+    let mut denied = None;
     facts.permissions = match permissions::check_each(&ctx.client, &account, &scope).await {
         Ok((verdict, refused)) => {
-            denied = refused;
+            denied = Some(refused);
             Some(verdict)
         }
         Err(e) => {

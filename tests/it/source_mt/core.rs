@@ -144,3 +144,30 @@ async fn a_restart_delivers_the_changes_made_meanwhile_to_every_source_once() {
         .collect();
     assert_eq!(digests, [json!(B), json!(C)], "{}", adapter.log());
 }
+
+#[test]
+fn the_single_source_flags_are_refused_with_multi_tenant() {
+    for flags in [
+        &["--sink", "http://x"][..],
+        &["--namespace", "ds"],
+        &["--mode", "resource"],
+        &["--checkpoint-prefix", "x"],
+        &["--dead-letter-sink", "http://x"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_imagegate"))
+            .args(["source", "--multi-tenant"])
+            .args(flags)
+            .env_remove("K_SINK")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        let flag = flags[0];
+        assert!(
+            stderr.contains(&format!(
+                "the argument '--multi-tenant' cannot be used with '{flag}"
+            )),
+            "{flags:?}: {stderr}"
+        );
+    }
+}
