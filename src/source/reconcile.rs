@@ -4,10 +4,11 @@
 //! account read them ([`super::permissions`]) -> the desired status ([`status::desired`],
 //! pure) -> one status write, only when it differs beyond transition times.
 //!
-//! The sink object is not watched (yet): [`run`] re-reconciles every source every
-//! [`RESYNC`], so a sink that gets or changes its address is seen within that period.
-//! Serving the sources (the watches, queues and checkpoints) is the multi-tenant adapter's
-//! job, not this module's.
+//! [`observe`] gathers the facts and [`write`] writes the status; [`reconcile`] is both. The
+//! sink object is not watched: [`run`] re-reconciles every source every [`RESYNC`], and so
+//! does the multi-tenant adapter ([`super::mt`], which calls [`observe`] and [`write`] from its
+//! own loop, as it also needs the facts to serve the source), so a sink that gets or changes
+//! its address is seen within that period.
 
 pub mod status;
 
