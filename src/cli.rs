@@ -65,8 +65,9 @@ pub struct SourceArgs {
     pub cluster_domain: Option<String>,
 
     /// The CloudEvents sink (a Tekton EventListener, a Knative Broker, any HTTP receiver).
-    /// Set by a Knative SinkBinding or ContainerSource through `K_SINK`.
-    #[arg(long, env = "K_SINK", required_unless_present = "multi_tenant")]
+    /// Set by a Knative SinkBinding or ContainerSource through `K_SINK`. Required, except with
+    /// `--multi-tenant`.
+    #[arg(long, env = "K_SINK")]
     pub sink: Option<String>,
 
     /// `{"extensions": {...}}` applied to every event last (Knative's `K_CE_OVERRIDES`).

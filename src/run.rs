@@ -161,8 +161,12 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
             "--checkpoint-shards is deprecated and ignored: the checkpoint sizes itself (the shards of a fixed count are read and moved)"
         );
     }
-    // clap requires --sink without --multi-tenant.
-    let sink = http_url("--sink/K_SINK", args.sink.as_deref().unwrap_or_default())?;
+    let Some(sink) = args.sink.as_deref() else {
+        bail!(
+            "--sink (or K_SINK) is required: the URL the events go to (or --multi-tenant, to serve every ImageStreamSource)"
+        );
+    };
+    let sink = http_url("--sink/K_SINK", sink)?;
     let dead_letter_sink = match &args.dead_letter_sink {
         Some(u) => Some(http_url("--dead-letter-sink", u)?),
         None => None,

@@ -171,3 +171,18 @@ fn the_single_source_flags_are_refused_with_multi_tenant() {
         );
     }
 }
+
+#[test]
+fn without_multi_tenant_a_sink_is_still_required() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_imagegate"))
+        .arg("source")
+        .env_remove("K_SINK")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--sink (or K_SINK) is required"),
+        "{stderr}"
+    );
+}
