@@ -46,7 +46,7 @@ pub mod layout;
 mod probe;
 mod write;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -82,6 +82,51 @@ const LABELS: [(&str, &str); 2] = [
     ("app.kubernetes.io/name", "imagegate"),
     ("app.kubernetes.io/component", "source-checkpoint"),
 ];
+
+/// The ImageStreamSource a checkpoint belongs to, in the multi-tenant adapter: its ConfigMaps
+/// carry [`OWNER_LABEL`] and [`MANAGED_BY`] and an ownerReference to it, so that they are
+/// found (and deleted) per source, and deleted with the source by the garbage collector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointOwner {
+    /// The source's name.
+    pub name: String,
+    /// The source's uid.
+    pub uid: String,
+}
+
+/// The label naming the ImageStreamSource a checkpoint ConfigMap belongs to.
+pub const OWNER_LABEL: &str = "sources.imagegate.dev/imagestreamsource";
+/// `app.kubernetes.io/managed-by: imagegate`, on the ConfigMaps of an owned checkpoint.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "imagegate");
+
+impl CheckpointOwner {
+    /// The labels of the ConfigMaps of a checkpoint owned by `owner` (None: the single source's).
+    pub fn labels(owner: Option<&CheckpointOwner>) -> BTreeMap<String, String> {
+        let mut labels: BTreeMap<String, String> = LABELS
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        if let Some(owner) = owner {
+            labels.insert(MANAGED_BY.0.into(), MANAGED_BY.1.into());
+            labels.insert(OWNER_LABEL.into(), owner.name.clone());
+        }
+        labels
+    }
+
+    /// The `ownerReferences` of the ConfigMaps of a checkpoint owned by `owner`.
+    pub fn references(owner: Option<&CheckpointOwner>) -> serde_json::Value {
+        match owner {
+            None => serde_json::Value::Null,
+            Some(o) => serde_json::json!([{
+                "apiVersion": "sources.imagegate.dev/v1alpha1",
+                "kind": "ImageStreamSource",
+                "name": o.name,
+                "uid": o.uid,
+                "controller": true,
+            }]),
+        }
+    }
+}
 
 /// Where the checkpoint lives and how often it is written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -234,6 +279,8 @@ pub struct Checkpoint {
     /// which is not needed, so it is not parsed.
     client: kube::Client,
     cfg: CheckpointConfig,
+    /// The source it belongs to (multi-tenant), or None.
+    owner: Option<CheckpointOwner>,
     layout: Mutex<Layout>,
     persistence: Mutex<Persistence>,
     /// One flush at a time.
@@ -248,8 +295,22 @@ impl Checkpoint {
         client: kube::Client,
         cfg: CheckpointConfig,
     ) -> Result<(Checkpoint, Loaded), CheckpointError> {
+        Checkpoint::load_owned(client, cfg, None).await
+    }
+
+    /// [`Checkpoint::load`] of the checkpoint `owner` owns (None: the single source's): only
+    /// its ConfigMaps are read, and those it writes carry its labels and ownerReference.
+    pub async fn load_owned(
+        client: kube::Client,
+        cfg: CheckpointConfig,
+        owner: Option<CheckpointOwner>,
+    ) -> Result<(Checkpoint, Loaded), CheckpointError> {
         let api = Api::<ConfigMap>::namespaced(client.clone(), &cfg.namespace);
-        let selector = LABELS.map(|(k, v)| format!("{k}={v}")).join(",");
+        let selector = CheckpointOwner::labels(owner.as_ref())
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
         // One shard per page: the whole checkpoint in one response, held as text and parsed
         // at once, would be the source's peak memory.
         let mut found = Vec::new();
@@ -298,6 +359,7 @@ impl Checkpoint {
             api,
             client,
             cfg,
+            owner,
             layout: Mutex::new(layout),
             persistence: Mutex::new(Persistence::new(Instant::now())),
             flushing: tokio::sync::Mutex::new(()),
@@ -310,6 +372,25 @@ impl Checkpoint {
             unreadable: restored.unreadable,
         };
         Ok((checkpoint, loaded))
+    }
+
+    /// The labels of the ConfigMaps this checkpoint writes.
+    fn labels(&self) -> BTreeMap<String, String> {
+        CheckpointOwner::labels(self.owner.as_ref())
+    }
+
+    /// The metadata every ConfigMap this checkpoint creates carries: its name, namespace,
+    /// labels and (when owned) ownerReferences.
+    fn metadata(&self, name: &str) -> serde_json::Value {
+        let mut meta = serde_json::json!({
+            "name": name,
+            "namespace": self.cfg.namespace,
+            "labels": self.labels(),
+        });
+        if self.owner.is_some() {
+            meta["ownerReferences"] = CheckpointOwner::references(self.owner.as_ref());
+        }
+        meta
     }
 
     fn layout(&self) -> MutexGuard<'_, Layout> {

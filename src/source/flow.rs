@@ -12,7 +12,7 @@ use tracing::{debug, error, info, warn};
 
 use super::apiserver::{self, Announced, Shape, WatchAction};
 use super::checkpoint::{Checkpoint, Loaded, StreamKey};
-use super::deliver::{self, Delivered, SinkClient};
+use super::deliver::{self, Delivered, DeliverySpec, SinkClient, Stopped};
 use super::diff;
 use super::event;
 use super::metrics::Metrics;
@@ -35,6 +35,34 @@ pub struct Reports {
     pub refusals: Arc<Refusals>,
 }
 
+/// Where the events go now: the sink and the dead-letter sink. The single source's never
+/// changes; the multi-tenant adapter re-resolves a source's while its flow runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// The sink.
+    pub sink: reqwest::Url,
+    /// The dead-letter sink, if any.
+    pub dead_letter_sink: Option<reqwest::Url>,
+}
+
+/// The route of each delivery, read when it starts: None holds deliveries (they wait in the
+/// queue) until a route is sent.
+pub type Routes = tokio::sync::watch::Receiver<Option<Route>>;
+
+/// Told of every delivery that ended (the multi-tenant adapter's per-source counters).
+pub type Tally = Arc<dyn Fn(&Delivered) + Send + Sync>;
+
+/// What a flow follows: the stream of what its watch sees over `scopes` watch scopes, and
+/// where its events go.
+pub struct Input {
+    /// What the watch sees.
+    pub seen: futures::stream::BoxStream<'static, Seen>,
+    /// How many scopes the watch has (each is listed once before the flow is listed).
+    pub scopes: usize,
+    /// Where the events go.
+    pub routes: Routes,
+}
+
 /// Runs the watch and the delivery until `stop` is cancelled (or every watch ends). `listed`
 /// turns true once the first list of every scope is recorded.
 pub async fn run(
@@ -47,22 +75,6 @@ pub async fn run(
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
     let Reports { metrics, refusals } = reports;
-    let sink = Arc::new(SinkClient::new(
-        settings.sink_timeout,
-        settings.ca_pem.as_deref(),
-    )?);
-    let (queue, done) = queue::start(
-        HANDOFF,
-        settings.concurrency,
-        sender(settings.clone(), sink, metrics.clone(), stop.clone()),
-    );
-    let acks = tokio::spawn(ack::run(
-        done,
-        checkpoint.clone(),
-        metrics.clone(),
-        queue.depth_counter(),
-    ));
-
     let scopes = watch::scopes(&settings.namespaces);
     let selector = settings.selector.as_deref();
     let seen = match settings.mode {
@@ -75,6 +87,55 @@ pub async fn run(
                 .boxed()
         }
     };
+    let route = Route {
+        sink: settings.sink.clone(),
+        dead_letter_sink: settings.delivery.dead_letter_sink.clone(),
+    };
+    // The sender stays in this frame while the flow runs: the route never changes.
+    let (_route, routes) = tokio::sync::watch::channel(Some(route));
+    let input = Input {
+        seen,
+        scopes: scopes.len(),
+        routes,
+    };
+    serve(
+        settings, checkpoint, loaded, metrics, None, input, listed, stop,
+    )
+    .await
+}
+
+/// Follows `input` (tracker, queue, delivery, acknowledgements into `checkpoint`) until `stop`
+/// is cancelled or the input ends; waits for the acknowledgements of what was delivered.
+#[allow(clippy::too_many_arguments)]
+pub async fn serve(
+    settings: Arc<Settings>,
+    checkpoint: Arc<Checkpoint>,
+    loaded: Loaded,
+    metrics: Metrics,
+    tally: Option<Tally>,
+    input: Input,
+    listed: tokio::sync::watch::Sender<bool>,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    let sink = Arc::new(SinkClient::new(
+        settings.sink_timeout,
+        settings.ca_pem.as_deref(),
+    )?);
+    let deliver = Sender {
+        settings: settings.clone(),
+        sink,
+        metrics: metrics.clone(),
+        routes: input.routes,
+        tally,
+        stop: stop.clone(),
+    };
+    let (queue, done) = queue::start(HANDOFF, settings.concurrency, deliver.into_deliver());
+    let acks = tokio::spawn(ack::run(
+        done,
+        checkpoint.clone(),
+        metrics.clone(),
+        queue.depth_counter(),
+    ));
     let tracking = match Shape::of(settings.mode) {
         None => Tracking::Tags(Tracker::new(
             loaded,
@@ -90,7 +151,7 @@ pub async fn run(
         metrics,
         tracking,
     };
-    flow.follow(seen, scopes.len(), listed, stop).await;
+    flow.follow(input.seen, input.scopes, listed, stop).await;
     let _ = acks.await;
     Ok(())
 }
@@ -260,46 +321,79 @@ impl Flow {
     }
 }
 
-/// What the queue runs for each job: the event built once, delivered with retries, counted.
-fn sender(
+/// What the queue runs for each job: the event built once, delivered with retries along the
+/// route of the moment (waiting while there is none), counted.
+struct Sender {
     settings: Arc<Settings>,
     sink: Arc<SinkClient>,
     metrics: Metrics,
+    routes: Routes,
+    tally: Option<Tally>,
     stop: CancellationToken,
-) -> queue::Deliver<Pending, ack::Outcome> {
-    Arc::new(move |job: Job<Pending>| {
-        let (settings, sink, metrics, stop) = (
-            settings.clone(),
-            sink.clone(),
-            metrics.clone(),
-            stop.clone(),
-        );
-        Box::pin(async move {
-            let make = || {
-                job.item
-                    .event(&settings.events, settings.overrides.as_ref())
-            };
-            let outcome = deliver::deliver(
-                &sink,
-                &settings.sink,
-                &make,
-                settings.content_mode,
-                &settings.delivery,
-                &stop,
-            )
-            .await;
-            if let Ok(delivered) = &outcome {
-                count(&metrics, &settings, &job.item, delivered, job.seen);
-            }
-            (job, outcome)
+}
+
+impl Sender {
+    fn into_deliver(self) -> queue::Deliver<Pending, ack::Outcome> {
+        let this = Arc::new(self);
+        Arc::new(move |job: Job<Pending>| {
+            let this = this.clone();
+            Box::pin(async move {
+                let outcome = this.deliver(&job).await;
+                (job, outcome)
+            })
         })
-    })
+    }
+
+    async fn deliver(&self, job: &Job<Pending>) -> ack::Outcome {
+        let route = self.route().await?;
+        let settings = &self.settings;
+        let make = || {
+            job.item
+                .event(&settings.events, settings.overrides.as_ref())
+        };
+        let spec = if route.dead_letter_sink == settings.delivery.dead_letter_sink {
+            std::borrow::Cow::Borrowed(&settings.delivery)
+        } else {
+            std::borrow::Cow::Owned(DeliverySpec {
+                dead_letter_sink: route.dead_letter_sink.clone(),
+                ..settings.delivery.clone()
+            })
+        };
+        let outcome = deliver::deliver(
+            &self.sink,
+            &route.sink,
+            &make,
+            settings.content_mode,
+            &spec,
+            &self.stop,
+        )
+        .await;
+        if let Ok(delivered) = &outcome {
+            count(&self.metrics, &route.sink, &job.item, delivered, job.seen);
+            if let Some(tally) = &self.tally {
+                tally(delivered);
+            }
+        }
+        outcome
+    }
+
+    /// The route now; waits while there is none (the sink does not resolve).
+    async fn route(&self) -> Result<Route, Stopped> {
+        let mut routes = self.routes.clone();
+        tokio::select! {
+            () = self.stop.cancelled() => Err(Stopped),
+            route = routes.wait_for(Option::is_some) => match route {
+                Ok(route) => route.clone().ok_or(Stopped),
+                Err(_) => Err(Stopped),
+            },
+        }
+    }
 }
 
 /// Counts a delivery's end in the metrics; logs what did not reach the sink.
 fn count(
     metrics: &Metrics,
-    settings: &Settings,
+    sink: &reqwest::Url,
     item: &Pending,
     delivered: &Delivered,
     seen: Instant,
@@ -313,12 +407,12 @@ fn count(
         }
         Delivered::DeadLettered { attempts, .. } => {
             metrics.dead_lettered.get_or_create(&ty).inc();
-            warn!(event_id = %item.id(), sink = %settings.sink, "event sent to the dead-letter sink");
+            warn!(event_id = %item.id(), sink = %sink, "event sent to the dead-letter sink");
             *attempts
         }
         Delivered::Failed { error, attempts } => {
             metrics.failed.get_or_create(&ty).inc();
-            error!(event_id = %item.id(), sink = %settings.sink, error = %error, "the sink refused an event for good and there is no dead-letter sink");
+            error!(event_id = %item.id(), sink = %sink, error = %error, "the sink refused an event for good and there is no dead-letter sink");
             *attempts
         }
     };

@@ -21,6 +21,7 @@ pub mod diff;
 pub mod event;
 pub mod flow;
 pub mod metrics;
+pub mod mt;
 pub mod pending;
 pub mod permissions;
 pub mod preflight;

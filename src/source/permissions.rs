@@ -156,12 +156,33 @@ pub async fn check(
     account: &ServiceAccount,
     scope: &Scope,
 ) -> Result<Verdict, kube::Error> {
+    Ok(check_each(client, account, scope).await?.0)
+}
+
+/// [`check`], with the namespaces where a review was refused (`""`: cluster-wide), which the
+/// multi-tenant adapter leaves out of what the source is served.
+pub async fn check_each(
+    client: &kube::Client,
+    account: &ServiceAccount,
+    scope: &Scope,
+) -> Result<(Verdict, Vec<String>), kube::Error> {
     let mut answers = Vec::new();
     for question in reviews(account, scope) {
         let status = access::ask(client, &question.review).await?;
         answers.push((question, status));
     }
-    Ok(verdict(account, &answers))
+    Ok((verdict(account, &answers), denied(&answers)))
+}
+
+/// The namespaces of the `answers` that refused a verb, each once, in the order asked.
+pub fn denied(answers: &[(Question, SubjectAccessReviewStatus)]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (question, status) in answers {
+        if !access::allowed(status) && !out.contains(&question.namespace) {
+            out.push(question.namespace.clone());
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -93,8 +93,29 @@ pub fn invalid(spec: &ImageStreamSourceSpec) -> Option<String> {
     None
 }
 
+/// What a reconcile observed of a source: the facts its status is computed from, and the
+/// namespaces it selects and those its service account may not read (the multi-tenant
+/// adapter serves the difference).
+#[derive(Clone, Debug)]
+pub struct Observed {
+    /// The facts of the status.
+    pub facts: Facts,
+    /// The namespaces selected (None: the spec is invalid).
+    pub scope: Option<Scope>,
+    /// The namespaces where a review refused a verb (`""`: cluster-wide); empty when the
+    /// reviews could not be asked.
+    pub denied: Vec<String>,
+}
+
 /// Reconciles `source`: its status, written when it changed. Returns whether it was written.
 pub async fn reconcile(source: &ImageStreamSource, ctx: &Context) -> Result<bool, Error> {
+    let observed = observe(source, ctx).await?;
+    write(source, &observed.facts, ctx).await
+}
+
+/// Observes `source`: validates its spec, resolves its sink, lists the namespaces it selects
+/// and asks whether its service account may read them.
+pub async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observed, Error> {
     let name = source.name_any();
     let namespace = source
         .namespace()
@@ -109,32 +130,59 @@ pub async fn reconcile(source: &ImageStreamSource, ctx: &Context) -> Result<bool
         mode: spec.mode.unwrap_or(Mode::ImageStreamTag),
         api_server_url: ctx.api_server_url.clone(),
     };
-    if facts.invalid.is_none() {
-        let resolution =
-            sink::resolve_sink(&ctx.client, &spec.sink, &namespace, &ctx.cluster_domain)
-                .await
-                .map_err(|error| Error::ResolveSink {
-                    source_name: source_name.clone(),
-                    error,
-                })?;
-        facts.sink = Some(resolution);
-        let scope = scope(&ctx.client, spec, &namespace)
-            .await
-            .map_err(|error| Error::ListNamespaces {
-                source_name: source_name.clone(),
-                error,
-            })?;
-        let account = ServiceAccount::or_default(&namespace, spec.service_account_name.as_deref());
-        facts.permissions = match permissions::check(&ctx.client, &account, &scope).await {
-            Ok(verdict) => Some(verdict),
-            Err(e) => {
-                warn!(namespace = %namespace, error = %e, "the SubjectAccessReviews failed");
-                None
-            }
-        };
+    if facts.invalid.is_some() {
+        return Ok(Observed {
+            facts,
+            scope: None,
+            denied: Vec::new(),
+        });
     }
+    let resolution = sink::resolve_sink(&ctx.client, &spec.sink, &namespace, &ctx.cluster_domain)
+        .await
+        .map_err(|error| Error::ResolveSink {
+            source_name: source_name.clone(),
+            error,
+        })?;
+    facts.sink = Some(resolution);
+    let scope = scope(&ctx.client, spec, &namespace)
+        .await
+        .map_err(|error| Error::ListNamespaces {
+            source_name: source_name.clone(),
+            error,
+        })?;
+    let account = ServiceAccount::or_default(&namespace, spec.service_account_name.as_deref());
+    let mut denied = Vec::new();
+    facts.permissions = match permissions::check_each(&ctx.client, &account, &scope).await {
+        Ok((verdict, refused)) => {
+            denied = refused;
+            Some(verdict)
+        }
+        Err(e) => {
+            warn!(namespace = %namespace, error = %e, "the SubjectAccessReviews failed");
+            None
+        }
+    };
+    Ok(Observed {
+        facts,
+        scope: Some(scope),
+        denied,
+    })
+}
+
+/// Writes the status `facts` give `source`, when it differs beyond transition times. Returns
+/// whether it was written.
+pub async fn write(
+    source: &ImageStreamSource,
+    facts: &Facts,
+    ctx: &Context,
+) -> Result<bool, Error> {
+    let name = source.name_any();
+    let namespace = source
+        .namespace()
+        .ok_or_else(|| Error::NoNamespace(name.clone()))?;
+    let source_name = format!("{namespace}/{name}");
     let before = source.status.as_ref();
-    let desired = status::desired(before, &facts, chrono::Utc::now());
+    let desired = status::desired(before, facts, chrono::Utc::now());
     if before.is_some_and(|b| status::same_ignoring_timestamps(b, &desired)) {
         return Ok(false);
     }

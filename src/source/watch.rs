@@ -31,7 +31,7 @@ use crate::watch_errors::{Refusals, WatchBackoff};
 const PAGE_SIZE: u32 = 100;
 
 /// What the watch saw.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Seen {
     /// A stream as it is now. `listing`: it comes from a (re-)list of its scope, not from a
     /// watch event.

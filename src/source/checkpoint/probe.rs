@@ -5,23 +5,17 @@
 //! changes it held would be sent again). A 409 (the marker is there) means writable; an API
 //! server in trouble is left to the flushes, which retry and report it.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::PostParams;
 
 use super::health::FailureKind;
-use super::{Checkpoint, CheckpointError, LABELS, code};
+use super::{Checkpoint, CheckpointError, code};
 
 impl Checkpoint {
     /// Whether the checkpoint can be written: Err for a permanent refusal, Ok otherwise.
     pub async fn probe(&self) -> Result<(), CheckpointError> {
         let marker: ConfigMap = serde_json::from_value(serde_json::json!({
-            "metadata": {
-                "name": self.cfg.prefix,
-                "namespace": self.cfg.namespace,
-                "labels": BTreeMap::from(LABELS),
-            }
+            "metadata": self.metadata(&self.cfg.prefix),
         }))
         .expect("a ConfigMap");
         let dry_run = PostParams {

@@ -14,8 +14,7 @@ use serde_json::value::RawValue;
 use super::health::FailureKind;
 use super::layout::{Prefix, ShardId};
 use super::{
-    Checkpoint, CheckpointError, EPOCH_ANNOTATION, FORMAT_KEY, LABELS, MAX_SHARD_BYTES,
-    WRITE_ATTEMPTS,
+    Checkpoint, CheckpointError, EPOCH_ANNOTATION, FORMAT_KEY, MAX_SHARD_BYTES, WRITE_ATTEMPTS,
 };
 use crate::api::status_code as code;
 
@@ -106,7 +105,7 @@ impl Checkpoint {
             });
         }
         let meta = json!({
-            "labels": BTreeMap::from(LABELS),
+            "labels": self.labels(),
             "annotations": {EPOCH_ANNOTATION: leaf.epoch.to_string()},
         });
         let body = if whole {
@@ -115,10 +114,12 @@ impl Checkpoint {
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
+            let mut metadata = self.metadata(name);
+            metadata["annotations"] = meta["annotations"].clone();
             serde_json::value::to_raw_value(&json!({
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": self.cfg.namespace, "labels": meta["labels"], "annotations": meta["annotations"]},
+                "metadata": metadata,
                 "data": data,
             }))
         } else {
@@ -160,7 +161,7 @@ impl Checkpoint {
         let body = json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": self.cfg.prefix, "namespace": self.cfg.namespace, "labels": BTreeMap::from(LABELS)},
+            "metadata": self.metadata(&self.cfg.prefix),
             "data": {
                 FORMAT_KEY: "2",
                 "written": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),

@@ -37,33 +37,53 @@ pub struct TagsOnly;
 
 impl Reading for TagsOnly {
     fn parse(text: &str) -> Result<ImageStream, serde_json::Error> {
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Meta {
-            name: Option<String>,
-            namespace: Option<String>,
-            uid: Option<String>,
-            resource_version: Option<String>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Stream {
-            metadata: Meta,
-            #[serde(default)]
-            status: Option<crate::api::imagestream::ImageStreamStatus>,
-        }
-        let Stream { metadata, status } = serde_json::from_str(text)?;
-        Ok(ImageStream {
-            metadata: ObjectMeta {
-                name: metadata.name,
-                namespace: metadata.namespace,
-                uid: metadata.uid,
-                resource_version: metadata.resource_version,
-                ..ObjectMeta::default()
-            },
-            spec: Default::default(),
-            status,
-        })
+        tags(text, false)
     }
+}
+
+/// What the multi-tenant adapter's watches use in mode `imagestreamtag`: [`TagsOnly`] and the
+/// labels, which each source's `selector` is matched against (the watch, shared by sources
+/// with different selectors, has none).
+#[derive(Clone, Debug)]
+pub struct TagsAndLabels;
+
+impl Reading for TagsAndLabels {
+    fn parse(text: &str) -> Result<ImageStream, serde_json::Error> {
+        tags(text, true)
+    }
+}
+
+/// The status and the naming metadata of the stream in `text`; its labels too with `labels`.
+fn tags(text: &str, labels: bool) -> Result<ImageStream, serde_json::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Meta {
+        name: Option<String>,
+        namespace: Option<String>,
+        uid: Option<String>,
+        resource_version: Option<String>,
+        #[serde(default)]
+        labels: Option<std::collections::BTreeMap<String, String>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Stream {
+        metadata: Meta,
+        #[serde(default)]
+        status: Option<crate::api::imagestream::ImageStreamStatus>,
+    }
+    let Stream { metadata, status } = serde_json::from_str(text)?;
+    Ok(ImageStream {
+        metadata: ObjectMeta {
+            name: metadata.name,
+            namespace: metadata.namespace,
+            uid: metadata.uid,
+            resource_version: metadata.resource_version,
+            labels: metadata.labels.filter(|_| labels),
+            ..ObjectMeta::default()
+        },
+        spec: Default::default(),
+        status,
+    })
 }
 
 /// An ImageStream as the watch delivers it: parsed (as far as `R` reads), or why it could not

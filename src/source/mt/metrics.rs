@@ -1,0 +1,59 @@
+//! The multi-tenant adapter's own metrics, with bounded labels (no source names): the sources
+//! by readiness and the shared ImageStream watches. The delivery and checkpoint counters of
+//! [`crate::source::metrics`] add up across sources.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// The `ready` label: `True`, `False` or `Unknown` (not observed yet, or the reviews could not
+/// be asked).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReadyLabels {
+    /// The source's `Ready` status.
+    pub ready: &'static str,
+}
+
+/// The adapter's gauges.
+#[derive(Clone, Default)]
+pub struct MtMetrics {
+    /// `imagegate_source_multi_tenant_sources{ready}`.
+    pub sources: Family<ReadyLabels, Gauge>,
+    /// `imagegate_source_multi_tenant_watches`: shared ImageStream watches running.
+    pub watches: Gauge,
+}
+
+impl MtMetrics {
+    /// Creates and registers them.
+    pub fn register(registry: &mut Registry) -> MtMetrics {
+        let m = MtMetrics::default();
+        let sub = registry.sub_registry_with_prefix("imagegate_source_multi_tenant");
+        sub.register(
+            "sources",
+            "ImageStreamSources served, by their Ready status",
+            m.sources.clone(),
+        );
+        sub.register(
+            "watches",
+            "Shared ImageStream watches (one per distinct namespace set and reading)",
+            m.watches.clone(),
+        );
+        m
+    }
+
+    /// Sets the sources gauge from each source's readiness.
+    pub fn set_sources<'a>(&self, readiness: impl Iterator<Item = &'a str>) {
+        let mut counts = [0i64; 3];
+        for r in readiness {
+            counts[match r {
+                "True" => 0,
+                "False" => 1,
+                _ => 2,
+            }] += 1;
+        }
+        for (ready, n) in ["True", "False", "Unknown"].into_iter().zip(counts) {
+            self.sources.get_or_create(&ReadyLabels { ready }).set(n);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! `imagegate source --multi-tenant`: one process serving every ImageStreamSource of the
+//! cluster, as Knative's multi-tenant PingSource adapter serves every PingSource.
+//!
+//! [`supervisor`] follows the sources and Namespaces and runs the rest: [`observe`] (the
+//! status reconcile: sink, namespaces, permissions) -> [`index`] (which shared watch serves
+//! which source, pure) -> [`shared`] (one ImageStream watch per distinct namespace set, its
+//! changes fanned out) -> [`filter`] (each source's `selector`, pure) -> [`pipeline`] (each
+//! source's own checkpoint, tracker, queue and delivery: the single source's flow) ->
+//! [`counters`] (`status.deliveries`). [`cleanup`] deletes the checkpoints of deleted
+//! sources; [`settings`] turns a source's spec into its flow's settings.
+
+pub mod cleanup;
+pub mod counters;
+pub mod filter;
+pub mod index;
+pub mod metrics;
+pub mod observe;
+pub mod pipeline;
+pub mod settings;
+pub mod shared;
+pub mod supervisor;
+
+use prometheus_client::registry::Registry;
+
+use crate::admin::Health;
+use crate::leader::LeaderConfig;
+use crate::runtime::{self, Runtime};
+use crate::source::metrics::Metrics;
+use crate::source::reconcile::Context;
+
+use self::metrics::MtMetrics;
+
+/// What the adapter runs with.
+#[derive(Clone, Debug)]
+pub struct MtSettings {
+    /// Where `/livez`, `/readyz`, `/metrics` are served.
+    pub admin_addr: std::net::SocketAddr,
+    /// Leader election, when on.
+    pub leader: Option<LeaderConfig>,
+    /// The cluster domain of core Services' URLs.
+    pub cluster_domain: String,
+    /// What every source shares: the events' schema base, the API server's URL.
+    pub shared: settings::Shared,
+}
+
+/// Serves every ImageStreamSource until `shutdown` resolves, or until leadership is lost (an
+/// error, so that the process restarts as a standby).
+pub async fn run(
+    client: kube::Client,
+    settings: MtSettings,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let mt = MtMetrics::register(&mut registry);
+    let health = Health::new();
+    let wiring = runtime::Settings {
+        admin_addr: settings.admin_addr,
+        leader: settings.leader.clone(),
+        until_ready: "the ImageStreamSources have not been listed yet",
+    };
+    let runtime =
+        Runtime::start(client.clone(), wiring, registry, health.clone(), shutdown).await?;
+    runtime
+        .run(|stop| async move {
+            let ctx = Context {
+                client,
+                cluster_domain: settings.cluster_domain,
+                api_server_url: settings.shared.api_server_url.clone(),
+            };
+            let reports = supervisor::Reports {
+                metrics,
+                mt,
+                health,
+            };
+            supervisor::run(ctx, settings.shared, reports, stop).await;
+            Ok::<_, anyhow::Error>(())
+        })
+        .await
+}

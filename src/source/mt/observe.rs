@@ -1,0 +1,127 @@
+//! One observation of a source, off the supervisor's loop: the status reconcile
+//! ([`reconcile::observe`], then the status written when it changed), its dead-letter sink
+//! resolved, and what the supervisor needs of it: the route, the readiness, the namespaces.
+
+use std::sync::Arc;
+
+use kube::ResourceExt;
+use tokio::sync::mpsc;
+use tracing::warn;
+
+use super::index::SourceId;
+use crate::source::crd::ImageStreamSource;
+use crate::source::flow::Route;
+use crate::source::permissions::Scope;
+use crate::source::reconcile::{self, Context, status::Facts};
+use crate::source::sink;
+
+/// What an observation found.
+#[derive(Debug)]
+pub struct Observation {
+    /// The source.
+    pub id: SourceId,
+    /// Its uid and generation, when observed.
+    pub uid: String,
+    /// Its generation.
+    pub generation: Option<i64>,
+    /// `True`, `False` or `Unknown`.
+    pub ready: &'static str,
+    /// Where its events go (None: they wait).
+    pub route: Option<Route>,
+    /// The namespaces it selects (None: invalid spec).
+    pub scope: Option<Scope>,
+    /// Those its service account may not read.
+    pub denied: Vec<String>,
+}
+
+/// The `Ready` status the facts give.
+pub fn ready(facts: &Facts) -> &'static str {
+    match (&facts.invalid, &facts.sink, &facts.permissions) {
+        (Some(_), _, _) | (_, Some(Err(_)), _) => "False",
+        (_, _, Some(v)) if !v.sufficient => "False",
+        (None, Some(Ok(_)), Some(_)) => "True",
+        _ => "Unknown",
+    }
+}
+
+/// The route of a sink resolved to `sink` and a dead-letter sink to `dead_letter` (None: there
+/// is none). None when either did not resolve to a URL: the events wait.
+pub fn route(sink: Option<&str>, dead_letter: Option<Result<String, String>>) -> Option<Route> {
+    let sink = sink?.parse().ok()?;
+    let dead_letter_sink = match dead_letter {
+        None => None,
+        Some(Ok(url)) => Some(url.parse().ok()?),
+        Some(Err(_)) => return None,
+    };
+    Some(Route {
+        sink,
+        dead_letter_sink,
+    })
+}
+
+/// Observes `source`, writes its status, and sends what was found to `tx`. A failure is
+/// logged; the supervisor keeps what it had, and the next resync tries again.
+pub async fn run(
+    ctx: Context,
+    source: Arc<ImageStreamSource>,
+    tx: mpsc::UnboundedSender<Observation>,
+) {
+    let id = (source.namespace().unwrap_or_default(), source.name_any());
+    let observed = match reconcile::observe(&source, &ctx).await {
+        Ok(o) => o,
+        Err(e) => {
+            warn!(namespace = %id.0, source = %id.1, error = %e, "observing the ImageStreamSource failed; retrying at the next resync");
+            return;
+        }
+    };
+    if let Err(e) = reconcile::write(&source, &observed.facts, &ctx).await {
+        warn!(namespace = %id.0, source = %id.1, error = %e, "writing the ImageStreamSource status failed");
+    }
+    let dead_letter = match source
+        .spec
+        .delivery
+        .as_ref()
+        .and_then(|d| d.dead_letter_sink.as_ref())
+    {
+        None => None,
+        Some(dest) => Some(
+            match sink::resolve_sink(&ctx.client, dest, &id.0, &ctx.cluster_domain).await {
+                Ok(Ok(resolved)) => Ok(resolved.url),
+                Ok(Err(unresolved)) => Err(unresolved.message),
+                Err(e) => Err(e.to_string()),
+            },
+        ),
+    };
+    if let Some(Err(why)) = &dead_letter {
+        warn!(namespace = %id.0, source = %id.1, reason = %why, "the dead-letter sink does not resolve; events wait");
+    }
+    let sink_url = match &observed.facts.sink {
+        Some(Ok(resolved)) => Some(resolved.url.as_str()),
+        _ => None,
+    };
+    let _ = tx.send(Observation {
+        id: id.clone(),
+        uid: source.uid().unwrap_or_default(),
+        generation: source.metadata.generation,
+        ready: ready(&observed.facts),
+        route: route(sink_url, dead_letter),
+        scope: observed.scope,
+        denied: observed.denied,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_wait_while_the_sink_or_the_dead_letter_sink_does_not_resolve() {
+        let ok = route(Some("http://a.ds.svc/"), None).unwrap();
+        assert_eq!(ok.sink.as_str(), "http://a.ds.svc/");
+        assert_eq!(ok.dead_letter_sink, None);
+        assert_eq!(route(None, None), None);
+        assert_eq!(route(Some("http://a/"), Some(Err("gone".into()))), None);
+        let dl = route(Some("http://a/"), Some(Ok("http://dl/".into()))).unwrap();
+        assert_eq!(dl.dead_letter_sink.unwrap().as_str(), "http://dl/");
+    }
+}

@@ -1,0 +1,134 @@
+//! One source's pipeline: its checkpoint (ConfigMaps in its namespace, owned by it), then the
+//! single source's flow ([`crate::source::flow::serve`]: tracker, queue, delivery,
+//! acknowledgements) fed by its shared watch through its selector ([`super::filter`]), its
+//! deliveries along its route and counted in its [`Counters`]. It runs until stopped; a
+//! checkpoint that cannot be read is retried with backoff, the changes waiting meanwhile.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+use super::counters::Counters;
+use super::filter::Filter;
+use super::index::SourceId;
+use crate::admin::Health;
+use crate::source::checkpoint::{Checkpoint, CheckpointOwner, Loaded};
+use crate::source::crd::LabelSelector;
+use crate::source::flow::{self, Input, Routes};
+use crate::source::metrics::Metrics;
+use crate::source::watch::Seen;
+use crate::source::{Settings, flow::Tally};
+
+/// The longest wait before reading a checkpoint again.
+const MAX_RETRY: Duration = Duration::from_secs(60);
+
+/// What one pipeline runs with.
+pub struct Pipeline {
+    /// The source.
+    pub id: SourceId,
+    /// Its settings.
+    pub settings: Arc<Settings>,
+    /// The owner of its checkpoint.
+    pub owner: CheckpointOwner,
+    /// Its `selector`.
+    pub selector: Option<LabelSelector>,
+    /// What its shared watch sees.
+    pub seen: mpsc::UnboundedReceiver<Seen>,
+    /// How many scopes that watch has.
+    pub scopes: usize,
+    /// Where its events go.
+    pub routes: Routes,
+    /// Its delivery counters.
+    pub counters: Arc<Counters>,
+    /// The metrics it reports to ([`super::settings::metrics`]).
+    pub metrics: Metrics,
+}
+
+/// Runs `p` until `stop` is cancelled; its checkpoint is flushed last.
+pub async fn run(client: kube::Client, p: Pipeline, stop: CancellationToken) {
+    let (namespace, name) = p.id.clone();
+    let Some((checkpoint, loaded)) = load(&client, &p, &stop).await else {
+        return;
+    };
+    let checkpoint = Arc::new(checkpoint);
+    // The source's own health: /readyz is the adapter's; a source's checkpoint trouble is
+    // in the log and the metrics.
+    let health = Health::new();
+    let (listed, _) = tokio::sync::watch::channel(false);
+    let flushed = CancellationToken::new();
+    let flusher = tokio::spawn(checkpoint.clone().run_once_listed(
+        listed.subscribe(),
+        p.metrics.clone(),
+        health,
+        flushed.clone(),
+    ));
+    let mut filter = Filter::new(p.selector.clone());
+    let seen = futures::stream::unfold(
+        p.seen,
+        |mut rx| async move { rx.recv().await.map(|s| (s, rx)) },
+    )
+    .filter_map(move |s| std::future::ready(filter.pass(s)))
+    .boxed();
+    let counters = p.counters.clone();
+    let tally: Tally = Arc::new(move |d| counters.tally(d, chrono::Utc::now()));
+    let input = Input {
+        seen,
+        scopes: p.scopes,
+        routes: p.routes,
+    };
+    let served = flow::serve(
+        p.settings,
+        checkpoint,
+        loaded,
+        p.metrics,
+        Some(tally),
+        input,
+        listed,
+        stop,
+    )
+    .await;
+    flushed.cancel();
+    let _ = flusher.await;
+    match served {
+        Ok(()) => info!(namespace = %namespace, source = %name, "source stopped"),
+        Err(e) => {
+            error!(namespace = %namespace, source = %name, error = %e, "source could not be served")
+        }
+    }
+}
+
+/// The source's checkpoint, read and checked writable; retried with backoff until `stop`.
+async fn load(
+    client: &kube::Client,
+    p: &Pipeline,
+    stop: &CancellationToken,
+) -> Option<(Checkpoint, Loaded)> {
+    let (namespace, name) = &p.id;
+    let mut wait = Duration::from_secs(1);
+    loop {
+        let cfg = p.settings.checkpoint.clone();
+        let loaded = Checkpoint::load_owned(client.clone(), cfg, Some(p.owner.clone())).await;
+        let error = match loaded {
+            Ok((checkpoint, loaded)) => match checkpoint.probe().await {
+                Ok(()) => {
+                    if loaded.first_start {
+                        info!(namespace = %namespace, source = %name, "no checkpoint: first start");
+                    }
+                    return Some((checkpoint, loaded));
+                }
+                Err(e) => e,
+            },
+            Err(e) => e,
+        };
+        warn!(namespace = %namespace, source = %name, error = %error, "the source's checkpoint cannot be used; retrying");
+        tokio::select! {
+            () = stop.cancelled() => return None,
+            () = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(MAX_RETRY);
+    }
+}

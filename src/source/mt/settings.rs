@@ -1,0 +1,200 @@
+//! What one ImageStreamSource's flow runs with (pure): the single source's [`Settings`], built
+//! from the source's spec instead of the command line, with its own checkpoint.
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+use prometheus_client::metrics::gauge::Gauge;
+use serde_json::json;
+
+use crate::source::checkpoint::{CheckpointConfig, CheckpointOwner, DEFAULT_WRITE_BUDGET};
+use crate::source::crd::{self, ImageStreamSource};
+use crate::source::deliver::{
+    BackoffPolicy, ContentMode, DEFAULT_MAX_BACKOFF, DeliverySpec, parse_iso8601_duration,
+};
+use crate::source::event::{EventSettings, override_extensions};
+use crate::source::metrics::Metrics;
+use crate::source::state::TagFilter;
+use crate::source::{Mode, Settings};
+
+/// The sink in a source's [`Settings`]: never sent to. Each delivery takes the sink from the
+/// source's route ([`crate::source::flow::Route`]), which follows the resolution.
+pub const NO_SINK: &str = "http://sink.resolved.per.delivery.invalid/";
+/// Deliveries in flight per source.
+pub const CONCURRENCY: usize = 8;
+/// How often a source's checkpoint is flushed at most.
+pub const FLUSH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// What the whole adapter shares: the events' schema base and the API server's URL.
+#[derive(Clone, Debug)]
+pub struct Shared {
+    /// The `dataschema` of the events.
+    pub events: EventSettings,
+    /// The API server's URL (the `source` of resource and reference events).
+    pub api_server_url: String,
+}
+
+/// The name prefix of `source_name`'s checkpoint ConfigMaps, in its namespace.
+pub fn checkpoint_prefix(source_name: &str) -> String {
+    format!("{source_name}-imagegate-checkpoint")
+}
+
+/// The settings of `source`'s flow; the error says which field is wrong.
+pub fn of(source: &ImageStreamSource, shared: &Shared) -> Result<Settings, String> {
+    let spec = &source.spec;
+    let namespace = source.namespace().unwrap_or_default();
+    let delivery = spec.delivery.clone().unwrap_or_default();
+    let duration = |field: &str, value: &Option<String>| {
+        value
+            .as_deref()
+            .map(parse_iso8601_duration)
+            .transpose()
+            .map_err(|e| format!("spec.delivery.{field}: {e}"))
+    };
+    let backoff_delay =
+        duration("backoffDelay", &delivery.backoff_delay)?.unwrap_or(Duration::from_millis(200));
+    let sink_timeout = duration("timeout", &delivery.timeout)?;
+    let overrides = spec
+        .ce_overrides
+        .as_ref()
+        .map(|o| json!({"extensions": o.extensions}));
+    if let Some(o) = &overrides {
+        override_extensions(o).map_err(|e| format!("spec.ceOverrides: {e}"))?;
+    }
+    Ok(Settings {
+        sink: NO_SINK.parse().expect("a URL"),
+        overrides,
+        ca_pem: spec.sink.ca_certs.clone(),
+        sink_timeout,
+        namespaces: Vec::new(),
+        selector: None,
+        tags: TagFilter(spec.tags.clone()),
+        mode: match spec.mode.unwrap_or(crd::Mode::ImageStreamTag) {
+            crd::Mode::ImageStreamTag => Mode::ImageStreamTag,
+            crd::Mode::Resource => Mode::Resource,
+            crd::Mode::Reference => Mode::Reference,
+        },
+        content_mode: match spec.content_mode.unwrap_or(crd::ContentMode::Binary) {
+            crd::ContentMode::Binary => ContentMode::Binary,
+            crd::ContentMode::Structured => ContentMode::Structured,
+        },
+        delivery: DeliverySpec {
+            retry: delivery.retry.map(|r| r.max(0) as u32),
+            backoff_policy: match delivery.backoff_policy {
+                Some(crd::BackoffPolicy::Linear) => BackoffPolicy::Linear,
+                _ => BackoffPolicy::Exponential,
+            },
+            backoff_delay,
+            max_backoff: DEFAULT_MAX_BACKOFF,
+            // The route carries it, resolved.
+            dead_letter_sink: None,
+        },
+        emit_existing: spec.emit_existing,
+        admin_addr: ([127, 0, 0, 1], 0).into(),
+        checkpoint: CheckpointConfig {
+            namespace,
+            prefix: checkpoint_prefix(&source.name_any()),
+            flush_interval: FLUSH_INTERVAL,
+            write_budget: DEFAULT_WRITE_BUDGET,
+        },
+        leader: None,
+        events: shared.events.clone(),
+        concurrency: CONCURRENCY,
+        api_server_url: shared.api_server_url.clone(),
+    })
+}
+
+/// The owner of `source`'s checkpoint.
+pub fn owner(source: &ImageStreamSource) -> CheckpointOwner {
+    CheckpointOwner {
+        name: source.name_any(),
+        uid: source.uid().unwrap_or_default(),
+    }
+}
+
+/// The process metrics as one source's flow reports them: counters add up across sources;
+/// gauges of one source's queue and checkpoint are its own, not registered (a process gauge
+/// set by each source in turn would show whichever wrote last).
+pub fn metrics(process: &Metrics) -> Metrics {
+    let mut m = process.clone();
+    m.queue_depth = Gauge::default();
+    m.checkpoint_pending = Gauge::default();
+    m.checkpoint_pending_age = Gauge::default();
+    m.checkpoint_shards = Gauge::default();
+    m.checkpoint_bytes = Gauge::default();
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::crd::{CloudEventOverrides, Delivery, Destination, ImageStreamSourceSpec};
+
+    fn source(spec: ImageStreamSourceSpec) -> ImageStreamSource {
+        let mut s = ImageStreamSource::new("team-a", spec);
+        s.metadata.namespace = Some("ds".into());
+        s.metadata.uid = Some("u1".into());
+        s
+    }
+
+    fn shared() -> Shared {
+        Shared {
+            events: EventSettings::new("https://imagegate.dev/schemas/").unwrap(),
+            api_server_url: "https://172.30.0.1:443".into(),
+        }
+    }
+
+    #[test]
+    fn a_source_gets_its_own_checkpoint_delivery_and_overrides() {
+        let spec = ImageStreamSourceSpec {
+            sink: Destination {
+                uri: Some("http://x".into()),
+                ..Default::default()
+            },
+            delivery: Some(Delivery {
+                retry: Some(2),
+                backoff_policy: Some(crd::BackoffPolicy::Linear),
+                backoff_delay: Some("PT1S".into()),
+                timeout: Some("PT3S".into()),
+                ..Default::default()
+            }),
+            ce_overrides: Some(CloudEventOverrides {
+                extensions: [("team".to_string(), "a".to_string())].into(),
+            }),
+            tags: vec!["candidate".into()],
+            emit_existing: true,
+            ..Default::default()
+        };
+        let s = of(&source(spec), &shared()).unwrap();
+        assert_eq!(s.checkpoint.namespace, "ds");
+        assert_eq!(s.checkpoint.prefix, "team-a-imagegate-checkpoint");
+        assert_eq!(s.delivery.retry, Some(2));
+        assert_eq!(s.delivery.backoff_policy, BackoffPolicy::Linear);
+        assert_eq!(s.delivery.backoff_delay, Duration::from_secs(1));
+        assert_eq!(s.sink_timeout, Some(Duration::from_secs(3)));
+        assert_eq!(s.overrides, Some(json!({"extensions": {"team": "a"}})));
+        assert!(s.emit_existing && s.tags.allows("candidate") && !s.tags.allows("latest"));
+        assert_eq!(owner(&source(Default::default())).uid, "u1");
+    }
+
+    #[test]
+    fn a_bad_duration_or_extension_names_its_field() {
+        let spec = ImageStreamSourceSpec {
+            delivery: Some(Delivery {
+                backoff_delay: Some("soon".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let err = of(&source(spec), &shared()).unwrap_err();
+        assert!(err.starts_with("spec.delivery.backoffDelay"), "{err}");
+        let spec = ImageStreamSourceSpec {
+            ce_overrides: Some(CloudEventOverrides {
+                extensions: [("Bad-Name".to_string(), "a".to_string())].into(),
+            }),
+            ..Default::default()
+        };
+        let err = of(&source(spec), &shared()).unwrap_err();
+        assert!(err.starts_with("spec.ceOverrides"), "{err}");
+    }
+}
