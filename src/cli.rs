@@ -53,10 +53,21 @@ pub enum Command {
 /// `imagegate source`.
 #[derive(Debug, Args)]
 pub struct SourceArgs {
+    /// Serve every ImageStreamSource of the cluster from one process (shared ImageStream
+    /// watches, a checkpoint per source in its namespace) instead of one source configured by
+    /// the flags below, which it refuses.
+    #[arg(long, conflicts_with_all = MULTI_TENANT_CONFLICTS)]
+    pub multi_tenant: bool,
+
+    /// With `--multi-tenant`: the cluster domain of the URLs of Services named as sinks
+    /// (default `cluster.local`).
+    #[arg(long)]
+    pub cluster_domain: Option<String>,
+
     /// The CloudEvents sink (a Tekton EventListener, a Knative Broker, any HTTP receiver).
     /// Set by a Knative SinkBinding or ContainerSource through `K_SINK`.
-    #[arg(long, env = "K_SINK")]
-    pub sink: String,
+    #[arg(long, env = "K_SINK", required_unless_present = "multi_tenant")]
+    pub sink: Option<String>,
 
     /// `{"extensions": {...}}` applied to every event last (Knative's `K_CE_OVERRIDES`).
     #[arg(long, env = "K_CE_OVERRIDES")]
@@ -139,6 +150,26 @@ pub struct SourceArgs {
     pub leader: LeaderArgs,
 }
 
+/// The single-source flags `--multi-tenant` refuses: each source's spec says these.
+const MULTI_TENANT_CONFLICTS: [&str; 16] = [
+    "sink",
+    "ce_overrides",
+    "ca_certs",
+    "sink_timeout",
+    "namespaces",
+    "selector",
+    "tags",
+    "mode",
+    "content_mode",
+    "retry",
+    "backoff_policy",
+    "backoff_delay",
+    "dead_letter_sink",
+    "emit_existing",
+    "checkpoint_prefix",
+    "checkpoint_shards",
+];
+
 /// `--mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum SourceMode {
@@ -207,16 +238,22 @@ pub struct LeaderArgs {
     #[arg(long, env = "IMAGEGATE_LEADER_ELECT")]
     pub leader_elect: bool,
 
-    /// The Lease's name (default: `imagegate-<program>`).
+    /// The Lease's name (default: `imagegate-<program>`: `imagegate-source`,
+    /// `imagegate-source-multi-tenant`, `imagegate-controller`).
     #[arg(long)]
     pub lease_name: Option<String>,
 
     /// The Lease's namespace (the pod's own, from the downward API).
-    #[arg(long, env = "POD_NAMESPACE", default_value = "imagegate-system")]
+    #[arg(
+        long,
+        visible_alias = "pod-namespace",
+        env = "POD_NAMESPACE",
+        default_value = "imagegate-system"
+    )]
     pub lease_namespace: String,
 
     /// This replica's identity in the Lease (the pod's name, from the downward API).
-    #[arg(long, env = "POD_NAME")]
+    #[arg(long, visible_alias = "pod-name", env = "POD_NAME")]
     pub identity: Option<String>,
 }
 

@@ -149,13 +149,20 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
     use crate::source::deliver::{
         BackoffPolicy, ContentMode, DeliverySpec, parse_iso8601_duration,
     };
+    if args.multi_tenant {
+        return source_multi_tenant(args).await;
+    }
+    if args.cluster_domain.is_some() {
+        bail!("--cluster-domain is for --multi-tenant: a single source's --sink is a URL");
+    }
     if let Some(n) = args.checkpoint_shards {
         tracing::warn!(
             shards = n,
             "--checkpoint-shards is deprecated and ignored: the checkpoint sizes itself (the shards of a fixed count are read and moved)"
         );
     }
-    let sink = http_url("--sink/K_SINK", &args.sink)?;
+    // clap requires --sink without --multi-tenant.
+    let sink = http_url("--sink/K_SINK", args.sink.as_deref().unwrap_or_default())?;
     let dead_letter_sink = match &args.dead_letter_sink {
         Some(u) => Some(http_url("--dead-letter-sink", u)?),
         None => None,
@@ -217,6 +224,28 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
         api_server_url,
     };
     crate::source::run(client, settings, shutdown_signal()).await
+}
+
+/// `imagegate source --multi-tenant`: serve every ImageStreamSource until SIGTERM.
+async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
+    let events = crate::source::event::EventSettings::new(args.dataschema_base.clone())
+        .map_err(|e| anyhow::anyhow!("--dataschema-base: {e}"))?;
+    let config = kube_config().await?;
+    let api_server_url = config.cluster_url.to_string();
+    let client = kube_client(config)?;
+    let settings = crate::source::mt::MtSettings {
+        admin_addr: args.admin_addr,
+        leader: leader_config(&args.leader, "source-multi-tenant"),
+        cluster_domain: args
+            .cluster_domain
+            .clone()
+            .unwrap_or_else(|| crate::source::sink::resolve::DEFAULT_CLUSTER_DOMAIN.to_owned()),
+        shared: crate::source::mt::settings::Shared {
+            events,
+            api_server_url,
+        },
+    };
+    crate::source::mt::run(client, settings, shutdown_signal()).await
 }
 
 /// `imagegate adopt`: adopt one stream (or print the diff), or `--check` the adopted streams.

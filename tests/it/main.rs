@@ -13,6 +13,8 @@
 //! - [`runtime`]: the runtime both programs run in: standby, shutdown, a lost Lease.
 //! - [`controller_reconcile`]: the real `reconcile` against the emulated API, request by request.
 //! - [`controller_e2e`], [`source_e2e`], [`source_checkpoint`]: the real binaries end to end.
+//! - [`source_mt`]: `imagegate source --multi-tenant`, every ImageStreamSource served by one
+//!   process, end to end.
 //! - [`source_reconcile`]: the ImageStreamSource reconciler against the emulated API (sinks
 //!   by ref and URI, permissions by SubjectAccessReview, each condition).
 //! - [`controller_scope`]: a controller given `--namespace` leaves other namespaces alone.
@@ -55,6 +57,7 @@ mod realcluster_tekton;
 mod runtime;
 mod source_checkpoint;
 mod source_e2e;
+mod source_mt;
 mod source_reconcile;
 mod support;
 mod untrusted;

@@ -8,6 +8,7 @@
 //! ([`controller`]) and what Tekton's pipeline controller writes ([`tekton`]).
 
 pub mod controller;
+pub mod mt;
 pub mod odh;
 pub mod process;
 pub mod rbac;
