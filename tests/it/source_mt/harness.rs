@@ -32,6 +32,10 @@ pub const ADAPTER_USER: &str =
 /// The label every checkpoint ConfigMap of a source carries, with the source's name.
 pub const SOURCE_LABEL: &str = "sources.imagegate.dev/imagestreamsource";
 
+/// How long a test waits for the adapter: longer than its 30 s resync, which is when it sees a
+/// sink object's new address (it does not watch the sinks).
+pub const WAIT: Duration = Duration::from_secs(45);
+
 /// The digest number `n` (`sha256:000…n`).
 pub fn digest(n: u64) -> String {
     format!("sha256:{n:064x}")
@@ -270,7 +274,7 @@ impl World {
         status: &str,
         reason: &str,
     ) -> ImageStreamSourceStatus {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let deadline = std::time::Instant::now() + WAIT;
         loop {
             let s = self.status(ns, name).await;
             if cond(&s, condition::READY).is_some_and(|c| c.0 == status && c.1 == reason) {
@@ -300,11 +304,12 @@ impl World {
     pub async fn prime(&self, ns: &str, sinks: &[&Sink]) {
         let about_warm = |s: &Sink| {
             s.accepted().iter().any(|e| {
-                ext(e, "imagestream").as_deref() == Some("warm")
-                    || ext(e, "name").as_deref() == Some("warm")
+                ext(e, "namespace").as_deref() == Some(ns)
+                    && (ext(e, "imagestream").as_deref() == Some("warm")
+                        || ext(e, "name").as_deref() == Some("warm"))
             })
         };
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let deadline = std::time::Instant::now() + WAIT;
         while !sinks.iter().all(|s| about_warm(s)) {
             assert!(
                 std::time::Instant::now() < deadline,
@@ -476,7 +481,7 @@ fn proxy_env(world: &World) -> Vec<(&'static str, String)> {
 /// Waits until `sink` accepted `n` events; fails with the adapter's log otherwise.
 pub async fn accepted(adapter: &Adapter, sink: &Sink, n: usize) -> Vec<cloudevents::Event> {
     let mut got = Vec::new();
-    let found = tokio::time::timeout(Duration::from_secs(30), async {
+    let found = tokio::time::timeout(WAIT, async {
         loop {
             got = sink.accepted();
             if got.len() >= n {
@@ -497,13 +502,13 @@ pub async fn accepted(adapter: &Adapter, sink: &Sink, n: usize) -> Vec<cloudeven
     got
 }
 
-/// Waits until `check` holds, failing with the adapter's log after 30 s.
+/// Waits until `check` holds, failing with the adapter's log after [`WAIT`].
 pub async fn until<F, Fut>(adapter: &Adapter, what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + WAIT;
     while !check().await {
         assert!(
             std::time::Instant::now() < deadline,

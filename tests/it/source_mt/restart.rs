@@ -47,11 +47,11 @@ async fn changes_made_while_the_adapter_was_down_reach_every_source_exactly_once
     world.prime("ds", &[&sinks[0], &sinks[1]]).await;
     world.prime("ml", &[&sinks[1], &sinks[2]]).await;
     // One change each before the stop, delivered and checkpointed.
+    let before: Vec<usize> = sinks.iter().map(|s| s.accepted().len()).collect();
     let mut made: Vec<Change> = Vec::new();
     for ns in ["ds", "ml"] {
         made.push((ns.into(), "nb".into(), world.change(ns, "nb").await));
     }
-    let before: Vec<usize> = sinks.iter().map(|s| s.accepted().len()).collect();
     for (i, (nss, sink)) in scopes.iter().zip(&sinks).enumerate() {
         let mine = made.iter().filter(|c| nss.contains(&c.0.as_str())).count();
         let _ = accepted(&adapter, sink, before[i] + mine).await;
