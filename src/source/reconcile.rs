@@ -4,10 +4,11 @@
 //! account read them ([`super::permissions`]) -> the desired status ([`status::desired`],
 //! pure) -> one status write, only when it differs beyond transition times.
 //!
-//! The sink object is not watched (yet): [`run`] re-reconciles every source every
-//! [`RESYNC`], so a sink that gets or changes its address is seen within that period.
-//! Serving the sources (the watches, queues and checkpoints) is the multi-tenant adapter's
-//! job, not this module's.
+//! [`observe`] gathers the facts and [`write`] writes the status; [`reconcile`] is both. The
+//! sink object is not watched: [`run`] re-reconciles every source every [`RESYNC`], and so
+//! does the multi-tenant adapter ([`super::mt`], which calls [`observe`] and [`write`] from its
+//! own loop, as it also needs the facts to serve the source), so a sink that gets or changes
+//! its address is seen within that period.
 
 pub mod status;
 
@@ -102,9 +103,9 @@ pub struct Observed {
     pub facts: Facts,
     /// The namespaces selected (None: the spec is invalid).
     pub scope: Option<Scope>,
-    /// The namespaces where a review refused a verb (`""`: cluster-wide); empty when the
-    /// reviews could not be asked.
-    pub denied: Vec<String>,
+    /// The namespaces where a review refused a verb (`""`: cluster-wide); None when the
+    /// reviews could not be asked (or the spec is invalid).
+    pub denied: Option<Vec<String>>,
 }
 
 /// Reconciles `source`: its status, written when it changed. Returns whether it was written.
@@ -134,7 +135,7 @@ pub async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observ
         return Ok(Observed {
             facts,
             scope: None,
-            denied: Vec::new(),
+            denied: None,
         });
     }
     let resolution = sink::resolve_sink(&ctx.client, &spec.sink, &namespace, &ctx.cluster_domain)
@@ -151,10 +152,10 @@ pub async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observ
             error,
         })?;
     let account = ServiceAccount::or_default(&namespace, spec.service_account_name.as_deref());
-    let mut denied = Vec::new();
+    let mut denied = None;
     facts.permissions = match permissions::check_each(&ctx.client, &account, &scope).await {
         Ok((verdict, refused)) => {
-            denied = refused;
+            denied = Some(refused);
             Some(verdict)
         }
         Err(e) => {

@@ -30,8 +30,9 @@ pub struct Observation {
     pub route: Option<Route>,
     /// The namespaces it selects (None: invalid spec).
     pub scope: Option<Scope>,
-    /// Those its service account may not read.
-    pub denied: Vec<String>,
+    /// Those its service account may not read (None: the reviews could not be asked, or the
+    /// spec is invalid).
+    pub denied: Option<Vec<String>>,
 }
 
 /// The `Ready` status the facts give.

@@ -166,7 +166,10 @@ pub async fn run(
                 }
             }
             Some(observation) = observations.recv() => s.observed(observation),
-            _ = resync.tick(), if listed => s.observe_where(|_| true),
+            _ = resync.tick(), if listed => {
+                s.tails.retain(|_, tail| !tail.is_finished());
+                s.observe_where(|_| true);
+            }
         }
     }
     let ids: Vec<SourceId> = s.sources.keys().cloned().collect();
@@ -271,14 +274,21 @@ impl Supervisor {
         if let Err(why) = &settings {
             warn!(namespace = %o.id.0, source = %o.id.1, reason = %why, "the source cannot be served");
         }
+        if o.denied.is_none() && o.scope.is_some() {
+            // The reviews could not be asked: what the source is served stays as it was (never
+            // more than its service account was last seen to be allowed), until they can.
+            self.gauges();
+            return;
+        }
         let mode = source
             .spec
             .mode
             .unwrap_or(crate::source::crd::Mode::ImageStreamTag);
+        let denied = o.denied.clone().unwrap_or_default();
         let key = settings
             .as_ref()
             .ok()
-            .and_then(|_| watch_key(o.scope.as_ref(), &o.denied, mode));
+            .and_then(|_| watch_key(o.scope.as_ref(), &denied, mode));
         let current = served
             .running
             .as_ref()

@@ -2,96 +2,15 @@
 //! from watches shared by namespace set; sources come and go without a restart (a deleted
 //! one's checkpoint goes with it); a restart delivers what changed meanwhile, once.
 
-use std::time::Duration;
-
-use cloudevents::AttributesReader;
 use imagegate::source::crd::ImageStreamSource;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
 
-use crate::support::mt::{Adapter, checkpoint_of, grant_read, serving, setup};
+use crate::support::eventually;
+use crate::support::mt::{
+    Adapter, B, C, checkpoint_of, cluster, data, delivered, exactly, serving, source,
+};
 use crate::support::sink::Sink;
-use crate::support::{EmulatorServer, eventually};
-
-const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
-const C: &str = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
-
-/// Namespaces `ds` and `ml`, each with the stream `nb` (candidate at A); the default service
-/// accounts of both may read both.
-async fn cluster() -> EmulatorServer {
-    let emu = EmulatorServer::start().await;
-    setup(&emu, &["ds", "ml"]).await;
-    for ns in ["ds", "ml"] {
-        emu.seed(json!({
-            "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
-            "metadata": {"name": "nb", "namespace": ns},
-            "spec": {"tags": [{"name": "candidate", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"}}]}
-        }))
-        .await;
-        emu.import(ns, "nb", "candidate", A).await;
-        for reader in ["ds", "ml"] {
-            grant_read(&emu, reader, ns).await;
-        }
-    }
-    emu
-}
-
-/// Creates the source `ns/name` sending to `sink`, with `spec` merged in.
-async fn source(emu: &EmulatorServer, ns: &str, name: &str, sink: &str, spec: Value) {
-    let mut object = json!({
-        "apiVersion": "sources.imagegate.dev/v1alpha1", "kind": "ImageStreamSource",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"sink": {"uri": sink}}
-    });
-    json_patch::merge(&mut object["spec"], &spec);
-    let api: Api<ImageStreamSource> = Api::namespaced(emu.client(), ns);
-    api.create(
-        &PostParams::default(),
-        &serde_json::from_value(object).unwrap(),
-    )
-    .await
-    .unwrap();
-}
-
-/// The subjects (`namespace/stream:tag`) of what `sink` accepted, sorted.
-fn subjects(sink: &Sink) -> Vec<String> {
-    let mut out: Vec<String> = sink
-        .accepted()
-        .iter()
-        .map(|e| {
-            let ns = e.source().to_string();
-            let ns = ns.split('/').nth(5).unwrap_or_default().to_owned();
-            format!("{ns}/{}", e.subject().unwrap_or_default())
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-/// Waits until `sink` holds `want`, then a little longer to see that nothing more comes.
-async fn exactly(sink: &Sink, want: &[&str]) {
-    sink.wait_accepted(want.len()).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(subjects(sink), want);
-}
-
-fn data(e: &cloudevents::Event) -> Value {
-    match e.data() {
-        Some(cloudevents::Data::Json(v)) => v.clone(),
-        Some(cloudevents::Data::Binary(b)) => serde_json::from_slice(b).unwrap(),
-        Some(cloudevents::Data::String(s)) => serde_json::from_str(s).unwrap(),
-        None => Value::Null,
-    }
-}
-
-async fn delivered(emu: &EmulatorServer, ns: &str, name: &str) -> i64 {
-    let api: Api<ImageStreamSource> = Api::namespaced(emu.client(), ns);
-    let s = api.get(name).await.unwrap();
-    s.status
-        .and_then(|s| s.deliveries)
-        .map_or(0, |d| d.delivered)
-}
 
 #[tokio::test]
 async fn two_sources_on_overlapping_namespaces_each_get_exactly_their_changes_once() {
@@ -224,4 +143,31 @@ async fn a_restart_delivers_the_changes_made_meanwhile_to_every_source_once() {
         .map(|e| data(e)["digest"].clone())
         .collect();
     assert_eq!(digests, [json!(B), json!(C)], "{}", adapter.log());
+}
+
+#[test]
+fn the_single_source_flags_are_refused_with_multi_tenant() {
+    for flags in [
+        &["--sink", "http://x"][..],
+        &["--namespace", "ds"],
+        &["--mode", "resource"],
+        &["--checkpoint-prefix", "x"],
+        &["--dead-letter-sink", "http://x"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_imagegate"))
+            .args(["source", "--multi-tenant"])
+            .args(flags)
+            .env_remove("K_SINK")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        let flag = flags[0];
+        assert!(
+            stderr.contains(&format!(
+                "the argument '--multi-tenant' cannot be used with '{flag}"
+            )),
+            "{flags:?}: {stderr}"
+        );
+    }
 }

@@ -3,6 +3,8 @@
 //!
 //! - [`core`]: shared watches fanned out to overlapping sources, sources added and deleted
 //!   while it runs, a restart with changes made meanwhile.
+//! - [`routing`]: events wait for a sink that does not resolve; a namespace the source's
+//!   service account may not read sends it nothing.
 //! - [`harness`]: the emulated cluster of the other modules (our CRD, Knative's released Broker CRD,
 //!   Triggers' released EventListener CRD, the team namespaces), sinks behind Brokers,
 //!   EventListeners and Services, and the adapter as `config/403` runs it.
@@ -19,5 +21,6 @@ mod harness;
 mod modes;
 mod rbac;
 mod restart;
+mod routing;
 mod sinks;
 mod tenants;

@@ -4,12 +4,14 @@
 use std::process::Command;
 use std::time::Duration;
 
-use imagegate::source::crd;
+use cloudevents::AttributesReader;
+use imagegate::source::crd::{self, ImageStreamSource};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use kube::core::GroupVersionKind;
-use serde_json::json;
+use serde_json::{Value, json};
 
+use super::sink::Sink;
 use super::{EmulatorServer, Process, free_port};
 
 /// A running multi-tenant adapter (killed on drop; its log printed if the test fails).
@@ -128,4 +130,86 @@ pub async fn serving(emu: &EmulatorServer, ns: &str, name: &str) {
         },
     )
     .await;
+}
+
+pub const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+pub const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+pub const C: &str = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+
+/// Namespaces `ds` and `ml`, each with the stream `nb` (candidate at A); the default service
+/// accounts of both may read both.
+pub async fn cluster() -> EmulatorServer {
+    let emu = EmulatorServer::start().await;
+    setup(&emu, &["ds", "ml"]).await;
+    for ns in ["ds", "ml"] {
+        emu.seed(json!({
+            "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+            "metadata": {"name": "nb", "namespace": ns},
+            "spec": {"tags": [{"name": "candidate", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"}}]}
+        }))
+        .await;
+        emu.import(ns, "nb", "candidate", A).await;
+        for reader in ["ds", "ml"] {
+            grant_read(&emu, reader, ns).await;
+        }
+    }
+    emu
+}
+
+/// Creates the source `ns/name` sending to `sink`, with `spec` merged in.
+pub async fn source(emu: &EmulatorServer, ns: &str, name: &str, sink: &str, spec: Value) {
+    let mut object = json!({
+        "apiVersion": "sources.imagegate.dev/v1alpha1", "kind": "ImageStreamSource",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"sink": {"uri": sink}}
+    });
+    json_patch::merge(&mut object["spec"], &spec);
+    let api: Api<ImageStreamSource> = Api::namespaced(emu.client(), ns);
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(object).unwrap(),
+    )
+    .await
+    .unwrap();
+}
+
+/// The subjects (`namespace/stream:tag`) of what `sink` accepted, sorted.
+pub fn subjects(sink: &Sink) -> Vec<String> {
+    let mut out: Vec<String> = sink
+        .accepted()
+        .iter()
+        .map(|e| {
+            let ns = e.source().to_string();
+            let ns = ns.split('/').nth(5).unwrap_or_default().to_owned();
+            format!("{ns}/{}", e.subject().unwrap_or_default())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Waits until `sink` holds `want`, then a little longer to see that nothing more comes.
+pub async fn exactly(sink: &Sink, want: &[&str]) {
+    sink.wait_accepted(want.len()).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(subjects(sink), want);
+}
+
+/// The data of `e`, as JSON.
+pub fn data(e: &cloudevents::Event) -> Value {
+    match e.data() {
+        Some(cloudevents::Data::Json(v)) => v.clone(),
+        Some(cloudevents::Data::Binary(b)) => serde_json::from_slice(b).unwrap(),
+        Some(cloudevents::Data::String(s)) => serde_json::from_str(s).unwrap(),
+        None => Value::Null,
+    }
+}
+
+/// `status.deliveries.delivered` of the source `ns/name`.
+pub async fn delivered(emu: &EmulatorServer, ns: &str, name: &str) -> i64 {
+    let api: Api<ImageStreamSource> = Api::namespaced(emu.client(), ns);
+    let s = api.get(name).await.unwrap();
+    s.status
+        .and_then(|s| s.deliveries)
+        .map_or(0, |d| d.delivered)
 }
