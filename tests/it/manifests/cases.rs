@@ -481,6 +481,32 @@ const CASES: &[Case] = &[
         expect: &["'imagegate-sauce' (namespace imagegate-system) is not defined"],
     },
     Case {
+        name: "an ImageStreamSource whose sink EventListener does not exist",
+        by: By::Check,
+        breaks: |m| {
+            m.first_mut("ImageStreamSource", "knative/140")["spec"]["sink"]["ref"]["name"] =
+                json!("imagegate-typo")
+        },
+        expect: &["EventListener 'imagegate-typo' (namespace notebooks) is not defined"],
+    },
+    Case {
+        name: "an ImageStreamSource whose service account does not exist",
+        by: By::Check,
+        breaks: |m| {
+            m.first_mut("ImageStreamSource", "knative/130")["spec"]["serviceAccountName"] =
+                json!("nobody")
+        },
+        expect: &["ServiceAccount 'nobody' is not defined"],
+    },
+    Case {
+        name: "an ImageStreamSource field its CRD does not declare",
+        by: By::Schema,
+        breaks: |m| {
+            m.first_mut("ImageStreamSource", "knative/130")["spec"]["sinkRef"] = json!("imagegate")
+        },
+        expect: &["knative/130-imagestreamsource-broker.yaml", "sinkRef"],
+    },
+    Case {
         name: "an imagegate container flag that does not exist",
         by: By::Check,
         breaks: |m| push(&mut source_container(m)["args"], json!("--leader-election")),
@@ -557,8 +583,8 @@ fn run_cases(by: By) {
 }
 
 #[test]
-fn every_case_is_named_once_and_all_62_are_here() {
-    assert_eq!(CASES.len(), 49);
+fn every_case_is_named_once_and_all_65_are_here() {
+    assert_eq!(CASES.len(), 52);
     assert_eq!(super::monitoring_cases::CASES.len(), 13);
     let mut names: Vec<&str> = all().map(|c| c.name).collect();
     names.sort_unstable();

@@ -84,6 +84,7 @@ impl<'a> Checker<'a> {
         for d in self
             .of_kind("ContainerSource")
             .chain(self.of_kind("SinkBinding"))
+            .chain(self.of_kind("ImageStreamSource"))
         {
             self.knative_source(d);
         }

@@ -107,7 +107,13 @@ fn containers<'v>(node: &'v Value, path: String, out: &mut Vec<(String, &'v Valu
 /// reads the environment here: what the container's env provides is checked one variable at a
 /// time, and the test's own environment must not decide the outcome.
 fn parse(args: &[String]) -> Result<(), String> {
-    let free = |a: clap::Arg| a.required(false).env(None::<&str>);
+    // Required-ness is the env's business (a SinkBinding sets K_SINK), so it is dropped here,
+    // also `--sink`'s required_unless_present(multi_tenant).
+    let free = |a: clap::Arg| {
+        a.required(false)
+            .required_unless_present(clap::builder::Resettable::Reset)
+            .env(None::<&str>)
+    };
     imagegate::cli::Cli::command()
         .mut_args(free)
         .mut_subcommands(|s| s.mut_args(free))

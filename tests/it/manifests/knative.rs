@@ -1,5 +1,6 @@
 //! Knative Eventing: a Trigger filters on attributes the source sends with values it sends and
-//! agrees with the EventListener it feeds, the sources and the Broker point at objects that exist,
+//! agrees with the EventListener it feeds, the sources (ContainerSource, SinkBinding,
+//! ImageStreamSource) and the Broker point at objects that exist,
 //! and the EventTypes register exactly the types the source publishes, each with the `dataschema`
 //! the source sends (and the `$id` of the schema in `schemas/` is that URL too).
 
@@ -180,7 +181,7 @@ impl<'a> Checker<'a> {
     /// A destination's Service or Broker exists.
     pub fn destination(&mut self, doc: &Doc, dest: &Value, path: &str) {
         let r = &dest["ref"];
-        let (Some(kind @ ("Service" | "Broker")), Some(name)) =
+        let (Some(kind @ ("Service" | "Broker" | "EventListener")), Some(name)) =
             (r["kind"].as_str(), r["name"].as_str())
         else {
             return;
@@ -215,13 +216,24 @@ impl<'a> Checker<'a> {
                 self.r.error(doc, "spec.subject", msg);
             }
         }
-        if doc.kind() == "ContainerSource"
-            && let Some(sa) = spec["template"]["spec"]["serviceAccountName"].as_str()
+        let account = match doc.kind() {
+            "ContainerSource" => Some((
+                spec["template"]["spec"]["serviceAccountName"].as_str(),
+                "spec.template.spec.serviceAccountName",
+            )),
+            // The multi-tenant adapter serves an ImageStreamSource only if its account may read
+            // the streams: one that does not exist may not.
+            "ImageStreamSource" => Some((
+                spec["serviceAccountName"].as_str(),
+                "spec.serviceAccountName",
+            )),
+            _ => None,
+        };
+        if let Some((Some(sa), path)) = account
             && self.find("ServiceAccount", sa, own_ns.as_deref()).is_none()
         {
             let msg = format!("ServiceAccount '{sa}' is not defined in the manifests");
-            self.r
-                .error(doc, "spec.template.spec.serviceAccountName", msg);
+            self.r.error(doc, path, msg);
         }
     }
 

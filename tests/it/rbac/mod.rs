@@ -160,8 +160,9 @@ async fn emulator() -> EmulatorServer {
     emu
 }
 
-/// Checks the request log of `sa` both ways and fails naming every problem.
-fn assert_least_privilege(records: &[RequestRecord], sa: &str) {
+/// Checks the request log of `sa` both ways and fails naming every problem (also used by the
+/// multi-tenant adapter's test, `source_mt::rbac`).
+pub(crate) fn assert_least_privilege(records: &[RequestRecord], sa: &str) {
     let policy = Policy::load(&config(""));
     let audit = rbac::audit(&policy, records, sa, sa);
     assert!(audit.requests > 0, "{sa} made no request at all");

@@ -5,6 +5,22 @@
 //!   while it runs, a restart with changes made meanwhile.
 //! - [`routing`]: events wait for a sink that does not resolve; a namespace the source's
 //!   service account may not read sends it nothing.
+//! - [`harness`]: the emulated cluster of the other modules (our CRD, Knative's released Broker CRD,
+//!   Triggers' released EventListener CRD, the team namespaces), sinks behind Brokers,
+//!   EventListeners and Services, and the adapter as `config/403` runs it.
+//! - [`sinks`]: each kind of sink, each reason a source is not Ready, a sink that moves or goes
+//!   away, the delivery counters.
+//! - [`tenants`]: permissions per namespace, overlapping sources, a source deleted mid-stream,
+//!   the shared watches.
+//! - [`restart`]: changes made while the adapter was down, and a re-list, delivered once.
+//! - [`modes`]: resource and reference modes send nothing on start or re-list; emitExisting.
+//! - [`rbac`]: the adapter's requests against the RBAC of `config/`, both ways.
 
 mod core;
+mod harness;
+mod modes;
+mod rbac;
+mod restart;
 mod routing;
+mod sinks;
+mod tenants;

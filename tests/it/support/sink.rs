@@ -22,6 +22,9 @@ pub struct Received {
     pub content_type: String,
     /// The status the sink answered.
     pub answered: u16,
+    /// The request's `Host` header: the host the sender addressed (through a proxy, the
+    /// cluster-local name it resolved, e.g. `display.ds.svc.cluster.local`).
+    pub host: String,
 }
 
 #[derive(Default)]
@@ -51,6 +54,11 @@ async fn receive(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
+    let host = headers
+        .get("host")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let event = match cloudevents::binding::http::to_event(&headers, body.to_vec()) {
         Ok(e) => e,
         Err(_) => return StatusCode::BAD_REQUEST,
@@ -65,6 +73,7 @@ async fn receive(
         event,
         content_type,
         answered,
+        host,
     });
     StatusCode::from_u16(answered).unwrap_or(StatusCode::ACCEPTED)
 }

@@ -1,0 +1,299 @@
+//! Sinks end to end: one `imagegate source --multi-tenant` serving sources whose sinks are a
+//! Broker, an EventListener, a core Service and a URI, each event arriving at a real HTTP
+//! receiver; `Ready` and each reason it is `False` for, with the exact message; a sink that
+//! moves; and the delivery counters in each source's status against what the sinks received.
+
+use serde_json::json;
+
+use super::harness::{Adapter, World, accepted, changes, cond, quiet, until};
+use crate::support::sink::Sink;
+use imagegate::source::crd::status::{condition, reason};
+
+const BROKER: &str = "eventing.knative.dev/v1";
+const LISTENER: &str = "triggers.tekton.dev/v1beta1";
+
+fn broker_ref(name: &str) -> serde_json::Value {
+    json!({"ref": {"apiVersion": BROKER, "kind": "Broker", "name": name}})
+}
+
+#[tokio::test]
+async fn events_reach_a_broker_an_event_listener_a_service_and_a_uri() {
+    let world = World::start().await;
+    let (to_broker, to_listener, to_uri) = (
+        Sink::start().await,
+        Sink::start().await,
+        Sink::start().await,
+    );
+    world.broker("ds", "default", &to_broker.url).await;
+    world.listener("ds", "imagegate", &to_listener.url).await;
+    world.service("ds", "display").await;
+    world.stream("ds", "nb").await;
+    world.stream("ds", "warm").await;
+    let cases = [
+        ("to-broker", broker_ref("default"), to_broker.url.clone()),
+        (
+            "to-listener",
+            json!({"ref": {"apiVersion": LISTENER, "kind": "EventListener", "name": "imagegate", "namespace": "ds"}}),
+            to_listener.url.clone(),
+        ),
+        (
+            "to-service",
+            json!({"ref": {"apiVersion": "v1", "kind": "Service", "name": "display"}}),
+            "http://display.ds.svc.cluster.local".to_string(),
+        ),
+        ("to-uri", json!({"uri": to_uri.url}), to_uri.url.clone()),
+    ];
+    for (name, sink, _) in &cases {
+        world.source("ds", name, json!({"sink": sink})).await;
+    }
+    let adapter = Adapter::start(&world, &[]);
+    for (name, _, url) in &cases {
+        let status = world
+            .wait_ready(&adapter, "ds", name, "True", reason::READY)
+            .await;
+        assert_eq!(status.sink_uri.as_deref(), Some(url.as_str()), "{name}");
+        assert_eq!(
+            cond(&status, condition::SINK_PROVIDED).unwrap(),
+            (
+                "True".into(),
+                reason::SINK_RESOLVED.into(),
+                format!("events go to {url}")
+            ),
+            "{name}"
+        );
+        assert_eq!(status.ce_attributes.len(), 3, "{name}: {status:?}");
+    }
+    let sinks = [&to_broker, &to_listener, &world.cluster, &to_uri];
+    world.prime("ds", &sinks).await;
+    let before: Vec<usize> = sinks.iter().map(|s| s.accepted().len()).collect();
+
+    let d = world.change("ds", "nb").await;
+    for (sink, n) in sinks.iter().zip(&before) {
+        let events = accepted(&adapter, sink, n + 1).await;
+        assert_eq!(
+            changes(&events[*n..]),
+            [("ds".into(), "nb".into(), d.clone())],
+            "{}: exactly the one change",
+            sink.url
+        );
+    }
+    quiet(&sinks).await;
+    for (sink, n) in sinks.iter().zip(&before) {
+        assert_eq!(sink.accepted().len(), n + 1, "{}: nothing more", sink.url);
+    }
+    let hosts: Vec<String> = world
+        .cluster
+        .received()
+        .into_iter()
+        .map(|r| r.host)
+        .collect();
+    assert!(
+        hosts.iter().all(|h| h == "display.ds.svc.cluster.local"),
+        "the Service sink is addressed by its cluster-local name: {hosts:?}"
+    );
+
+    // The counters in each status match what its sink took.
+    for ((name, _, _), sink) in cases.iter().zip(sinks) {
+        let took = sink.accepted().len() as i64;
+        until(&adapter, &format!("{name}'s status.deliveries"), || async {
+            world.status("ds", name).await.deliveries.is_some_and(|d| {
+                d.delivered == took
+                    && d.dead_lettered == 0
+                    && d.failed == 0
+                    && d.last_delivered_time.is_some()
+            })
+        })
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn each_reason_a_source_is_not_ready_for_is_reported_with_what_to_do() {
+    let world = World::start().await;
+    world
+        .addressable(
+            BROKER,
+            "Broker",
+            "brokers",
+            "ds",
+            "pending",
+            json!({}),
+            json!({"conditions": [{"type": "Ready", "status": "Unknown"}]}),
+        )
+        .await;
+    world
+        .source("ds", "missing", json!({"sink": broker_ref("absent")}))
+        .await;
+    world
+        .source("ds", "unaddressed", json!({"sink": broker_ref("pending")}))
+        .await;
+    world.source("ds", "no-sink", json!({"sink": {}})).await;
+    world
+        .source(
+            "ds",
+            "absolute-beside-ref",
+            json!({"sink": {"ref": {"apiVersion": BROKER, "kind": "Broker", "name": "pending"}, "uri": "http://x.example/"}}),
+        )
+        .await;
+    world
+        .source(
+            "ds",
+            "denied",
+            json!({"sink": {"uri": "http://x.example/"}, "serviceAccountName": "nobody"}),
+        )
+        .await;
+    world
+        .source(
+            "ds",
+            "contradictory",
+            json!({"sink": {"uri": "http://x.example/"}, "namespaces": ["ds"], "namespaceSelector": {}}),
+        )
+        .await;
+    let adapter = Adapter::start(&world, &[]);
+    let not_addressable = "has no address (status.addresses or status.address): wait until it is \
+         Ready, or point spec.sink at an object that has an address (a Broker, a Knative Service, \
+         an EventListener, a v1 Service)";
+    let cases = [
+        (
+            "missing",
+            condition::SINK_PROVIDED,
+            reason::SINK_NOT_FOUND,
+            "spec.sink.ref names Broker ds/absent (eventing.knative.dev/v1), which does not \
+             exist: create it or fix the ref"
+                .to_string(),
+        ),
+        (
+            "unaddressed",
+            condition::SINK_PROVIDED,
+            reason::SINK_NOT_ADDRESSABLE,
+            format!("Broker ds/pending (eventing.knative.dev/v1) {not_addressable}"),
+        ),
+        (
+            "no-sink",
+            condition::SINK_PROVIDED,
+            reason::SINK_INVALID,
+            "spec.sink has neither ref nor uri: set one".to_string(),
+        ),
+        (
+            "absolute-beside-ref",
+            condition::SINK_PROVIDED,
+            reason::SINK_INVALID,
+            "spec.sink.uri \"http://x.example/\" is absolute, but beside spec.sink.ref only a \
+             URI relative to the object's address is allowed: remove the ref or make the URI a \
+             path"
+                .to_string(),
+        ),
+        (
+            "denied",
+            condition::SUFFICIENT_PERMISSIONS,
+            reason::INSUFFICIENT_PERMISSIONS,
+            "service account \"ds/nobody\" (system:serviceaccount:ds:nobody) may not read \
+             imagestreams.image.openshift.io: it lacks get, list, watch in namespace \"ds\"; \
+             grant it get, list and watch on imagestreams (image.openshift.io) there, for \
+             example with a RoleBinding per namespace, or select fewer namespaces"
+                .to_string(),
+        ),
+        (
+            "contradictory",
+            condition::READY,
+            reason::INVALID_SPEC,
+            "spec.namespaces and spec.namespaceSelector are both set: keep one".to_string(),
+        ),
+    ];
+    for (name, ty, why, message) in cases {
+        let status = world.wait_ready(&adapter, "ds", name, "False", why).await;
+        assert_eq!(
+            cond(&status, ty).unwrap(),
+            ("False".into(), why.into(), message.clone()),
+            "{name}: {status:?}"
+        );
+        assert_eq!(
+            cond(&status, condition::READY).unwrap().2,
+            message,
+            "{name}: Ready says why"
+        );
+        let resolved = (name == "denied").then(|| "http://x.example/".to_string());
+        assert_eq!(
+            status.sink_uri, resolved,
+            "{name}: the sink, where it resolved"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_sink_that_moves_gets_the_next_events_at_its_new_address() {
+    let world = World::start().await;
+    let (first, second) = (Sink::start().await, Sink::start().await);
+    world.broker("ds", "default", &first.url).await;
+    world.stream("ds", "nb").await;
+    world.stream("ds", "warm").await;
+    world
+        .source("ds", "team", json!({"sink": broker_ref("default")}))
+        .await;
+    let adapter = Adapter::start(&world, &[]);
+    world
+        .wait_ready(&adapter, "ds", "team", "True", reason::READY)
+        .await;
+    world.prime("ds", &[&first]).await;
+    let n = first.accepted().len();
+    let a = world.change("ds", "nb").await;
+    assert_eq!(
+        changes(&accepted(&adapter, &first, n + 1).await[n..]),
+        [("ds".into(), "nb".into(), a)]
+    );
+
+    // The Broker moves (say, to another broker class): its status says the new address.
+    world.broker("ds", "default", &second.url).await;
+    until(&adapter, "the status follows the moved Broker", || async {
+        world.status("ds", "team").await.sink_uri.as_deref() == Some(second.url.as_str())
+    })
+    .await;
+    let b = world.change("ds", "nb").await;
+    assert_eq!(
+        changes(&accepted(&adapter, &second, 1).await),
+        [("ds".into(), "nb".into(), b)]
+    );
+    quiet(&[&first, &second]).await;
+    assert_eq!(
+        first.accepted().len(),
+        n + 1,
+        "nothing more to the old address"
+    );
+    assert_eq!(second.accepted().len(), 1);
+}
+
+#[tokio::test]
+async fn events_for_a_sink_that_went_away_wait_for_it_and_are_not_dropped() {
+    let world = World::start().await;
+    let (first, later) = (Sink::start().await, Sink::start().await);
+    world.broker("ds", "default", &first.url).await;
+    world.stream("ds", "nb").await;
+    world.stream("ds", "warm").await;
+    world
+        .source("ds", "team", json!({"sink": broker_ref("default")}))
+        .await;
+    let adapter = Adapter::start(&world, &[]);
+    world
+        .wait_ready(&adapter, "ds", "team", "True", reason::READY)
+        .await;
+    world.prime("ds", &[&first]).await;
+    let n = first.accepted().len();
+
+    world.delete_broker("ds", "default").await;
+    world
+        .wait_ready(&adapter, "ds", "team", "False", reason::SINK_NOT_FOUND)
+        .await;
+    let a = world.change("ds", "nb").await;
+    quiet(&[&first, &later]).await;
+    assert_eq!(first.accepted().len(), n, "no sink: nothing sent");
+
+    world.broker("ds", "default", &later.url).await;
+    world
+        .wait_ready(&adapter, "ds", "team", "True", reason::READY)
+        .await;
+    assert_eq!(
+        changes(&accepted(&adapter, &later, 1).await),
+        [("ds".into(), "nb".into(), a)],
+        "the change made while the sink was away arrives once it is back"
+    );
+}

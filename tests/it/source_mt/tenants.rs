@@ -1,0 +1,299 @@
+//! Many tenants in one adapter: a source whose service account may not read one of its
+//! namespaces; two sources on overlapping namespaces, each getting exactly its own changes once;
+//! a source deleted mid-stream (its sink hears nothing more, its checkpoint goes, the others go
+//! on); and the shared watches: one ImageStream watch per namespace of each distinct namespace set.
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+
+use super::harness::{ADAPTER_USER, Adapter, World, accepted, changes, cond, quiet, until};
+use crate::support::sink::Sink;
+use imagegate::source::crd::status::{condition, reason};
+
+#[tokio::test]
+async fn a_source_not_permitted_in_one_namespace_says_where_and_gets_nothing_from_it() {
+    let world = World::start().await;
+    let (team_a, own) = (Sink::start().await, Sink::start().await);
+    // ds/watcher reads ds, and may only get (not list or watch) in ml.
+    world.grant("ds", "watcher", "ml", &["get"]).await;
+    for ns in ["ds", "ml"] {
+        world.stream(ns, "nb").await;
+        world.stream(ns, "warm").await;
+    }
+    world
+        .source(
+            "ds",
+            "team-a",
+            json!({"sink": {"uri": team_a.url}, "namespaceSelector": {"matchLabels": {"team": "a"}}}),
+        )
+        .await;
+    world
+        .source("ds", "own", json!({"sink": {"uri": own.url}}))
+        .await;
+    let adapter = Adapter::start(&world, &[]);
+    let status = world
+        .wait_ready(
+            &adapter,
+            "ds",
+            "team-a",
+            "False",
+            reason::INSUFFICIENT_PERMISSIONS,
+        )
+        .await;
+    assert_eq!(
+        cond(&status, condition::SUFFICIENT_PERMISSIONS).unwrap(),
+        (
+            "False".into(),
+            reason::INSUFFICIENT_PERMISSIONS.into(),
+            "service account \"ds/watcher\" (system:serviceaccount:ds:watcher) may not read \
+             imagestreams.image.openshift.io: it lacks list, watch in namespace \"ml\"; grant it \
+             get, list and watch on imagestreams (image.openshift.io) there, for example with a \
+             RoleBinding per namespace, or select fewer namespaces"
+                .into()
+        )
+    );
+    assert_eq!(
+        cond(&status, condition::SINK_PROVIDED).unwrap().0,
+        "True",
+        "the sink still resolved"
+    );
+    world
+        .wait_ready(&adapter, "ds", "own", "True", reason::READY)
+        .await;
+    // Served where its account may read (ds), never where it may not (ml).
+    world.prime("ds", &[&own, &team_a]).await;
+    let (t0, o0) = (team_a.accepted().len(), own.accepted().len());
+    let d = world.change("ml", "nb").await;
+    let e = world.change("ds", "nb").await;
+    let _ = accepted(&adapter, &team_a, t0 + 1).await;
+    let _ = accepted(&adapter, &own, o0 + 1).await;
+    quiet(&[&team_a, &own]).await;
+    assert_eq!(
+        changes(&team_a.accepted()[t0..]),
+        [("ds".into(), "nb".into(), e.clone())],
+        "the change in ds, and not the one in ml ({d})"
+    );
+    assert!(
+        !changes(&team_a.accepted())
+            .iter()
+            .any(|(ns, _, _)| ns == "ml"),
+        "nothing from ml, ever"
+    );
+    assert_eq!(
+        changes(&own.accepted()[o0..]),
+        [("ds".into(), "nb".into(), e)]
+    );
+}
+
+#[tokio::test]
+async fn two_sources_on_overlapping_namespaces_each_get_exactly_their_changes_once() {
+    let world = World::start().await;
+    let (wide, narrow) = (Sink::start().await, Sink::start().await);
+    world
+        .grant("ds", "watcher", "ml", &["get", "list", "watch"])
+        .await;
+    world
+        .grant("ds", "watcher", "ops", &["get", "list", "watch"])
+        .await;
+    for ns in ["ds", "ml", "ops"] {
+        world.stream(ns, "nb").await;
+        world.stream(ns, "other").await;
+    }
+    world.stream("ml", "warm").await;
+    // wide: ds and ml; narrow: ml and ops, and only ImageStream nb.
+    world
+        .source(
+            "ds",
+            "wide",
+            json!({"sink": {"uri": wide.url}, "namespaces": ["ds", "ml"]}),
+        )
+        .await;
+    world
+        .source(
+            "ds",
+            "narrow",
+            json!({"sink": {"uri": narrow.url}, "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["ml", "ops"]}]}}),
+        )
+        .await;
+    let adapter = Adapter::start(&world, &[]);
+    for name in ["wide", "narrow"] {
+        world
+            .wait_ready(&adapter, "ds", name, "True", reason::READY)
+            .await;
+    }
+    world.prime("ml", &[&wide, &narrow]).await;
+    let (w0, n0) = (wide.accepted().len(), narrow.accepted().len());
+
+    let mut made = Vec::new();
+    for _ in 0..3 {
+        for ns in ["ds", "ml", "ops"] {
+            for is in ["nb", "other"] {
+                made.push((ns.to_string(), is.to_string(), world.change(ns, is).await));
+            }
+        }
+    }
+    let want = |nss: &[&str]| -> BTreeSet<(String, String, String)> {
+        made.iter()
+            .filter(|(ns, _, _)| nss.contains(&ns.as_str()))
+            .cloned()
+            .collect()
+    };
+    let (want_wide, want_narrow) = (want(&["ds", "ml"]), want(&["ml", "ops"]));
+    let _ = accepted(&adapter, &wide, w0 + want_wide.len()).await;
+    let _ = accepted(&adapter, &narrow, n0 + want_narrow.len()).await;
+    quiet(&[&wide, &narrow]).await;
+    for (sink, start, want) in [(&wide, w0, want_wide), (&narrow, n0, want_narrow)] {
+        let got = changes(&sink.accepted()[start..]);
+        let unique: BTreeSet<_> = got.iter().cloned().collect();
+        assert_eq!(
+            unique.len(),
+            got.len(),
+            "{}: a change twice: {got:?}",
+            sink.url
+        );
+        assert_eq!(unique, want, "{}: exactly its own changes", sink.url);
+    }
+}
+
+#[tokio::test]
+async fn a_source_deleted_mid_stream_stops_its_checkpoint_goes_and_the_others_go_on() {
+    let world = World::start().await;
+    let (leaving, staying) = (Sink::start().await, Sink::start().await);
+    world.stream("ds", "nb").await;
+    world.stream("ds", "warm").await;
+    world
+        .source("ds", "leaving", json!({"sink": {"uri": leaving.url}}))
+        .await;
+    world
+        .source("ds", "staying", json!({"sink": {"uri": staying.url}}))
+        .await;
+    let adapter = Adapter::start(&world, &[]);
+    for name in ["leaving", "staying"] {
+        world
+            .wait_ready(&adapter, "ds", name, "True", reason::READY)
+            .await;
+    }
+    world.prime("ds", &[&leaving, &staying]).await;
+    until(&adapter, "the checkpoint of ds/leaving", || async {
+        !world.checkpoints("ds", "leaving").await.is_empty()
+    })
+    .await;
+    for cm in world.checkpoints("ds", "leaving").await {
+        let meta = &cm.metadata;
+        assert!(
+            meta.name
+                .as_deref()
+                .unwrap()
+                .starts_with("leaving-imagegate-checkpoint"),
+            "{meta:?}"
+        );
+        assert_eq!(
+            meta.labels.as_ref().unwrap()["app.kubernetes.io/managed-by"],
+            "imagegate"
+        );
+        let owner = &meta.owner_references.as_ref().unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str()),
+            ("ImageStreamSource", "leaving")
+        );
+    }
+
+    // A stream of changes; the source is deleted in the middle of it.
+    let (l0, s0) = (leaving.accepted().len(), staying.accepted().len());
+    let mut made = Vec::new();
+    for i in 0..10 {
+        if i == 5 {
+            world.delete_source("ds", "leaving").await;
+            until(&adapter, "the checkpoint of ds/leaving deleted", || async {
+                world.checkpoints("ds", "leaving").await.is_empty()
+            })
+            .await;
+        }
+        made.push(world.change("ds", "nb").await);
+    }
+    let _ = accepted(&adapter, &staying, s0 + made.len()).await;
+    quiet(&[&leaving, &staying]).await;
+    let after: Vec<String> = changes(&leaving.accepted()[l0..])
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    assert!(
+        after.iter().all(|d| made[..5].contains(d)),
+        "nothing made after the delete reached the deleted source's sink: {after:?}"
+    );
+    let got: Vec<String> = changes(&staying.accepted()[s0..])
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    assert_eq!(
+        got, made,
+        "the other source got every change once, in order"
+    );
+    assert!(world.checkpoints("ds", "leaving").await.is_empty());
+    assert!(!world.checkpoints("ds", "staying").await.is_empty());
+}
+
+#[tokio::test]
+async fn sources_share_one_imagestream_watch_per_distinct_namespace_set() {
+    let world = World::start().await;
+    world
+        .grant("ds", "watcher", "ml", &["get", "list", "watch"])
+        .await;
+    world.stream("ds", "warm").await;
+    world.stream("ml", "warm").await;
+    let sinks: Vec<Sink> = futures::future::join_all((0..6).map(|_| Sink::start())).await;
+    // Three namespace sets: {ds} three times, {ml} twice (by name and by selector),
+    // {ds, ml} once.
+    let specs = [
+        json!({}),
+        json!({"namespaces": ["ds"]}),
+        json!({"selector": {"matchLabels": {"app": "x"}}}),
+        json!({"namespaces": ["ml"]}),
+        json!({"namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["ml"]}]}}),
+        json!({"namespaces": ["ds", "ml"]}),
+    ];
+    for (i, (mut spec, sink)) in specs.into_iter().zip(&sinks).enumerate() {
+        spec["sink"] = json!({"uri": sink.url});
+        world.source("ds", &format!("s{i}"), spec).await;
+    }
+    let adapter = Adapter::start(&world, &[]);
+    for i in 0..6 {
+        world
+            .wait_ready(&adapter, "ds", &format!("s{i}"), "True", reason::READY)
+            .await;
+    }
+    let unlabelled: Vec<&Sink> = sinks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 2)
+        .map(|(_, s)| s)
+        .collect();
+    world
+        .prime("ds", &[unlabelled[0], unlabelled[1], unlabelled[4]])
+        .await;
+    world
+        .prime("ml", &[unlabelled[2], unlabelled[3], unlabelled[4]])
+        .await;
+
+    let watches: Vec<(String, String)> = world
+        .emu
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| r.user == ADAPTER_USER && r.resource == "imagestreams" && r.verb == "watch")
+        .map(|r| (r.namespace, r.query))
+        .collect();
+    let on = |ns: &str| watches.iter().filter(|(n, _)| n == ns).count();
+    // A namespace set is watched namespace by namespace: {ds} and {ds, ml} each watch ds, {ml}
+    // and {ds, ml} each watch ml. One watch per source would be 7.
+    assert_eq!(
+        (on("ds"), on("ml"), on("")),
+        (2, 2, 0),
+        "one watch per namespace of each distinct namespace set, not one per source: {watches:#?}"
+    );
+    assert!(
+        watches.iter().all(|(_, q)| !q.contains("labelSelector")),
+        "the ImageStream selector is applied per source, not in the shared watch: {watches:#?}"
+    );
+}
