@@ -77,7 +77,9 @@ async fn bench() {
     cluster.kubectl(&["apply", "--server-side", "-k", "config/"]);
     cluster.kubectl(&["create", "namespace", NS]);
     cluster.kubectl_stdin(&["apply", "--server-side", "-f", "-"], ADAPTER_RBAC);
-    cluster.seed(streams_yaml(streams)).await;
+    // One stream more than measured: the bench's probes (is each program delivering?) change
+    // only that one.
+    cluster.seed(streams_yaml(streams + 1)).await;
     eprintln!("control plane up and seeded in {:?}", t_up.elapsed());
 
     let (sink_url, log) = sink::start().await;
@@ -88,19 +90,30 @@ async fn bench() {
         "imagegate-source",
         "source.kubeconfig",
     );
-    let admin = free_port();
+    let admins = [free_port(), free_port()];
     let programs = [
         Program::adapter(&adapter_kc, NS, &sink_url, &logs.join("adapter.log")),
         Program::imagegate(
+            "imagegate-resource",
+            "resource",
             &source_kc,
             NS,
             &sink_url,
-            admin,
-            &logs.join("imagegate-source.log"),
+            admins[0],
+            &logs.join("imagegate-resource.log"),
+        ),
+        Program::imagegate(
+            "imagegate",
+            "imagestreamtag",
+            &source_kc,
+            NS,
+            &sink_url,
+            admins[1],
+            &logs.join("imagegate-imagestreamtag.log"),
         ),
     ];
     let audit_from = cluster.audit_len();
-    let mut b = phases::Bench::new(&cluster, log, programs, streams, admin);
+    let mut b = phases::Bench::new(&cluster, log, programs, streams, admins);
     let start = b.start_all().await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle = b.rss();

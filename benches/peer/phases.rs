@@ -14,37 +14,39 @@ use crate::common::{self, Cluster, digest, rss_kib};
 use crate::programs::Program;
 use crate::sink::{self, Coverage, Log};
 
-/// The two senders, in the order of [`Bench::programs`].
-pub const SENDERS: [&str; 2] = ["adapter", "imagegate"];
+/// The programs measured.
+pub const N: usize = 3;
+/// The senders (each program's `bench` extension), in the order of [`Bench::programs`].
+pub const SENDERS: [&str; N] = ["adapter", "imagegate-resource", "imagegate"];
 
 /// RSS of each program now and its peak so far, KiB.
-pub type Rss = [(u64, u64); 2];
+pub type Rss = [(u64, u64); N];
 
 /// Latency samples of each program, seconds: import call to sink, bench's watch to sink.
 #[derive(Default)]
 pub struct Latency {
-    pub import_to_sink: [Vec<f64>; 2],
-    pub watch_to_sink: [Vec<f64>; 2],
-    pub coverage: [Coverage; 2],
+    pub import_to_sink: [Vec<f64>; N],
+    pub watch_to_sink: [Vec<f64>; N],
+    pub coverage: [Coverage; N],
     pub changes: usize,
 }
 
 /// What each program did across a disruption.
 pub struct Disruption {
     pub changes: usize,
-    pub coverage: [Coverage; 2],
+    pub coverage: [Coverage; N],
     /// From the programs' start (or the watches' return) to each one's first delivery, s.
-    pub back_after: [f64; 2],
-    /// `add` events each sent in the phase.
-    pub adds: [usize; 2],
+    pub back_after: [f64; N],
+    /// `add` (`created`) events each sent in the phase.
+    pub adds: [usize; N],
 }
 
 pub struct Bench<'a> {
     cluster: &'a Cluster,
     log: Log,
-    programs: [Program; 2],
+    programs: [Program; N],
     streams: usize,
-    admin: u16,
+    admins: [u16; 2],
     round: u64,
 }
 
@@ -52,16 +54,16 @@ impl<'a> Bench<'a> {
     pub fn new(
         cluster: &'a Cluster,
         log: Log,
-        programs: [Program; 2],
+        programs: [Program; N],
         streams: usize,
-        admin: u16,
+        admins: [u16; 2],
     ) -> Self {
         Bench {
             cluster,
             log,
             programs,
             streams,
-            admin,
+            admins,
             round: 0,
         }
     }
@@ -82,13 +84,13 @@ impl<'a> Bench<'a> {
         sink::coverage(&log, sender, &[round]).delivered == 1
     }
 
-    /// Probes (imports into `nb-0:t1`, one a second) until both programs deliver one; the
-    /// seconds from `since` until each first did.
-    async fn until_both_deliver(&mut self, since: Instant) -> [f64; 2] {
-        let mut back = [f64::NAN; 2];
+    /// Probes (imports into the probe stream, the last one, one a second) until every program
+    /// delivers one; the seconds from `since` until each first did.
+    async fn until_both_deliver(&mut self, since: Instant) -> [f64; N] {
+        let mut back = [f64::NAN; N];
         let deadline = Instant::now() + Duration::from_secs(120);
         while back.iter().any(|b| b.is_nan()) && Instant::now() < deadline {
-            let (r, _) = self.change(0, 1).await;
+            let (r, _) = self.change(self.streams, 1).await;
             let until = Instant::now() + Duration::from_secs(1);
             while Instant::now() < until {
                 for (k, s) in SENDERS.iter().enumerate() {
@@ -120,19 +122,20 @@ impl<'a> Bench<'a> {
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
 
-    fn coverage(&self, rounds: &[u64]) -> [Coverage; 2] {
+    fn coverage(&self, rounds: &[u64]) -> [Coverage; N] {
         let log = self.log.lock().unwrap();
         SENDERS.map(|s| sink::coverage(&log, s, rounds))
     }
 
     /// Adds each sender sent from log position `from` on.
-    fn adds_since(&self, from: usize) -> [usize; 2] {
+    fn adds_since(&self, from: usize) -> [usize; N] {
         let log = self.log.lock().unwrap();
-        SENDERS.map(|s| sink::count_kind(&log[from.min(log.len())..], s, ".add"))
+        let tail = &log[from.min(log.len())..];
+        SENDERS.map(|s| sink::count_kind(tail, s, ".add") + sink::count_kind(tail, s, ".created"))
     }
 
     /// Adds each sender sent over the whole run.
-    pub fn adds(&self) -> [usize; 2] {
+    pub fn adds(&self) -> [usize; N] {
         self.adds_since(0)
     }
 
@@ -142,17 +145,19 @@ impl<'a> Bench<'a> {
             .map(|p| (rss_kib(p.pid(), "VmRSS:"), rss_kib(p.pid(), "VmHWM:")))
     }
 
-    async fn start_programs(&mut self) -> [f64; 2] {
+    async fn start_programs(&mut self) -> [f64; N] {
         let t = Instant::now();
         for p in &mut self.programs {
             p.start();
         }
-        common::wait_ready(self.admin).await;
+        for a in self.admins {
+            common::wait_ready(a).await;
+        }
         self.until_both_deliver(t).await
     }
 
     /// Starts both; seconds until each delivered its first change.
-    pub async fn start_all(&mut self) -> [f64; 2] {
+    pub async fn start_all(&mut self) -> [f64; N] {
         self.start_programs().await
     }
 
@@ -187,7 +192,7 @@ impl<'a> Bench<'a> {
             for (r, t) in &made {
                 let first = log
                     .iter()
-                    .find(|e| e.sender == *s && e.kind.ends_with(".update") && e.round == *r);
+                    .find(|e| e.sender == *s && sink::is_update(&e.kind) && e.round == *r);
                 if let Some(e) = first {
                     lat.import_to_sink[k].push((e.at - *t).as_secs_f64());
                     if let Some(w) = seen.get(r) {
@@ -220,12 +225,12 @@ impl<'a> Bench<'a> {
         }
     }
 
-    /// A 410: the image API holds the next two ImageStream watches (the programs' resumed ones)
+    /// A 410: the image API holds the next N ImageStream watches (the programs' resumed ones)
     /// for 3 s, ends every watch, one change per stream is made, and it compacts: the resumed
     /// watches, from before the compaction, get `410 Gone` and both programs list again.
     pub async fn gone(&mut self) -> Disruption {
         let from = self.log.lock().unwrap().len();
-        let fault = serde_json::json!({"verb": "watch", "resource": "imagestreams", "count": 2, "delayMs": 3000});
+        let fault = serde_json::json!({"verb": "watch", "resource": "imagestreams", "count": N, "delayMs": 3000});
         let c = self.cluster;
         c.control(reqwest::Method::POST, "faults", Some(fault.to_string()))
             .await;

@@ -3,8 +3,9 @@
 //! environment as the ApiServerSource reconciler configures its pod
 //! (`pkg/reconciler/apiserversource/resources/receive_adapter.go`, `makeEnv`; the names are
 //! `pkg/adapter/v2/config.go`'s and `pkg/adapter/apiserver/adapter_injection.go`'s), and
-//! `imagegate source` (release build) in `--mode resource`, which sends the same event types
-//! with the same data (the ImageStream).
+//! `imagegate source` (release build) twice: in `--mode resource`, which sends the same event
+//! types with the same data (the ImageStream) and, like the adapter, keeps no checkpoint; and in
+//! its default mode (`imagestreamtag`: one event per tag change, checkpointed).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -79,9 +80,12 @@ impl Program {
         }
     }
 
-    /// `imagegate source --mode resource`, watching `namespace` as `kubeconfig`'s identity,
-    /// posting to `sink`, its admin server on `admin`; its log appended to `log`.
+    /// `imagegate source --mode {mode}`, watching `namespace` as `kubeconfig`'s identity,
+    /// posting to `sink`, its events marked `bench: {name}`, its admin server on `admin`; its
+    /// log appended to `log`.
     pub fn imagegate(
+        name: &'static str,
+        mode: &'static str,
         kubeconfig: &Path,
         namespace: &str,
         sink: &str,
@@ -96,9 +100,10 @@ impl Program {
         );
         let command = move || {
             let mut c = Command::new(env!("CARGO_BIN_EXE_imagegate"));
-            c.args(["source", "--mode", "resource", "--sink", &sink])
+            let overrides = format!(r#"{{"extensions":{{"bench":"{name}"}}}}"#);
+            c.args(["source", "--mode", mode, "--sink", &sink])
                 .args(["--namespace", &ns])
-                .args(["--ce-overrides", r#"{"extensions":{"bench":"imagegate"}}"#])
+                .args(["--ce-overrides", &overrides])
                 .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
                 .env("KUBECONFIG", &kubeconfig)
                 .env("RUST_LOG", "warn")
@@ -107,7 +112,7 @@ impl Program {
             c
         };
         Program {
-            name: "imagegate",
+            name,
             command: Box::new(command),
             running: None,
         }

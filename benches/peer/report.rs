@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::common::{ms, percentile};
-use crate::phases::{Disruption, Latency, Rss};
+use crate::phases::{Disruption, Latency, N, Rss};
 
 const ADAPTER_SA: &str = "system:serviceaccount:bench:peer-adapter";
 const SOURCE_SA: &str = "system:serviceaccount:imagegate-system:imagegate-source";
@@ -16,18 +16,15 @@ const SOURCE_SA: &str = "system:serviceaccount:imagegate-system:imagegate-source
 pub struct Watches {
     /// Watch requests by `resource (namespace)`.
     pub by_target: BTreeMap<String, usize>,
-    /// Watch requests answered `410 Gone`.
-    pub gone: usize,
 }
 
-/// Each program's watch requests, from kube-apiserver's audit log.
+/// The watch requests of the adapter's ServiceAccount and of imagegate's (both imagegate
+/// processes), from kube-apiserver's audit log: each watch logs `ResponseStarted` when it opens.
 pub fn watches(audit: &[Value]) -> [Watches; 2] {
     [ADAPTER_SA, SOURCE_SA].map(|user| {
         let mut w = Watches::default();
         for e in audit.iter().filter(|e| {
-            e["user"]["username"] == user
-                && e["verb"] == "watch"
-                && e["stage"] == "ResponseComplete"
+            e["user"]["username"] == user && e["verb"] == "watch" && e["stage"] == "ResponseStarted"
         }) {
             let target = format!(
                 "{} ({})",
@@ -35,9 +32,6 @@ pub fn watches(audit: &[Value]) -> [Watches; 2] {
                 e["objectRef"]["namespace"].as_str().unwrap_or("all")
             );
             *w.by_target.entry(target).or_default() += 1;
-            if e["responseStatus"]["code"] == 410 {
-                w.gone += 1;
-            }
         }
         w
     })
@@ -45,14 +39,14 @@ pub fn watches(audit: &[Value]) -> [Watches; 2] {
 
 pub struct Report {
     pub streams: usize,
-    pub start: [f64; 2],
+    pub start: [f64; N],
     pub idle: Rss,
     pub after_paced: Rss,
     pub latency: Latency,
     pub restart: Disruption,
     pub gone: Disruption,
     pub watches: [Watches; 2],
-    pub adds: [usize; 2],
+    pub adds: [usize; N],
 }
 
 fn mib(kib: u64) -> f64 {
@@ -70,8 +64,8 @@ fn p50_p99(samples: &[f64]) -> String {
     )
 }
 
-fn row(measure: &str, cells: [String; 2]) {
-    println!("| {measure} | {} | {} |", cells[0], cells[1]);
+fn row(measure: &str, cells: [String; N]) {
+    println!("| {measure} | {} |", cells.join(" | "));
 }
 
 fn disruption(name: &str, d: &Disruption) {
@@ -104,8 +98,10 @@ impl Report {
             std::thread::available_parallelism().map_or(0, |n| n.get())
         );
         println!();
-        println!("| measure | ApiServerSource adapter | imagegate source --mode resource |");
-        println!("|---|---|---|");
+        println!(
+            "| measure | ApiServerSource adapter | imagegate source --mode resource | imagegate source (imagestreamtag) |"
+        );
+        println!("|---|---|---|---|");
         row(
             "start to first change delivered",
             self.start.map(|s| format!("{s:.2} s")),
@@ -130,7 +126,7 @@ impl Report {
         );
         row(
             "RSS idle / after paced / peak (first life)",
-            [0, 1].map(|k| {
+            [0, 1, 2].map(|k| {
                 format!(
                     "{:.1} / {:.1} / {:.1} MiB",
                     mib(self.idle[k].0),
@@ -141,19 +137,21 @@ impl Report {
         );
         disruption("restart (SIGTERM, changes while down)", &self.restart);
         disruption("410 (watches end, changes, compaction)", &self.gone);
+        let targets = |w: &Watches| {
+            w.by_target
+                .iter()
+                .map(|(t, n)| format!("{t}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let [a, i] = &self.watches;
         row(
-            "watch requests over the run, by resource (namespace)",
-            self.watches.each_ref().map(|w| {
-                w.by_target
-                    .iter()
-                    .map(|(t, n)| format!("{t}: {n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }),
-        );
-        row(
-            "watch requests answered 410 Gone",
-            self.watches.each_ref().map(|w| w.gone.to_string()),
+            "watch requests opened over the run (audit log; imagegate's two processes share one account)",
+            [
+                targets(a),
+                format!("both: {}", targets(i)),
+                "(with the left)".into(),
+            ],
         );
         row(
             "`add` events over the run",
@@ -165,7 +163,8 @@ impl Report {
     /// 1,000 sources, each one namespace and its own sink.
     fn thousand(&self) {
         let rss = |k: usize| mib(self.after_paced[k].0);
-        let open = |k: usize| self.watches[k].by_target.len();
+        // Each program holds one ImageStream watch per namespace it watches at a time.
+        let open = |_: usize| 1;
         println!();
         println!("### 1,000 sources (one namespace and one sink each)");
         println!();
@@ -178,10 +177,16 @@ impl Report {
             open(0) * 1000
         );
         println!(
-            "| imagegate source, single mode: one process per sink | 1,000 | {:.1} GiB ({:.1} MiB x 1,000) | {} |",
+            "| imagegate source --mode resource, single mode: one process per sink | 1,000 | {:.1} GiB ({:.1} MiB x 1,000) | {} |",
             rss(1) * 1000.0 / 1024.0,
             rss(1),
             open(1) * 1000
+        );
+        println!(
+            "| imagegate source (imagestreamtag), single mode: one process per sink | 1,000 | {:.1} GiB ({:.1} MiB x 1,000) | {} |",
+            rss(2) * 1000.0 / 1024.0,
+            rss(2),
+            open(2) * 1000
         );
         println!(
             "| imagegate source --multi-tenant (issue 15): one process | 1 | (to be measured) | (to be measured) |"

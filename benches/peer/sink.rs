@@ -62,10 +62,15 @@ async fn receive(State(log): State<Log>, headers: HeaderMap, body: Bytes) -> Sta
             .to_string()
     };
     let data: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    // A tag event (imagegate's default mode) names its digest; the other modes send the stream.
+    let round = match data["digest"].as_str() {
+        Some(d) => round_of(d),
+        None => newest_round(&data),
+    };
     log.lock().unwrap().push(Received {
         sender: header("ce-bench"),
         kind: header("ce-type"),
-        round: newest_round(&data),
+        round,
         at,
     });
     StatusCode::ACCEPTED
@@ -96,13 +101,14 @@ pub struct Coverage {
     pub duplicated: usize,
 }
 
-/// Counts `sender`'s `update` events for each of `rounds`.
+/// Counts `sender`'s update events (`...resource.update`, `...imagestreamtag.updated`) for each
+/// of `rounds`.
 pub fn coverage(log: &[Received], sender: &str, rounds: &[u64]) -> Coverage {
     let mut c = Coverage::default();
     for r in rounds {
         let n = log
             .iter()
-            .filter(|e| e.sender == sender && e.kind.ends_with(".update") && e.round == *r)
+            .filter(|e| e.sender == sender && is_update(&e.kind) && e.round == *r)
             .count();
         match n {
             0 => c.lost += 1,
@@ -113,6 +119,11 @@ pub fn coverage(log: &[Received], sender: &str, rounds: &[u64]) -> Coverage {
         }
     }
     c
+}
+
+/// An update event of any of the modes.
+pub fn is_update(kind: &str) -> bool {
+    kind.ends_with(".update") || kind.ends_with(".updated")
 }
 
 /// `sender`'s events of a kind ending in `suffix` (`.add`, `.update`, `.delete`).
