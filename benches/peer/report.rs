@@ -93,7 +93,7 @@ impl Report {
         println!("## ApiServerSource's receive adapter against imagegate source, real API server");
         println!();
         println!(
-            "{} ImageStreams x 3 tags in one namespace; both programs at once, the same sink; {} cores",
+            "{} ImageStreams x 3 tags in one namespace; the programs at once, one sink; {} cores",
             self.streams,
             std::thread::available_parallelism().map_or(0, |n| n.get())
         );
