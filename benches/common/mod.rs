@@ -1,10 +1,14 @@
 //! What the product's benchmarks share: the measures and fixtures of every benchmark
-//! ([`shared`]), a program's readiness, and a program killed when dropped.
+//! ([`shared`]), the real control plane of the real-tier benchmarks ([`cluster`]), a
+//! program's readiness, and a program killed when dropped.
 
 #![allow(dead_code)]
 
+mod cluster;
 mod shared;
 
+#[allow(unused_imports)]
+pub use cluster::Cluster;
 pub use shared::*;
 
 /// Waits until `GET 127.0.0.1:{admin}/readyz` answers 200 (a program's first list is done).

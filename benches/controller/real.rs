@@ -8,134 +8,13 @@
 //! each of its requests; and the share of the time each process spent is their CPU time over the
 //! runs (`/proc/<pid>/stat`).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use serde_json::Value;
 
-use super::{Controller, common};
+use super::Controller;
+use super::common::{self, Cluster};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const SA: &str = "system:serviceaccount:imagegate-system:imagegate-controller";
-
-/// A control plane from `scripts/realcluster up`, stopped (`down`) on drop.
-struct Cluster {
-    kubeconfig: PathBuf,
-}
-
-impl Cluster {
-    fn up() -> Cluster {
-        let mut cmd = Command::new(Path::new(ROOT).join("scripts/realcluster"));
-        cmd.arg("up");
-        let release = Path::new(ROOT).join("target/release/imagegate-emulator");
-        if std::env::var_os("IMAGEGATE_EMULATOR").is_none() && release.exists() {
-            cmd.env("IMAGEGATE_EMULATOR", &release);
-        }
-        let out = cmd.output().expect("scripts/realcluster runs");
-        assert!(
-            out.status.success(),
-            "scripts/realcluster up failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let kubeconfig = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        Cluster { kubeconfig }
-    }
-
-    fn dir(&self) -> &Path {
-        self.kubeconfig.parent().unwrap()
-    }
-
-    fn env(&self, key: &str) -> String {
-        let text = std::fs::read_to_string(self.dir().join("env")).unwrap();
-        text.lines()
-            .rev()
-            .find_map(|l| l.strip_prefix(&format!("{key}=")))
-            .unwrap_or_else(|| panic!("{key} is not in the control plane's env"))
-            .to_string()
-    }
-
-    /// kubectl as admin; its stdout. Panics with its output when it fails.
-    fn kubectl(&self, args: &[&str]) -> String {
-        let out = Command::new("kubectl")
-            .env("KUBECONFIG", &self.kubeconfig)
-            .current_dir(ROOT)
-            .args(args)
-            .output()
-            .expect("kubectl is on PATH (scripts/realcluster bin kubectl)");
-        assert!(
-            out.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Stores ImageStreams (YAML) in the image API through its control API.
-    async fn seed(&self, yaml: String) {
-        let ca = std::fs::read(self.dir().join("pki/ca.crt")).unwrap();
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
-            .build()
-            .unwrap();
-        let url = format!(
-            "https://127.0.0.1:{}/_emulator/v1/seed",
-            self.env("IMAGE_API_PORT")
-        );
-        let resp = http.post(url).body(yaml).send().await.unwrap();
-        assert!(resp.status().is_success(), "seed: {}", resp.status());
-    }
-
-    /// A kubeconfig for the controller's ServiceAccount, with a TokenRequest token.
-    fn controller_kubeconfig(&self) -> PathBuf {
-        let token = self.kubectl(&[
-            "create",
-            "token",
-            "imagegate-controller",
-            "-n",
-            "imagegate-system",
-            "--duration=2h",
-        ]);
-        let mut config: Value = serde_json::from_str(
-            &self.kubectl(&["config", "view", "--raw", "--minify", "-o", "json"]),
-        )
-        .unwrap();
-        config["users"][0]["user"] = serde_json::json!({"token": token.trim()});
-        let path = self.dir().join("controller.kubeconfig");
-        std::fs::write(&path, config.to_string()).unwrap();
-        path
-    }
-
-    async fn client(&self) -> kube::Client {
-        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
-    }
-
-    /// The audit log's events from byte `from` on.
-    fn audit_since(&self, from: u64) -> Vec<Value> {
-        let text = std::fs::read(self.dir().join("logs/audit.log")).unwrap_or_default();
-        let tail = text.get(from as usize..).unwrap_or_default();
-        String::from_utf8_lossy(tail)
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
-    fn audit_len(&self) -> u64 {
-        std::fs::metadata(self.dir().join("logs/audit.log")).map_or(0, |m| m.len())
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = Command::new(Path::new(ROOT).join("scripts/realcluster"))
-            .arg("down")
-            .arg(&self.kubeconfig)
-            .output();
-    }
-}
 
 /// CPU time of a process so far (user + system), in seconds.
 fn cpu_seconds(pid: u32) -> f64 {
@@ -253,7 +132,12 @@ pub async fn run(runs_n: usize, paced_n: usize) {
     let client = cluster.client().await;
     let floor = super::floor(&client, 200).await;
 
-    let controller = Controller::start(&cluster.controller_kubeconfig()).await;
+    let controller = Controller::start(&cluster.service_account_kubeconfig(
+        "imagegate-system",
+        "imagegate-controller",
+        "controller.kubeconfig",
+    ))
+    .await;
     let pids = [
         ("imagegate controller", controller.pid()),
         (
