@@ -25,6 +25,8 @@ mod pipeline;
 pub mod real;
 mod request;
 mod scenarios;
+mod schedule;
+pub mod standin;
 mod table;
 mod tekton;
 mod timeline;
