@@ -2,9 +2,9 @@
 //! `imagegate source` delivers to. For each request it does what the committed EventListener
 //! (`tekton/430-eventlistener.yaml`) says: the CEL filter, the TriggerBinding, the
 //! TriggerTemplate, and the PipelineRun the template renders, named after the event id, so a
-//! redelivered event finds the name taken. It answers like the Triggers sink (v0.37.0): 202 for
-//! every request it reads, whatever its triggers then do (a body that is not a JSON object too:
-//! the `cel` interceptor drops it).
+//! redelivered event finds the name taken. It answers like the Triggers sink (v0.37.0): 400 for a
+//! body that is not a JSON object (its payload validation reads the body into a map), else 202,
+//! whatever its triggers then do.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -91,9 +91,9 @@ impl Listener {
 
     /// Runs the triggers over one request and starts what they rendered; what happened, for the
     /// timeline.
-    fn handle(&self, request: &Request, body_is_object: bool) -> anyhow::Result<Vec<String>> {
+    fn handle(&self, request: &Request) -> anyhow::Result<Vec<String>> {
         let mut lines = Vec::new();
-        for triggered in triggers(&self.files, &self.cel, request, body_is_object)? {
+        for triggered in triggers(&self.files, &self.cel, request)? {
             let (params, resources) = match triggered {
                 Triggered::Dropped { why, .. } => {
                     lines.push(why);
@@ -138,21 +138,19 @@ pub enum Triggered {
 }
 
 /// Runs the EventListener of `files` over one request, as the Triggers sink does: each trigger's
-/// interceptors (the `cel` one parses the body as a JSON object and drops the request when it
-/// cannot), then its bindings (a path that resolves to nothing takes the template's default)
+/// interceptors, then its bindings (a path that resolves to nothing takes the template's default)
 /// and its template. An error is a trigger that cannot run (the sink logs it; the request was
 /// answered 202 already).
 pub fn triggers(
     files: &TektonFiles,
     cel: &Interceptor,
     request: &Request,
-    body_is_object: bool,
 ) -> anyhow::Result<Vec<Triggered>> {
     let el = files.single("EventListener")?;
     let mut out = Vec::new();
     for trigger in list_at(el, "/spec/triggers") {
         let tname = trigger.get("name").and_then(Value::as_str).unwrap_or("");
-        if let Some(why) = dropped_by(cel, trigger, request, body_is_object)? {
+        if let Some(why) = dropped_by(cel, trigger, request)? {
             out.push(Triggered::Dropped { why });
             continue;
         }
@@ -205,18 +203,11 @@ fn dropped_by(
     cel: &Interceptor,
     trigger: &Value,
     request: &Request,
-    body_is_object: bool,
 ) -> anyhow::Result<Option<String>> {
     for i in list_at(trigger, "/interceptors") {
         let kind = i.pointer("/ref/name").and_then(Value::as_str);
         if kind != Some("cel") {
             bail!("the demo runs the cel interceptor only, not {kind:?}");
-        }
-        // Triggers' cel interceptor reads the body into a map first (makeEvalContext).
-        if !body_is_object {
-            return Ok(Some(
-                "dropped: the cel interceptor cannot read the body as a JSON object".into(),
-            ));
         }
         for p in list_at(i, "/params") {
             match p.get("name").and_then(Value::as_str) {
@@ -236,11 +227,12 @@ fn dropped_by(
     Ok(None)
 }
 
-/// The body as the request carries it: a JSON object, or (anything else) null.
-pub fn body_of(body: &[u8]) -> (Value, bool) {
+/// The body, if it is a JSON object: the Triggers sink's payload validation
+/// (`pkg/sink/validate_payload.go`) answers 400 to anything else before any trigger runs.
+pub fn body_of(body: &[u8]) -> Option<Value> {
     match serde_json::from_slice(body) {
-        Ok(v @ Value::Object(_)) => (v, true),
-        _ => (Value::Null, false),
+        Ok(v @ Value::Object(_)) => Some(v),
+        _ => None,
     }
 }
 
@@ -279,10 +271,20 @@ async fn receive(
             "EventListener Timeout!\n".into(),
         );
     }
-    let (body_json, body_is_object) = body_of(&body);
+    let Some(body_json) = body_of(&body) else {
+        listener.timeline.line(
+            "listener",
+            format!("400: the body is not a JSON object ({what})"),
+        );
+        return (
+            StatusCode::BAD_REQUEST,
+            json!({"eventListener": "imagegate", "errorMessage": "Invalid event body format"})
+                .to_string(),
+        );
+    };
     let request = Request::from_http(uri.to_string(), &headers, body_json);
     listener.timeline.line("event", &what);
-    match listener.handle(&request, body_is_object) {
+    match listener.handle(&request) {
         Ok(lines) => {
             for l in lines {
                 listener.timeline.line("listener", l);
