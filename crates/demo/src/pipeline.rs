@@ -440,6 +440,7 @@ pub fn prepare(files: &TektonFiles, mut pipeline_run: Value) -> anyhow::Result<P
     };
     check_name(&name)?;
     pipeline_run["metadata"]["name"] = Value::String(name.clone());
+    as_tekton_stores(&mut pipeline_run);
     let spec = match pipeline_run.pointer("/spec/pipelineSpec") {
         Some(spec) => spec.clone(),
         None => {
@@ -467,6 +468,51 @@ pub fn prepare(files: &TektonFiles, mut pipeline_run: Value) -> anyhow::Result<P
     })
 }
 
+/// The PipelineRun as it reads once Tekton's controller has written it back (it updates the
+/// object typed, to set its labels): `spec.timeouts` as Go prints a duration (`1h` -> `1h0m0s`).
+pub fn as_tekton_stores(pipeline_run: &mut Value) {
+    if let Some(timeouts) = pipeline_run
+        .pointer_mut("/spec/timeouts")
+        .and_then(Value::as_object_mut)
+    {
+        for v in timeouts.values_mut() {
+            if let Some(go) = v.as_str().and_then(go_duration) {
+                *v = Value::String(go);
+            }
+        }
+    }
+}
+
+/// A duration of whole seconds in `h`, `m` and `s` as Go's `time.Duration.String` prints it;
+/// None for anything else (left as written).
+fn go_duration(text: &str) -> Option<String> {
+    let mut total: u64 = 0;
+    let mut number = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => return None,
+        };
+        total += number.parse::<u64>().ok()? * unit;
+        number.clear();
+    }
+    if !number.is_empty() || text.is_empty() {
+        return None;
+    }
+    let (h, m, s) = (total / 3600, total % 3600 / 60, total % 60);
+    Some(match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, _) => format!("{m}m{s}s"),
+        _ => format!("{h}h{m}m{s}s"),
+    })
+}
+
 /// A PipelineRun's name as the API server (a DNS-1123 subdomain: lowercase letters, digits, `-`
 /// and `.`, starting and ending with a letter or digit) and Tekton's webhook (at most 63
 /// characters, as it becomes a label value) accept it.
@@ -490,6 +536,22 @@ pub fn check_name(name: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_as_go_prints_them() {
+        for (written, go) in [
+            ("1h", "1h0m0s"),
+            ("90m", "1h30m0s"),
+            ("2m", "2m0s"),
+            ("30s", "30s"),
+            ("0s", "0s"),
+        ] {
+            assert_eq!(go_duration(written).as_deref(), Some(go), "{written}");
+        }
+        for other in ["1.5h", "10ms", "", "h", "5"] {
+            assert_eq!(go_duration(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn a_pipelinerun_name_must_be_one_the_api_server_takes() {

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::interceptor::Interceptor;
 use super::listener::{Triggered, body_of, triggers};
-use super::pipeline::{Prepared, check_name, prepare};
+use super::pipeline::{Prepared, as_tekton_stores, check_name, prepare};
 use super::request::Request;
 use super::schedule::{self, RunContext};
 use super::tekton::{TektonFiles, str_at};
@@ -28,7 +28,7 @@ pub struct ListenerAnswer {
     /// The HTTP status it answers (as the Triggers sink: 400 for a body that is not a JSON
     /// object, else 202).
     pub status: u16,
-    /// The PipelineRuns it creates, as rendered.
+    /// The PipelineRuns it creates, as rendered and as Tekton then stores them.
     pub created: Vec<Value>,
     /// Why a trigger created nothing: dropped by an interceptor, failed, or a rendered
     /// PipelineRun the API server would refuse.
@@ -58,7 +58,8 @@ pub fn eventlistener(headers: &HeaderMap, body: &[u8]) -> anyhow::Result<Listene
                 match triggered {
                     Triggered::Dropped { why } => answer.not_created.push(why),
                     Triggered::Rendered { resources, .. } => {
-                        for r in resources {
+                        for mut r in resources {
+                            as_tekton_stores(&mut r);
                             match check_name(str_at(&r, "/metadata/name").unwrap_or("")) {
                                 Ok(()) => answer.created.push(r),
                                 Err(e) => answer.not_created.push(format!("{e:#}")),
