@@ -25,6 +25,8 @@ mod pipeline;
 pub mod real;
 mod request;
 mod scenarios;
+mod schedule;
+pub mod standin;
 mod table;
 mod tekton;
 mod timeline;
@@ -710,7 +712,12 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
 
 /// The timeline line of a finished PipelineRun: its verdict and results.
 fn outcome_line(w: &World, run: &RunRecord) {
-    let verdict = if run.succeeded { "Succeeded" } else { "Failed" };
+    // As the real demo prints it (`real::observe::outcome_line`).
+    let verdict = if run.succeeded {
+        "Succeeded".to_string()
+    } else {
+        format!("Failed ({})", run.reason)
+    };
     let mut text = format!("{} {verdict}", short_name(&run.name));
     for (k, v) in &run.results {
         if !v.is_empty() {

@@ -2,8 +2,9 @@
 //! `imagegate source` delivers to. For each request it does what the committed EventListener
 //! (`tekton/430-eventlistener.yaml`) says: the CEL filter, the TriggerBinding, the
 //! TriggerTemplate, and the PipelineRun the template renders, named after the event id, so a
-//! redelivered event finds the name taken. It answers like the EventListener: 202 once the
-//! request is accepted, 400 for a body that is not a JSON object.
+//! redelivered event finds the name taken. It answers like the Triggers sink (v0.37.0): 400 for a
+//! body that is not a JSON object (its payload validation reads the body into a map), else 202,
+//! whatever its triggers then do.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -88,90 +89,150 @@ impl Listener {
             .await
     }
 
-    /// Runs the triggers over one request; what a trigger created, for the timeline.
+    /// Runs the triggers over one request and starts what they rendered; what happened, for the
+    /// timeline.
     fn handle(&self, request: &Request) -> anyhow::Result<Vec<String>> {
-        let el = self.files.single("EventListener")?;
-        let mut created = Vec::new();
-        for trigger in list_at(el, "/spec/triggers") {
-            let tname = trigger.get("name").and_then(Value::as_str).unwrap_or("");
-            if !self.passes(trigger, request)? {
-                continue;
-            }
-            let mut tt_params = BTreeMap::new();
-            for b in list_at(trigger, "/bindings") {
-                let binding = self.files.get("TriggerBinding", str_at(b, "/ref")?)?;
-                for p in list_at(binding, "/spec/params") {
-                    let pname = str_at(p, "/name")?;
-                    // A path that resolves to nothing falls back to the template's default.
-                    if let Ok(v) = substitute(str_at(p, "/value")?, &|e| request.binding(e)) {
-                        tt_params.insert(pname.to_string(), v);
-                    }
+        let mut lines = Vec::new();
+        for triggered in triggers(&self.files, &self.cel, request)? {
+            let (params, resources) = match triggered {
+                Triggered::Dropped { why, .. } => {
+                    lines.push(why);
+                    continue;
                 }
-            }
-            let template = self
-                .files
-                .get("TriggerTemplate", str_at(trigger, "/template/ref")?)?;
-            for (k, v) in defaults_of(list_at(template, "/spec/params")) {
-                tt_params.entry(k).or_insert(v);
-            }
-            for p in list_at(template, "/spec/params") {
-                let pname = str_at(p, "/name")?;
-                if !tt_params.contains_key(pname) {
-                    bail!("trigger {tname}: TriggerTemplate param {pname:?} has no value");
-                }
-            }
-            let lookup = |e: &str| {
-                e.strip_prefix("tt.params.")
-                    .and_then(|p| tt_params.get(p).cloned())
+                Triggered::Rendered { params, resources } => (params, resources),
             };
-            for resource in list_at(template, "/spec/resourcetemplates") {
-                let rendered = substitute_value(resource, &lookup)?;
-                if rendered.get("kind").and_then(Value::as_str) != Some("PipelineRun") {
-                    bail!(
-                        "the demo creates PipelineRuns only, not {:?}",
-                        rendered.get("kind")
-                    );
-                }
-                match self.runner.start(rendered)? {
-                    Created::Started(name) => created.push(format!(
+            for resource in resources {
+                match self.runner.start(resource)? {
+                    Created::Started(name) => lines.push(format!(
                         "PipelineRun {} started for {}@{}",
                         short_name(&name),
-                        tt_params.get("imagestream").map_or("?", String::as_str),
-                        short_digest(tt_params.get("digest").map_or("", String::as_str)),
+                        params.get("imagestream").map_or("?", String::as_str),
+                        short_digest(params.get("digest").map_or("", String::as_str)),
                     )),
-                    Created::AlreadyExists(name) => created.push(format!(
+                    Created::AlreadyExists(name) => lines.push(format!(
                         "PipelineRun {} already exists: a redelivery, no second run",
                         short_name(&name)
                     )),
                 }
             }
         }
-        Ok(created)
+        Ok(lines)
     }
+}
 
-    /// The trigger's interceptors: every CEL filter must hold.
-    fn passes(&self, trigger: &Value, request: &Request) -> anyhow::Result<bool> {
-        for i in list_at(trigger, "/interceptors") {
-            let kind = i.pointer("/ref/name").and_then(Value::as_str);
-            if kind != Some("cel") {
-                bail!("the demo runs the cel interceptor only, not {kind:?}");
-            }
-            for p in list_at(i, "/params") {
-                match p.get("name").and_then(Value::as_str) {
-                    Some("filter") => {
-                        let filter = p
-                            .get("value")
-                            .and_then(Value::as_str)
-                            .ok_or_else(|| anyhow!("the cel filter is not a string"))?;
-                        if !self.cel.filter(filter, request)? {
-                            return Ok(false);
-                        }
-                    }
-                    other => bail!("the demo does not run cel param {other:?}"),
+/// What one trigger of the EventListener did with a request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Triggered {
+    /// An interceptor stopped it: its filter did not pass, or it could not read the request.
+    Dropped {
+        /// Why, for the timeline.
+        why: String,
+    },
+    /// Its binding and template rendered these resources (PipelineRuns).
+    Rendered {
+        /// The TriggerTemplate's params.
+        params: BTreeMap<String, String>,
+        /// The resources, rendered.
+        resources: Vec<Value>,
+    },
+}
+
+/// Runs the EventListener of `files` over one request, as the Triggers sink does: each trigger's
+/// interceptors, then its bindings (a path that resolves to nothing takes the template's default)
+/// and its template. An error is a trigger that cannot run (the sink logs it; the request was
+/// answered 202 already).
+pub fn triggers(
+    files: &TektonFiles,
+    cel: &Interceptor,
+    request: &Request,
+) -> anyhow::Result<Vec<Triggered>> {
+    let el = files.single("EventListener")?;
+    let mut out = Vec::new();
+    for trigger in list_at(el, "/spec/triggers") {
+        let tname = trigger.get("name").and_then(Value::as_str).unwrap_or("");
+        if let Some(why) = dropped_by(cel, trigger, request)? {
+            out.push(Triggered::Dropped { why });
+            continue;
+        }
+        let mut tt_params = BTreeMap::new();
+        for b in list_at(trigger, "/bindings") {
+            let binding = files.get("TriggerBinding", str_at(b, "/ref")?)?;
+            for p in list_at(binding, "/spec/params") {
+                let pname = str_at(p, "/name")?;
+                // A path that resolves to nothing falls back to the template's default.
+                if let Ok(v) = substitute(str_at(p, "/value")?, &|e| request.binding(e)) {
+                    tt_params.insert(pname.to_string(), v);
                 }
             }
         }
-        Ok(true)
+        let template = files.get("TriggerTemplate", str_at(trigger, "/template/ref")?)?;
+        for (k, v) in defaults_of(list_at(template, "/spec/params")) {
+            tt_params.entry(k).or_insert(v);
+        }
+        for p in list_at(template, "/spec/params") {
+            let pname = str_at(p, "/name")?;
+            if !tt_params.contains_key(pname) {
+                bail!("trigger {tname}: TriggerTemplate param {pname:?} has no value");
+            }
+        }
+        let lookup = |e: &str| {
+            e.strip_prefix("tt.params.")
+                .and_then(|p| tt_params.get(p).cloned())
+        };
+        let mut resources = Vec::new();
+        for resource in list_at(template, "/spec/resourcetemplates") {
+            let rendered = substitute_value(resource, &lookup)?;
+            if rendered.get("kind").and_then(Value::as_str) != Some("PipelineRun") {
+                bail!(
+                    "the demo creates PipelineRuns only, not {:?}",
+                    rendered.get("kind")
+                );
+            }
+            resources.push(rendered);
+        }
+        out.push(Triggered::Rendered {
+            params: tt_params,
+            resources,
+        });
+    }
+    Ok(out)
+}
+
+/// The trigger's interceptors: why one of them stops the request, if one does.
+fn dropped_by(
+    cel: &Interceptor,
+    trigger: &Value,
+    request: &Request,
+) -> anyhow::Result<Option<String>> {
+    for i in list_at(trigger, "/interceptors") {
+        let kind = i.pointer("/ref/name").and_then(Value::as_str);
+        if kind != Some("cel") {
+            bail!("the demo runs the cel interceptor only, not {kind:?}");
+        }
+        for p in list_at(i, "/params") {
+            match p.get("name").and_then(Value::as_str) {
+                Some("filter") => {
+                    let filter = p
+                        .get("value")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| anyhow!("the cel filter is not a string"))?;
+                    if !cel.filter(filter, request)? {
+                        return Ok(Some("dropped by the trigger's CEL filter".into()));
+                    }
+                }
+                other => bail!("the demo does not run cel param {other:?}"),
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The body, if it is a JSON object: the Triggers sink's payload validation
+/// (`pkg/sink/validate_payload.go`) answers 400 to anything else before any trigger runs.
+pub fn body_of(body: &[u8]) -> Option<Value> {
+    match serde_json::from_slice(body) {
+        Ok(v @ Value::Object(_)) => Some(v),
+        _ => None,
     }
 }
 
@@ -210,29 +271,23 @@ async fn receive(
             "EventListener Timeout!\n".into(),
         );
     }
-    let body_json: Value = match serde_json::from_slice(&body) {
-        Ok(v @ Value::Object(_)) => v,
-        _ => {
-            listener.timeline.line(
-                "listener",
-                format!("400: the body is not a JSON object ({what})"),
-            );
-            return (
-                StatusCode::BAD_REQUEST,
-                json!({"eventListener": "imagegate", "errorMessage": "Invalid event body format"})
-                    .to_string(),
-            );
-        }
+    let Some(body_json) = body_of(&body) else {
+        listener.timeline.line(
+            "listener",
+            format!("400: the body is not a JSON object ({what})"),
+        );
+        return (
+            StatusCode::BAD_REQUEST,
+            json!({"eventListener": "imagegate", "errorMessage": "Invalid event body format"})
+                .to_string(),
+        );
     };
     let request = Request::from_http(uri.to_string(), &headers, body_json);
     listener.timeline.line("event", &what);
     match listener.handle(&request) {
-        Ok(created) if created.is_empty() => listener
-            .timeline
-            .line("listener", "dropped by the trigger's CEL filter"),
-        Ok(created) => {
-            for c in created {
-                listener.timeline.line("listener", c);
+        Ok(lines) => {
+            for l in lines {
+                listener.timeline.line("listener", l);
             }
         }
         // The real EventListener has already answered 202 when a trigger fails; it only logs.

@@ -13,6 +13,7 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams}
 use serde_json::{Value, json};
 
 use super::pipeline::{TaskOutcome, TaskStatus};
+use super::schedule::RunCondition;
 
 fn resource(kind: &str, plural: &str) -> ApiResource {
     ApiResource {
@@ -146,15 +147,11 @@ impl RunObjects {
     }
 
     /// The final condition of the PipelineRun.
-    pub async fn finish(&self, succeeded: bool) -> anyhow::Result<()> {
-        let (status, reason) = if succeeded {
-            ("True", "Succeeded")
-        } else {
-            ("False", "Failed")
-        };
-        self.status(
-            json!({"conditions": [{"type": "Succeeded", "status": status, "reason": reason}]}),
-        )
+    pub async fn finish(&self, condition: &RunCondition) -> anyhow::Result<()> {
+        let status = if condition.succeeded { "True" } else { "False" };
+        self.status(json!({"conditions": [{
+            "type": "Succeeded", "status": status, "reason": condition.reason, "message": condition.message,
+        }]}))
         .await
     }
 

@@ -25,7 +25,8 @@ use serde_json::{Value, json};
 use imagegate::api::CustomRun;
 
 use super::objects::RunObjects;
-use super::tekton::{TektonFiles, defaults_of, list_at, params_of, str_at, substitute};
+use super::schedule::{self, Ended, RunContext};
+use super::tekton::{TektonFiles, defaults_of, list_at, params_of, str_at};
 use super::timeline::{Timeline, short_name};
 
 /// How a pipeline task ended, as `$(tasks.<name>.status)` reads it.
@@ -40,7 +41,8 @@ pub enum TaskStatus {
 }
 
 impl TaskStatus {
-    fn as_str(self) -> &'static str {
+    /// As `$(tasks.<name>.status)` reads it.
+    pub fn as_str(self) -> &'static str {
         match self {
             TaskStatus::Succeeded => "Succeeded",
             TaskStatus::Failed => "Failed",
@@ -63,11 +65,12 @@ pub struct TaskOutcome {
 }
 
 impl TaskOutcome {
-    fn skipped(why: &str) -> TaskOutcome {
+    /// A task Tekton skipped, with the reason its `skippedTasks` gives.
+    pub fn skipped(reason: &str) -> TaskOutcome {
         TaskOutcome {
             status: TaskStatus::None,
-            reason: "Skipped".into(),
-            message: why.into(),
+            reason: reason.into(),
+            message: String::new(),
             results: BTreeMap::new(),
         }
     }
@@ -101,6 +104,8 @@ pub struct RunRecord {
     pub done: bool,
     /// Whether it succeeded (when done).
     pub succeeded: bool,
+    /// The reason of its final condition (`Succeeded`, `Completed`, `Failed`), when done.
+    pub reason: String,
     /// Each task that ran or was skipped, in order.
     pub tasks: Vec<(String, TaskOutcome)>,
     /// The pipeline results that resolved.
@@ -188,32 +193,13 @@ impl Runner {
     }
 
     /// Starts a PipelineRun (the object the TriggerTemplate rendered, or the rollback example).
-    pub fn start(&self, mut pipeline_run: Value) -> anyhow::Result<Created> {
-        let name = match pipeline_run
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-        {
-            Some(n) => n.to_string(),
-            None => {
-                let prefix = str_at(&pipeline_run, "/metadata/generateName")
-                    .context("a PipelineRun needs a name or a generateName")?;
-                let suffix = uuid::Uuid::new_v4().simple().to_string();
-                format!("{prefix}{}", &suffix[..5])
-            }
-        };
-        if name.len() > 63 {
-            bail!("PipelineRun name {name:?} is longer than 63 characters");
-        }
-        pipeline_run["metadata"]["name"] = Value::String(name.clone());
-        let spec = self.pipeline_spec(&pipeline_run)?;
-        let mut params = defaults_of(list_at(&spec, "/params"));
-        params.extend(params_of(list_at(&pipeline_run, "/spec/params"))?);
-        for p in list_at(&spec, "/params") {
-            let pname = str_at(p, "/name")?;
-            if !params.contains_key(pname) {
-                bail!("PipelineRun {name}: param {pname:?} has no value and no default");
-            }
-        }
+    pub fn start(&self, pipeline_run: Value) -> anyhow::Result<Created> {
+        let Prepared {
+            name,
+            pipeline_run,
+            spec,
+            params,
+        } = prepare(&self.0.files, pipeline_run)?;
         {
             let mut runs = self.lock();
             if runs.contains_key(&name) {
@@ -241,12 +227,14 @@ impl Runner {
             if let Some(r) = runs.get_mut(&run_name) {
                 r.done = true;
                 match outcome {
-                    Ok(results) => {
-                        r.succeeded = r.tasks.iter().all(|(_, t)| t.status != TaskStatus::Failed);
-                        r.results = results;
+                    Ok(ended) => {
+                        r.succeeded = ended.condition.succeeded;
+                        r.reason = ended.condition.reason.to_string();
+                        r.results = ended.results;
                     }
                     Err(e) => {
                         r.succeeded = false;
+                        r.reason = "Failed".to_string();
                         runner.0.timeline.line(
                             "pipeline",
                             format!("{}: failed: {e:#}", short_name(&run_name)),
@@ -260,30 +248,11 @@ impl Runner {
         Ok(Created::Started(name))
     }
 
-    fn pipeline_spec(&self, pipeline_run: &Value) -> anyhow::Result<Value> {
-        if let Some(spec) = pipeline_run.pointer("/spec/pipelineSpec") {
-            return Ok(spec.clone());
-        }
-        let name = str_at(pipeline_run, "/spec/pipelineRef/name")?;
-        let pipeline = self.0.files.get("Pipeline", name)?;
-        pipeline
-            .get("spec")
-            .cloned()
-            .ok_or_else(|| anyhow!("Pipeline {name} has no spec"))
-    }
-
     fn record(&self, run: &str, task: &str, outcome: &TaskOutcome) {
         if let Some(r) = self.lock().get_mut(run) {
             r.tasks.push((task.to_string(), outcome.clone()));
         }
         self.bump();
-    }
-
-    fn status_of(&self, run: &str) -> BTreeMap<String, TaskOutcome> {
-        self.lock()
-            .get(run)
-            .map(|r| r.tasks.iter().cloned().collect())
-            .unwrap_or_default()
     }
 
     /// Creates the PipelineRun in the API server, runs it, and records how it ended.
@@ -293,70 +262,26 @@ impl Runner {
         pipeline_run: &Value,
         spec: &Value,
         params: &BTreeMap<String, String>,
-    ) -> anyhow::Result<BTreeMap<String, String>> {
+    ) -> anyhow::Result<Ended> {
         let objects =
             RunObjects::create(&self.0.client, &self.0.namespace, run, pipeline_run).await?;
-        let results = self.execute(run, spec, params, &objects).await?;
-        let succeeded = self
-            .status_of(run)
-            .values()
-            .all(|t| t.status != TaskStatus::Failed);
-        objects.finish(succeeded).await?;
-        Ok(results)
-    }
-
-    /// Runs the tasks, then `finally`, then resolves the pipeline results.
-    async fn execute(
-        &self,
-        run: &str,
-        spec: &Value,
-        params: &BTreeMap<String, String>,
-        objects: &RunObjects,
-    ) -> anyhow::Result<BTreeMap<String, String>> {
-        let tasks = list_at(spec, "/tasks");
-        let mut failed = false;
-        for task in tasks {
-            let name = str_at(task, "/name")?;
-            let after: Vec<&str> = list_at(task, "/runAfter")
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            let statuses = self.status_of(run);
-            let blocked = after.iter().find(|a| {
-                statuses
-                    .get(**a)
-                    .is_none_or(|o| o.status != TaskStatus::Succeeded)
-            });
-            let outcome = if failed {
-                TaskOutcome::skipped("an earlier task failed")
-            } else if let Some(b) = blocked {
-                TaskOutcome::skipped(&format!("parent task {b} did not succeed"))
-            } else {
-                self.run_task(run, task, params, objects).await?
-            };
-            if outcome.status == TaskStatus::Failed {
-                failed = true;
-            }
-            self.report(run, name, &outcome);
-            self.record(run, name, &outcome);
-        }
-        for task in list_at(spec, "/finally") {
-            let name = str_at(task, "/name")?;
-            let outcome = self.run_task(run, task, params, objects).await?;
-            self.report(run, name, &outcome);
-            self.record(run, name, &outcome);
-        }
-        let statuses = self.status_of(run);
-        let lookup = |expr: &str| lookup_results(expr, &statuses);
-        let mut results = BTreeMap::new();
-        for r in list_at(spec, "/results") {
-            let rname = str_at(r, "/name")?;
-            // Tekton leaves out a pipeline result whose task did not run.
-            if let Ok(v) = substitute(str_at(r, "/value")?, &lookup) {
-                results.insert(rname.to_string(), v);
-            }
-        }
-        Ok(results)
+        let ctx = RunContext {
+            run,
+            namespace: &self.0.namespace,
+            params,
+        };
+        let ended = schedule::execute(
+            &ctx,
+            spec,
+            |task, resolved| Box::pin(self.run_task(run, task, resolved, &objects)),
+            |name, outcome| {
+                self.report(run, name, outcome);
+                self.record(run, name, outcome);
+            },
+        )
+        .await?;
+        objects.finish(&ended.condition).await?;
+        Ok(ended)
     }
 
     fn report(&self, run: &str, task: &str, o: &TaskOutcome) {
@@ -365,59 +290,23 @@ impl Runner {
             TaskStatus::Failed => "FAILED",
             TaskStatus::None => "skipped",
         };
-        let mut text = format!("{} {task}: {mark}", short_name(run));
-        if o.status != TaskStatus::None {
-            text.push_str(&format!(" ({})", o.reason));
-        }
+        let mut text = format!("{} {task}: {mark} ({})", short_name(run), o.reason);
         if !o.message.is_empty() {
             text.push_str(&format!(": {}", o.message));
         }
         self.0.timeline.line("task", text);
     }
 
-    /// Resolves a task's `when` and params, then runs it as a CustomRun or through the validator.
+    /// Runs a task Tekton would start (its params resolved) as a CustomRun or through the
+    /// validator.
     async fn run_task(
         &self,
         run: &str,
         task: &Value,
-        params: &BTreeMap<String, String>,
+        resolved: BTreeMap<String, String>,
         objects: &RunObjects,
     ) -> anyhow::Result<TaskOutcome> {
         let name = str_at(task, "/name")?;
-        let statuses = self.status_of(run);
-        let lookup = |expr: &str| -> Option<String> {
-            if let Some(p) = expr.strip_prefix("params.") {
-                return params.get(p).cloned();
-            }
-            match expr {
-                "context.pipelineRun.name" => return Some(run.to_string()),
-                "context.pipelineRun.namespace" => return Some(self.0.namespace.clone()),
-                _ => {}
-            }
-            lookup_results(expr, &statuses)
-        };
-        for w in list_at(task, "/when") {
-            let input = substitute(str_at(w, "/input")?, &lookup)?;
-            let values: Vec<&str> = list_at(w, "/values")
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            let holds = match str_at(w, "/operator")? {
-                "in" => values.contains(&input.as_str()),
-                "notin" => !values.contains(&input.as_str()),
-                other => bail!("task {name}: unknown when operator {other:?}"),
-            };
-            if !holds {
-                return Ok(TaskOutcome::skipped(&format!(
-                    "when: {input:?} is not {} {values:?}",
-                    str_at(w, "/operator")?
-                )));
-            }
-        }
-        let mut resolved = BTreeMap::new();
-        for (pname, value) in params_of(list_at(task, "/params"))? {
-            resolved.insert(pname, substitute(&value, &lookup)?);
-        }
         let task_ref = task
             .get("taskRef")
             .ok_or_else(|| anyhow!("task {name}: the demo runs tasks with a taskRef"))?;
@@ -521,61 +410,161 @@ impl Runner {
     }
 }
 
-/// `tasks.<t>.status`, `tasks.<t>.results.<r>` and `finally.<t>.results.<r>`.
-fn lookup_results(expr: &str, statuses: &BTreeMap<String, TaskOutcome>) -> Option<String> {
-    let rest = expr
-        .strip_prefix("tasks.")
-        .or_else(|| expr.strip_prefix("finally."))?;
-    let (task, what) = rest.split_once('.')?;
-    let outcome = statuses.get(task);
-    if what == "status" {
-        return Some(outcome.map_or("None", |o| o.status.as_str()).to_string());
+/// A PipelineRun as Tekton takes it in: its name (generated from `generateName`), its Pipeline's
+/// spec and its params with the Pipeline's defaults.
+pub struct Prepared {
+    /// The PipelineRun's name.
+    pub name: String,
+    /// The PipelineRun, its name filled in.
+    pub pipeline_run: Value,
+    /// Its Pipeline's spec (`pipelineSpec`, or the Pipeline of `tekton/` it names).
+    pub spec: Value,
+    /// Its params with the Pipeline's defaults.
+    pub params: BTreeMap<String, String>,
+}
+
+/// Takes a PipelineRun in as the API server and Tekton would: a name the API server accepts,
+/// a Pipeline that exists, a value for every param.
+pub fn prepare(files: &TektonFiles, mut pipeline_run: Value) -> anyhow::Result<Prepared> {
+    let name = match pipeline_run
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+    {
+        Some(n) => n.to_string(),
+        None => {
+            let prefix = str_at(&pipeline_run, "/metadata/generateName")
+                .context("a PipelineRun needs a name or a generateName")?;
+            let suffix = uuid::Uuid::new_v4().simple().to_string();
+            format!("{prefix}{}", &suffix[..5])
+        }
+    };
+    check_name(&name)?;
+    pipeline_run["metadata"]["name"] = Value::String(name.clone());
+    as_tekton_stores(&mut pipeline_run);
+    let spec = match pipeline_run.pointer("/spec/pipelineSpec") {
+        Some(spec) => spec.clone(),
+        None => {
+            let pipeline = str_at(&pipeline_run, "/spec/pipelineRef/name")?;
+            files
+                .get("Pipeline", pipeline)?
+                .get("spec")
+                .cloned()
+                .ok_or_else(|| anyhow!("Pipeline {pipeline} has no spec"))?
+        }
+    };
+    let mut params = defaults_of(list_at(&spec, "/params"));
+    params.extend(params_of(list_at(&pipeline_run, "/spec/params"))?);
+    for p in list_at(&spec, "/params") {
+        let pname = str_at(p, "/name")?;
+        if !params.contains_key(pname) {
+            bail!("PipelineRun {name}: param {pname:?} has no value and no default");
+        }
     }
-    let result = what.strip_prefix("results.")?;
-    outcome?
-        .results
-        .get(result)
-        .cloned()
-        .filter(|_| outcome.is_some_and(|o| o.status != TaskStatus::None))
+    Ok(Prepared {
+        name,
+        pipeline_run,
+        spec,
+        params,
+    })
+}
+
+/// The PipelineRun as it reads once Tekton's controller has written it back (it updates the
+/// object typed, to set its labels): `spec.timeouts` as Go prints a duration (`1h` -> `1h0m0s`).
+pub fn as_tekton_stores(pipeline_run: &mut Value) {
+    if let Some(timeouts) = pipeline_run
+        .pointer_mut("/spec/timeouts")
+        .and_then(Value::as_object_mut)
+    {
+        for v in timeouts.values_mut() {
+            if let Some(go) = v.as_str().and_then(go_duration) {
+                *v = Value::String(go);
+            }
+        }
+    }
+}
+
+/// A duration of whole seconds in `h`, `m` and `s` as Go's `time.Duration.String` prints it;
+/// None for anything else (left as written).
+fn go_duration(text: &str) -> Option<String> {
+    let mut total: u64 = 0;
+    let mut number = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => return None,
+        };
+        total += number.parse::<u64>().ok()? * unit;
+        number.clear();
+    }
+    if !number.is_empty() || text.is_empty() {
+        return None;
+    }
+    let (h, m, s) = (total / 3600, total % 3600 / 60, total % 60);
+    Some(match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, _) => format!("{m}m{s}s"),
+        _ => format!("{h}h{m}m{s}s"),
+    })
+}
+
+/// A PipelineRun's name as the API server (a DNS-1123 subdomain: lowercase letters, digits, `-`
+/// and `.`, starting and ending with a letter or digit) and Tekton's webhook (at most 63
+/// characters, as it becomes a label value) accept it.
+pub fn check_name(name: &str) -> anyhow::Result<()> {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let body = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    if !(body && edge(name.chars().next()) && edge(name.chars().last())) {
+        bail!(
+            "PipelineRun name {name:?} is not a DNS-1123 subdomain (lowercase letters, digits, \
+             '-' and '.', starting and ending with a letter or digit): the API server refuses it"
+        );
+    }
+    if name.len() > 63 {
+        bail!("PipelineRun name {name:?} is longer than 63 characters");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn outcome(status: TaskStatus, results: &[(&str, &str)]) -> TaskOutcome {
-        TaskOutcome {
-            status,
-            reason: String::new(),
-            message: String::new(),
-            results: results
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+    #[test]
+    fn durations_read_as_go_prints_them() {
+        for (written, go) in [
+            ("1h", "1h0m0s"),
+            ("90m", "1h30m0s"),
+            ("2m", "2m0s"),
+            ("30s", "30s"),
+            ("0s", "0s"),
+        ] {
+            assert_eq!(go_duration(written).as_deref(), Some(go), "{written}");
+        }
+        for other in ["1.5h", "10ms", "", "h", "5"] {
+            assert_eq!(go_duration(other), None, "{other}");
         }
     }
 
     #[test]
-    fn task_status_and_results_resolve_like_tekton() {
-        let mut s = BTreeMap::new();
-        s.insert(
-            "promote".to_string(),
-            outcome(TaskStatus::Succeeded, &[("phase", "Promoted")]),
-        );
-        s.insert("reject".to_string(), outcome(TaskStatus::None, &[]));
-        assert_eq!(
-            lookup_results("tasks.promote.status", &s).as_deref(),
-            Some("Succeeded")
-        );
-        assert_eq!(
-            lookup_results("tasks.validate.status", &s).as_deref(),
-            Some("None")
-        );
-        assert_eq!(
-            lookup_results("finally.promote.results.phase", &s).as_deref(),
-            Some("Promoted")
-        );
-        assert_eq!(lookup_results("finally.reject.results.phase", &s), None);
-        assert_eq!(lookup_results("params.x", &s), None);
+    fn a_pipelinerun_name_must_be_one_the_api_server_takes() {
+        check_name("imagegate-0123abcd").unwrap();
+        for bad in [
+            "imagegate-ABC",
+            "imagegate-",
+            "-x",
+            "a_b",
+            "",
+            &"x".repeat(64),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -12,9 +12,12 @@
 //!   and the source's CloudEvent through the shipped EventListener to a PipelineRun.
 //! - [`contract`]: the contract when `begin` succeeds: results read downstream, a `when` on a
 //!   custom-task result, a cancel while `promote` waits and after it landed, a controller restart.
+//! - [`differential`]: `imagegate demo`'s EventListener and pipeline runner against real Triggers
+//!   and Pipelines, the same inputs to both, what matters compared.
 
 mod cluster;
 mod contract;
 mod customrun;
+mod differential;
 mod pipelines;
 mod triggers;

@@ -17,7 +17,7 @@ mod cluster;
 mod observe;
 mod programs;
 mod scenarios;
-mod stages;
+pub mod stages;
 
 use std::path::PathBuf;
 use std::sync::Arc;

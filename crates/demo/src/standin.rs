@@ -1,0 +1,141 @@
+//! The demo's Tekton stand-ins without the demo around them, for the differential test against
+//! real Triggers and Pipelines (`tests/it/realcluster_tekton/differential.rs`): what the
+//! EventListener stand-in ([`super::listener`]) does with one HTTP request, and how the pipeline
+//! stand-in ([`super::pipeline`] with [`super::schedule`]) runs a PipelineRun of `tekton/` when
+//! each task it starts ends as the caller says. The same functions the demo runs, over the
+//! `tekton/` files compiled into it; only the I/O (the API server, the CustomRuns, the
+//! container tasks) is left out.
+
+use std::collections::BTreeMap;
+
+use futures::FutureExt;
+use http::HeaderMap;
+use serde_json::Value;
+
+use super::interceptor::Interceptor;
+use super::listener::{Triggered, body_of, triggers};
+use super::pipeline::{Prepared, as_tekton_stores, check_name, prepare};
+use super::request::Request;
+use super::schedule::{self, RunContext};
+use super::tekton::{TektonFiles, str_at};
+
+pub use super::pipeline::{TaskOutcome, TaskStatus};
+pub use super::schedule::{Ended, RunCondition};
+
+/// What the EventListener stand-in does with one request.
+#[derive(Clone, Debug)]
+pub struct ListenerAnswer {
+    /// The HTTP status it answers (as the Triggers sink: 400 for a body that is not a JSON
+    /// object, else 202).
+    pub status: u16,
+    /// The PipelineRuns it creates, as rendered and as Tekton then stores them.
+    pub created: Vec<Value>,
+    /// Why a trigger created nothing: dropped by an interceptor, failed, or a rendered
+    /// PipelineRun the API server would refuse.
+    pub not_created: Vec<String>,
+}
+
+/// The EventListener stand-in over one request (`headers`, `body`) to the path `/`.
+pub fn eventlistener(headers: &HeaderMap, body: &[u8]) -> anyhow::Result<ListenerAnswer> {
+    let files = TektonFiles::embedded()?;
+    let cel = Interceptor::new()?;
+    let Some(json) = body_of(body) else {
+        return Ok(ListenerAnswer {
+            status: 400,
+            created: Vec::new(),
+            not_created: vec!["400: the body is not a JSON object".into()],
+        });
+    };
+    let request = Request::from_http("/", headers, json);
+    let mut answer = ListenerAnswer {
+        status: 202,
+        created: Vec::new(),
+        not_created: Vec::new(),
+    };
+    match triggers(&files, &cel, &request) {
+        Ok(all) => {
+            for triggered in all {
+                match triggered {
+                    Triggered::Dropped { why } => answer.not_created.push(why),
+                    Triggered::Rendered { resources, .. } => {
+                        for mut r in resources {
+                            as_tekton_stores(&mut r);
+                            match check_name(str_at(&r, "/metadata/name").unwrap_or("")) {
+                                Ok(()) => answer.created.push(r),
+                                Err(e) => answer.not_created.push(format!("{e:#}")),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Err(e) => answer.not_created.push(format!("trigger failed: {e:#}")),
+    }
+    Ok(answer)
+}
+
+/// The pipeline stand-in over `pipeline_run` (in `namespace`): each task it starts ends as
+/// `outcome` says, given the task's name and its resolved params.
+pub async fn pipeline_run(
+    pipeline_run: Value,
+    namespace: &str,
+    mut outcome: impl FnMut(&str, &BTreeMap<String, String>) -> TaskOutcome,
+) -> anyhow::Result<Ended> {
+    let files = TektonFiles::embedded()?;
+    let Prepared {
+        name, spec, params, ..
+    } = prepare(&files, pipeline_run)?;
+    let ctx = RunContext {
+        run: &name,
+        namespace,
+        params: &params,
+    };
+    schedule::execute(
+        &ctx,
+        &spec,
+        |task, resolved| {
+            let ended = str_at(task, "/name").map(|t| outcome(t, &resolved));
+            async move { ended }.boxed()
+        },
+        |_, _| {},
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(id: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("ce-specversion", "1.0"),
+            ("ce-id", id),
+            ("ce-type", "dev.imagegate.imagestreamtag.updated"),
+            ("ce-imagetag", "candidate"),
+            ("ce-namespace", "notebooks"),
+        ] {
+            h.insert(k, v.parse().unwrap());
+        }
+        h
+    }
+
+    const BODY: &[u8] = br#"{"namespace": "notebooks", "imageStream": "nb", "tag": "candidate", "digest": "sha256:1"}"#;
+
+    #[test]
+    fn the_listener_refuses_a_body_that_is_no_json_object_and_creates_only_what_the_api_server_takes()
+     {
+        let passed = eventlistener(&headers("0a1b"), BODY).unwrap();
+        assert_eq!(passed.status, 202);
+        assert_eq!(passed.created.len(), 1, "{passed:?}");
+        assert_eq!(passed.created[0]["metadata"]["name"], "imagegate-0a1b");
+        for body in [&b"{not json"[..], b"[1, 2]"] {
+            let dropped = eventlistener(&headers("0a1c"), body).unwrap();
+            assert_eq!(dropped.status, 400);
+            assert!(dropped.created.is_empty(), "{dropped:?}");
+        }
+        let refused = eventlistener(&headers("Not-Hex"), BODY).unwrap();
+        assert!(refused.created.is_empty(), "{refused:?}");
+        assert!(refused.not_created[0].contains("DNS-1123"), "{refused:?}");
+    }
+}

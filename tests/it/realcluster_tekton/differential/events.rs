@@ -1,0 +1,310 @@
+//! The EventListener: the same HTTP requests to the shipped EventListener on the real Triggers
+//! sink and to the demo's stand-in (`imagegate_demo::standin::eventlistener`); the same answer,
+//! the same PipelineRuns created (name, labels, annotations, spec) and none where none is.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use http::{HeaderMap, HeaderValue};
+use imagegate::source::change::{ChangeKind, TagChange};
+use imagegate::source::deliver::{ContentMode, Encoded};
+use imagegate::source::event::{self, EventSettings};
+use imagegate_demo::standin;
+use serde_json::{Value, json};
+
+use super::super::cluster::{Kubectl, cluster, condition};
+use super::{block_on, tekton_file};
+
+const NS: &str = "tekton-diff-events";
+
+/// One request and whether it should start a PipelineRun (pinned, so that both sides changing
+/// alike fails too).
+struct Case {
+    name: &'static str,
+    headers: HeaderMap,
+    body: Vec<u8>,
+    creates: bool,
+}
+
+fn change(kind: ChangeKind, namespace: &str, tag: &str, digest: char) -> TagChange {
+    let digest = format!("sha256:{}", digest.to_string().repeat(64));
+    TagChange {
+        kind,
+        namespace: namespace.into(),
+        image_stream: "jupyter".into(),
+        image_stream_uid: "8c1c4a4e-0000-4000-8000-000000000001".into(),
+        tag: tag.into(),
+        docker_image_reference: Some(format!("quay.io/modh/jupyter@{digest}")),
+        digest: Some(digest),
+        previous_digest: None,
+        generation: 1,
+        time: Some("2026-12-01T10:00:00Z".into()),
+        reason: None,
+        message: None,
+    }
+}
+
+/// The request `imagegate source` sends for `change`: its event, encoded as it encodes it.
+fn sent(change: &TagChange, mode: ContentMode) -> (HeaderMap, Vec<u8>) {
+    let settings = EventSettings::new("https://imagegate.dev/schemas/").unwrap();
+    let event = event::tag_event(change, &settings, chrono::Utc::now());
+    let wire = Encoded::new(event, mode).unwrap();
+    (wire.headers().clone(), wire.body().to_vec())
+}
+
+fn case(name: &'static str, (headers, body): (HeaderMap, Vec<u8>), creates: bool) -> Case {
+    Case {
+        name,
+        headers,
+        body,
+        creates,
+    }
+}
+
+/// The candidate's event with another id and `body` instead of its data.
+fn with_body(id: &str, body: &[u8]) -> (HeaderMap, Vec<u8>) {
+    let (mut headers, _) = sent(
+        &change(ChangeKind::Updated, "notebooks", "candidate", 'f'),
+        ContentMode::Binary,
+    );
+    headers.insert("ce-id", HeaderValue::from_str(id).unwrap());
+    (headers, body.to_vec())
+}
+
+/// The candidate's event with its data edited by `edit`, and another id.
+fn with_data(id: &str, edit: impl FnOnce(&mut Value)) -> (HeaderMap, Vec<u8>) {
+    let (_, body) = sent(
+        &change(ChangeKind::Updated, "notebooks", "candidate", 'e'),
+        ContentMode::Binary,
+    );
+    let mut data: Value = serde_json::from_slice(&body).unwrap();
+    edit(&mut data);
+    with_body(id, data.to_string().as_bytes())
+}
+
+fn cases() -> Vec<Case> {
+    use ChangeKind::*;
+    let binary = |c: TagChange| sent(&c, ContentMode::Binary);
+    // Headers a sender other than the source wrote by hand: the filter checks no signature
+    // (tekton/440's NetworkPolicy decides who may send at all), so they pass like the source's.
+    let mut forged = HeaderMap::new();
+    for (k, v) in [
+        ("ce-specversion", "1.0"),
+        ("ce-id", "0000000000000000000000000000000000000f0f"),
+        ("ce-type", "dev.imagegate.imagestreamtag.updated"),
+        ("ce-source", "/somebody/else"),
+        ("ce-imagetag", "candidate"),
+        ("ce-namespace", "notebooks"),
+        ("content-type", "application/json"),
+    ] {
+        forged.insert(k, HeaderValue::from_static(v));
+    }
+    let forged_body = json!({"namespace": "notebooks", "imageStream": "jupyter", "tag": "candidate",
+        "digest": format!("sha256:{}", "0".repeat(64))});
+    vec![
+        case(
+            "the candidate tag updated",
+            binary(change(Updated, "notebooks", "candidate", 'a')),
+            true,
+        ),
+        case(
+            "the served tag updated",
+            binary(change(Updated, "notebooks", "latest", 'b')),
+            false,
+        ),
+        case(
+            "another namespace's candidate",
+            binary(change(Updated, "team-b", "candidate", 'c')),
+            false,
+        ),
+        case(
+            "the candidate tag deleted",
+            binary(change(Deleted, "notebooks", "candidate", 'd')),
+            false,
+        ),
+        case(
+            "an import failed",
+            binary(change(ImportFailed, "notebooks", "candidate", '1')),
+            false,
+        ),
+        case(
+            "the candidate in structured mode",
+            sent(
+                &change(Updated, "notebooks", "candidate", '2'),
+                ContentMode::Structured,
+            ),
+            false,
+        ),
+        case(
+            "a body that is not JSON",
+            with_body("0000000000000000000000000000000000000003", b"{not json"),
+            false,
+        ),
+        case(
+            "a body that is a JSON list",
+            with_body("0000000000000000000000000000000000000004", b"[1, 2]"),
+            false,
+        ),
+        case(
+            "data without the tag (the template's default)",
+            with_data("0000000000000000000000000000000000000005", |d| {
+                d.as_object_mut().unwrap().remove("tag");
+            }),
+            true,
+        ),
+        case(
+            "data without the digest (no default)",
+            with_data("0000000000000000000000000000000000000006", |d| {
+                d.as_object_mut().unwrap().remove("digest");
+            }),
+            false,
+        ),
+        case(
+            "data with a number for the digest",
+            with_data("0000000000000000000000000000000000000007", |d| {
+                d["digest"] = json!(7)
+            }),
+            true,
+        ),
+        case(
+            "an id no PipelineRun can be named after",
+            with_body("Not-A-Source-Id", &forged_body.to_string().into_bytes()),
+            false,
+        ),
+        case(
+            "a forged event, hand-written",
+            (forged, forged_body.to_string().into_bytes()),
+            true,
+        ),
+    ]
+}
+
+/// What the comparison looks at: the name, what the template set (labels and annotations that
+/// Triggers and Tekton do not add), and the spec.
+fn rendered(run: &Value) -> Value {
+    let ours = |m: &Value| -> Value {
+        m.as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| !k.contains("tekton.dev/"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    json!({
+        "name": run["metadata"]["name"],
+        "labels": ours(&run["metadata"]["labels"]),
+        "annotations": ours(&run["metadata"]["annotations"]),
+        "spec": run["spec"],
+    })
+}
+
+fn install(k: &Kubectl) {
+    k.namespace(NS);
+    for doc in serde_yaml::Deserializer::from_str(&tekton_file("400-eventlistener-rbac.yaml")) {
+        let mut object: Value = serde::Deserialize::deserialize(doc).unwrap();
+        if object["kind"] == "ClusterRoleBinding" {
+            // One per namespace that runs the listener, as the file says.
+            object["metadata"]["name"] = json!(format!("imagegate-eventlistener-{NS}"));
+            object["subjects"][0]["namespace"] = json!(NS);
+        }
+        k.create(NS, &object.to_string());
+    }
+    for file in [
+        "410-triggerbinding.yaml",
+        "420-triggertemplate.yaml",
+        "430-eventlistener.yaml",
+    ] {
+        k.create(NS, &tekton_file(file));
+    }
+}
+
+fn post(url: &str, headers: &HeaderMap, body: &[u8]) -> u16 {
+    block_on(async {
+        reqwest::Client::new()
+            .post(url)
+            .headers(headers.clone())
+            .body(body.to_vec())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {url}: {e}"))
+            .status()
+            .as_u16()
+    })
+}
+
+fn pipelineruns(k: &Kubectl) -> BTreeSet<String> {
+    k.ok(&[
+        "get",
+        "pipelineruns",
+        "-n",
+        NS,
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ])
+    .split_whitespace()
+    .map(str::to_string)
+    .collect()
+}
+
+#[test]
+fn the_eventlistener_stand_in_creates_the_pipelineruns_real_triggers_creates_from_the_same_requests()
+ {
+    let c = cluster();
+    let k = c.kubectl();
+    install(&k);
+    let listener = k.wait(NS, "eventlistener/imagegate", 60, |el| {
+        condition(el, "Ready").is_some_and(|r| r["status"] == "True")
+    });
+    let url = listener["status"]["address"]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let mut expected = Vec::new();
+    for case in cases() {
+        let standin = standin::eventlistener(&case.headers, &case.body).unwrap();
+        assert_eq!(
+            standin.created.len(),
+            usize::from(case.creates),
+            "{}: the stand-in: {standin:#?}",
+            case.name
+        );
+        let status = post(&url, &case.headers, &case.body);
+        assert_eq!(
+            status, standin.status,
+            "{}: the real sink answered {status}",
+            case.name
+        );
+        expected.extend(standin.created.into_iter().map(|r| (case.name, r)));
+    }
+
+    // Every run the stand-in created appears; then, a little later, nothing else has.
+    let names: BTreeSet<String> = expected
+        .iter()
+        .map(|(_, r)| r["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !pipelineruns(&k).is_superset(&names) {
+        assert!(
+            Instant::now() < deadline,
+            "real Triggers created {:?}, the stand-in {names:?}\n--- sink log:\n{}",
+            pipelineruns(&k),
+            c.log_tail(&format!("eventlistener-{NS}-imagegate"))
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        pipelineruns(&k),
+        names,
+        "--- sink log:\n{}",
+        c.log_tail(&format!("eventlistener-{NS}-imagegate"))
+    );
+    for (case, standin) in expected {
+        let name = standin["metadata"]["name"].as_str().unwrap();
+        let real = k.get(NS, &format!("pipelinerun/{name}")).unwrap();
+        assert_eq!(rendered(&real), rendered(&standin), "{case}");
+    }
+}
