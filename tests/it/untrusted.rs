@@ -1,6 +1,6 @@
 //! The parsers of outside input never panic: a fast property test of the entry points the fuzz
-//! targets in `fuzz/` run (`imagegate::untrusted`). Each entry point gets well-formed seeds (each
-//! must be taken, so that the mutations start from real input) and then thousands of inputs
+//! targets in `fuzz/` run (`imagegate::untrusted`). Each entry point gets well-formed seeds (the
+//! ones here and the fuzz target's committed `fuzz/seeds/<target>/*`; each must be taken, so that the mutations start from real input) and then thousands of inputs
 //! made from them by a deterministic generator: bytes flipped, inserted, deleted, duplicated and
 //! spliced between seeds, truncations, and bytes the grammars care about. A panic fails the test
 //! and names the input. A crash a fuzz run finds becomes a seed or a case here.
@@ -81,8 +81,33 @@ fn mutate(rng: &mut Rng, seeds: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-/// Runs `parse` on every seed (each must be taken) and on [`ROUNDS`] mutations.
-fn never_panics(name: &str, seeds: &[&[u8]], parse: fn(&[u8]) -> bool) {
+/// The committed seeds of fuzz target `name` (`fuzz/seeds/<name>/*`), which start its corpus.
+fn seed_files(name: &str) -> Vec<Vec<u8>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/seeds")
+        .join(name);
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.expect("a seed file").path())
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "{} has no seeds", dir.display());
+    paths
+        .iter()
+        .map(|path| std::fs::read(path).expect("a readable seed"))
+        .collect()
+}
+
+/// Runs `parse` on every seed, the ones given and the fuzz target's committed ones (each must be
+/// taken), and on [`ROUNDS`] mutations of them.
+fn never_panics(name: &str, given: &[&[u8]], parse: fn(&[u8]) -> bool) {
+    let files = seed_files(name);
+    let seeds: Vec<&[u8]> = given
+        .iter()
+        .copied()
+        .chain(files.iter().map(Vec::as_slice))
+        .collect();
+    let seeds = seeds.as_slice();
     for seed in seeds {
         assert!(
             parse(seed),
