@@ -4,8 +4,9 @@
 //! A source is observed ([`reconcile::observe`]: its sink, the namespaces it selects, its
 //! service account's permissions; the status written) when it appears, when its generation
 //! changes, when a Namespace appears, goes or changes labels (sources with a
-//! `namespaceSelector`), and every [`RESYNC`], which is how a sink object's new address is
-//! seen (the sinks are not watched). An observation sets the source's route (events wait
+//! `namespaceSelector`), when an object its sink or dead-letter sink references changes
+//! address ([`super::sinkwatch`]: one watch per kind referenced), and every [`RESYNC`] (the
+//! safety net, and how sinks of a kind that cannot be watched are seen). An observation sets the source's route (events wait
 //! while the sink or dead-letter sink does not resolve) and its watch key; a new generation
 //! or key restarts its pipeline, after the previous one flushed its checkpoint. A source
 //! deleted stops at once; its checkpoint is deleted once its pipeline has stopped.
@@ -30,6 +31,8 @@ use super::observe::{self, Observation};
 use super::pipeline::{self, Pipeline};
 use super::settings;
 use super::shared::Shared;
+use super::sinks::{SinkIndex, SinkKind, SinkObject, refs_of};
+use super::sinkwatch::{self, SinkWatch};
 use crate::admin::Health;
 use crate::source::crd::ImageStreamSource;
 use crate::source::flow::Route;
@@ -69,6 +72,9 @@ struct Supervisor {
     sources: BTreeMap<SourceId, Served>,
     index: Index,
     watches: BTreeMap<WatchKey, Shared>,
+    sinks: SinkIndex,
+    sink_watches: BTreeMap<SinkKind, SinkWatch>,
+    sink_changes: mpsc::UnboundedSender<SinkObject>,
     board: Board,
     /// Per source, the last task of its pipelines and checkpoint deletion: the next waits.
     tails: BTreeMap<SourceId, JoinHandle<()>>,
@@ -85,6 +91,7 @@ pub async fn run(
 ) {
     let client = ctx.client.clone();
     let (observed, mut observations) = mpsc::unbounded_channel();
+    let (sink_changes, mut sink_changed) = mpsc::unbounded_channel();
     let board = Board::default();
     let counters_stop = CancellationToken::new();
     let writer = tokio::spawn(counters::run(
@@ -100,6 +107,9 @@ pub async fn run(
         sources: BTreeMap::new(),
         index: Index::default(),
         watches: BTreeMap::new(),
+        sinks: SinkIndex::default(),
+        sink_watches: BTreeMap::new(),
+        sink_changes,
         board,
         tails: BTreeMap::new(),
         observed,
@@ -166,6 +176,13 @@ pub async fn run(
                 }
             }
             Some(observation) = observations.recv() => s.observed(observation),
+            Some(object) = sink_changed.recv() => {
+                for id in s.sinks.referencing(&object) {
+                    if let Some(served) = s.sources.get(&id) {
+                        s.observe(served.source.clone());
+                    }
+                }
+            }
             _ = resync.tick(), if listed => {
                 s.tails.retain(|_, tail| !tail.is_finished());
                 s.observe_where(|_| true);
@@ -232,6 +249,7 @@ impl Supervisor {
             }
         };
         if observe {
+            self.set_refs(&id, refs_of(&source));
             self.observe(source);
         }
         self.gauges();
@@ -372,6 +390,19 @@ impl Supervisor {
         self.reports.mt.watches.set(self.watches.len() as i64);
     }
 
+    /// `id` now references the sink objects `refs`: the watches of their kinds follow.
+    fn set_refs(&mut self, id: &SourceId, refs: std::collections::BTreeSet<SinkObject>) {
+        let change = self.sinks.set(id, refs);
+        for kind in change.stop {
+            info!(kind = %kind.describe(), "sink watch stopped");
+            self.sink_watches.remove(&kind);
+        }
+        for kind in change.start {
+            let watch = sinkwatch::start(&self.ctx.client, kind.clone(), self.sink_changes.clone());
+            self.sink_watches.insert(kind, watch);
+        }
+    }
+
     /// A source deleted: its pipeline stops now, its checkpoint is deleted once it has.
     fn remove(&mut self, id: &SourceId) {
         if !self.sources.contains_key(id) {
@@ -379,6 +410,7 @@ impl Supervisor {
         }
         self.stop_running(id);
         self.set_key(id, None);
+        self.set_refs(id, Default::default());
         self.sources.remove(id);
         self.board
             .lock()
