@@ -41,6 +41,7 @@
 //! and what to do, and the metrics count the failures and the pending age.
 
 mod entry;
+pub mod fit;
 mod health;
 pub mod layout;
 mod probe;
@@ -108,7 +109,7 @@ impl CheckpointOwner {
             .collect();
         if let Some(owner) = owner {
             labels.insert(MANAGED_BY.0.into(), MANAGED_BY.1.into());
-            labels.insert(OWNER_LABEL.into(), owner.name.clone());
+            labels.insert(OWNER_LABEL.into(), fit::owner_label(&owner.name));
         }
         labels
     }

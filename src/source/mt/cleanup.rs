@@ -12,25 +12,31 @@ use kube::api::{Api, DeleteParams, ListParams};
 use tracing::info;
 
 use super::index::SourceId;
+use crate::source::checkpoint::fit::owner_label;
 use crate::source::checkpoint::{MANAGED_BY, OWNER_LABEL};
 
-/// Whether a checkpoint ConfigMap in `namespace`, labelled for the source `owner` and owned by
-/// `owner_uids`, belongs to no source of `sources` (namespace and name to uid).
+/// Whether a checkpoint ConfigMap in `namespace`, labelled for the source `owner` (its name,
+/// fit to a label value) and owned by `owner_uids`, belongs to no source of `sources`
+/// (namespace and name to uid).
 pub fn orphaned(
     namespace: &str,
     owner: &str,
     owner_uids: &[String],
     sources: &BTreeMap<SourceId, String>,
 ) -> bool {
-    match sources.get(&(namespace.to_owned(), owner.to_owned())) {
-        None => true,
-        Some(uid) => !owner_uids.is_empty() && !owner_uids.contains(uid),
+    let mut same = sources
+        .iter()
+        .filter(|((ns, name), _)| ns == namespace && owner_label(name) == owner)
+        .peekable();
+    if same.peek().is_none() {
+        return true;
     }
+    !owner_uids.is_empty() && !same.any(|(_, uid)| owner_uids.contains(uid))
 }
 
 fn selector(source: Option<&str>) -> String {
     let owner = match source {
-        Some(name) => format!("{OWNER_LABEL}={name}"),
+        Some(name) => format!("{OWNER_LABEL}={}", owner_label(name)),
         None => OWNER_LABEL.to_owned(),
     };
     format!("{}={},{owner}", MANAGED_BY.0, MANAGED_BY.1)
@@ -108,6 +114,16 @@ mod tests {
         );
         assert!(orphaned("ml", "team-a", &["u2".into()], &sources));
         assert!(orphaned("ds", "team-b", &[], &sources));
+        let long = "t".repeat(200);
+        let sources: BTreeMap<SourceId, String> =
+            [(("ds".to_string(), long.clone()), "u3".to_string())].into();
+        assert!(!orphaned(
+            "ds",
+            &owner_label(&long),
+            &["u3".into()],
+            &sources
+        ));
+        assert!(selector(Some(&long)).ends_with(&owner_label(&long)));
         assert_eq!(
             selector(Some("team-a")),
             "app.kubernetes.io/managed-by=imagegate,sources.imagegate.dev/imagestreamsource=team-a"

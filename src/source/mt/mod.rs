@@ -6,7 +6,9 @@
 //! which source, pure) -> [`shared`] (one ImageStream watch per distinct namespace set, its
 //! changes fanned out) -> [`filter`] (each source's `selector`, pure) -> [`pipeline`] (each
 //! source's own checkpoint, tracker, queue and delivery: the single source's flow) ->
-//! [`counters`] (`status.deliveries`). [`cleanup`] deletes the checkpoints of deleted
+//! [`counters`] (`status.deliveries`). [`sinks`] (which source references which sink object,
+//! pure) and [`sinkwatch`] (one watch per sink kind in use) re-observe a source when its sink
+//! object changes address. [`cleanup`] deletes the checkpoints of deleted
 //! sources; [`settings`] turns a source's spec into its flow's settings.
 
 pub mod cleanup;
@@ -18,6 +20,8 @@ pub mod observe;
 pub mod pipeline;
 pub mod settings;
 pub mod shared;
+pub mod sinks;
+pub mod sinkwatch;
 pub mod supervisor;
 
 use prometheus_client::registry::Registry;

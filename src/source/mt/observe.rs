@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use kube::ResourceExt;
-use tokio::sync::mpsc;
 use tracing::warn;
 
 use super::index::SourceId;
@@ -60,19 +59,15 @@ pub fn route(sink: Option<&str>, dead_letter: Option<Result<String, String>>) ->
     })
 }
 
-/// Observes `source`, writes its status, and sends what was found to `tx`. A failure is
-/// logged; the supervisor keeps what it had, and the next resync tries again.
-pub async fn run(
-    ctx: Context,
-    source: Arc<ImageStreamSource>,
-    tx: mpsc::UnboundedSender<Observation>,
-) {
+/// Observes `source`, writes its status, and returns what was found. A failure is logged and
+/// is None: the supervisor keeps what it had, and the next resync tries again.
+pub async fn run(ctx: Context, source: Arc<ImageStreamSource>) -> Option<Observation> {
     let id = (source.namespace().unwrap_or_default(), source.name_any());
     let observed = match reconcile::observe(&source, &ctx).await {
         Ok(o) => o,
         Err(e) => {
             warn!(namespace = %id.0, source = %id.1, error = %e, "observing the ImageStreamSource failed; retrying at the next resync");
-            return;
+            return None;
         }
     };
     if let Err(e) = reconcile::write(&source, &observed.facts, &ctx).await {
@@ -100,7 +95,7 @@ pub async fn run(
         Some(Ok(resolved)) => Some(resolved.url.as_str()),
         _ => None,
     };
-    let _ = tx.send(Observation {
+    Some(Observation {
         id: id.clone(),
         uid: source.uid().unwrap_or_default(),
         generation: source.metadata.generation,
@@ -108,7 +103,7 @@ pub async fn run(
         route: route(sink_url, dead_letter),
         scope: observed.scope,
         denied: observed.denied,
-    });
+    })
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use kube::ResourceExt;
 use prometheus_client::metrics::gauge::Gauge;
 use serde_json::json;
 
+use crate::source::checkpoint::fit::fit;
 use crate::source::checkpoint::{CheckpointConfig, CheckpointOwner, DEFAULT_WRITE_BUDGET};
 use crate::source::crd::{self, ImageStreamSource};
 use crate::source::deliver::{
@@ -34,9 +35,17 @@ pub struct Shared {
     pub api_server_url: String,
 }
 
-/// The name prefix of `source_name`'s checkpoint ConfigMaps, in its namespace.
+/// The longest source name kept whole in its checkpoint's names: 253, less the suffix
+/// `-imagegate-checkpoint` (21) and the longest shard suffix, `-h` and 40 bits (42).
+pub const NAME_IN_PREFIX_MAX: usize = 253 - 21 - 42;
+
+/// The name prefix of `source_name`'s checkpoint ConfigMaps, in its namespace (a long name
+/// cut, with a hash of the whole: [`fit`]).
 pub fn checkpoint_prefix(source_name: &str) -> String {
-    format!("{source_name}-imagegate-checkpoint")
+    format!(
+        "{}-imagegate-checkpoint",
+        fit(source_name, NAME_IN_PREFIX_MAX)
+    )
 }
 
 /// The settings of `source`'s flow; the error says which field is wrong.
@@ -175,6 +184,18 @@ mod tests {
         assert_eq!(s.overrides, Some(json!({"extensions": {"team": "a"}})));
         assert!(s.emit_existing && s.tags.allows("candidate") && !s.tags.allows("latest"));
         assert_eq!(owner(&source(Default::default())).uid, "u1");
+    }
+
+    #[test]
+    fn a_long_name_gives_checkpoint_names_within_the_limit() {
+        assert_eq!(checkpoint_prefix("team-a"), "team-a-imagegate-checkpoint");
+        let long = "t".repeat(253);
+        let shard = format!("{}-h{}", checkpoint_prefix(&long), "0".repeat(40));
+        assert_eq!(shard.len(), 253);
+        assert_ne!(
+            checkpoint_prefix(&long),
+            checkpoint_prefix(&"t".repeat(252))
+        );
     }
 
     #[test]

@@ -4,8 +4,11 @@
 //! A source is observed ([`reconcile::observe`]: its sink, the namespaces it selects, its
 //! service account's permissions; the status written) when it appears, when its generation
 //! changes, when a Namespace appears, goes or changes labels (sources with a
-//! `namespaceSelector`), and every [`RESYNC`], which is how a sink object's new address is
-//! seen (the sinks are not watched). An observation sets the source's route (events wait
+//! `namespaceSelector`), when an object its sink or dead-letter sink references changes
+//! address ([`super::sinkwatch`]: one watch per kind referenced), and every [`RESYNC`] (the
+//! safety net, and how sinks of a kind that cannot be watched are seen). One observation of a
+//! source runs at a time (one asked for meanwhile follows it), so the last to land is the
+//! newest. An observation sets the source's route (events wait
 //! while the sink or dead-letter sink does not resolve) and its watch key; a new generation
 //! or key restarts its pipeline, after the previous one flushed its checkpoint. A source
 //! deleted stops at once; its checkpoint is deleted once its pipeline has stopped.
@@ -30,6 +33,8 @@ use super::observe::{self, Observation};
 use super::pipeline::{self, Pipeline};
 use super::settings;
 use super::shared::Shared;
+use super::sinks::{SinkIndex, SinkKind, SinkObject, refs_of};
+use super::sinkwatch::{self, SinkWatch};
 use crate::admin::Health;
 use crate::source::crd::ImageStreamSource;
 use crate::source::flow::Route;
@@ -53,6 +58,17 @@ struct Served {
     counters: Arc<Counters>,
     ready: &'static str,
     running: Option<Running>,
+    /// One observation at a time per source, so that an older one never lands after a newer
+    /// one (its status and route would win): while one runs, another is only asked for.
+    observing: Observing,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Observing {
+    Idle,
+    Running,
+    /// Running, and another is wanted once it is done (the source or its sink changed).
+    Again,
 }
 
 struct Running {
@@ -69,10 +85,14 @@ struct Supervisor {
     sources: BTreeMap<SourceId, Served>,
     index: Index,
     watches: BTreeMap<WatchKey, Shared>,
+    sinks: SinkIndex,
+    sink_watches: BTreeMap<SinkKind, SinkWatch>,
+    sink_changes: mpsc::UnboundedSender<SinkObject>,
     board: Board,
     /// Per source, the last task of its pipelines and checkpoint deletion: the next waits.
     tails: BTreeMap<SourceId, JoinHandle<()>>,
-    observed: mpsc::UnboundedSender<Observation>,
+    /// Each observation's source and uid, and what it found.
+    observed: mpsc::UnboundedSender<(SourceId, Option<String>, Option<Observation>)>,
 }
 
 /// Serves every ImageStreamSource until `stop` is cancelled; then stops every pipeline
@@ -85,6 +105,7 @@ pub async fn run(
 ) {
     let client = ctx.client.clone();
     let (observed, mut observations) = mpsc::unbounded_channel();
+    let (sink_changes, mut sink_changed) = mpsc::unbounded_channel();
     let board = Board::default();
     let counters_stop = CancellationToken::new();
     let writer = tokio::spawn(counters::run(
@@ -100,6 +121,9 @@ pub async fn run(
         sources: BTreeMap::new(),
         index: Index::default(),
         watches: BTreeMap::new(),
+        sinks: SinkIndex::default(),
+        sink_watches: BTreeMap::new(),
+        sink_changes,
         board,
         tails: BTreeMap::new(),
         observed,
@@ -165,7 +189,12 @@ pub async fn run(
                     s.observe_where(|src| src.spec.namespace_selector.is_some());
                 }
             }
-            Some(observation) = observations.recv() => s.observed(observation),
+            Some((id, uid, observation)) = observations.recv() => s.observed(&id, uid, observation),
+            Some(object) = sink_changed.recv() => {
+                for id in s.sinks.referencing(&object) {
+                    s.observe(&id);
+                }
+            }
             _ = resync.tick(), if listed => {
                 s.tails.retain(|_, tail| !tail.is_finished());
                 s.observe_where(|_| true);
@@ -225,6 +254,7 @@ impl Supervisor {
                         counters,
                         ready: "Unknown",
                         running: None,
+                        observing: Observing::Idle,
                     },
                 );
                 info!(namespace = %id.0, source = %id.1, "ImageStreamSource added");
@@ -232,30 +262,53 @@ impl Supervisor {
             }
         };
         if observe {
-            self.observe(source);
+            self.set_refs(&id, refs_of(&source));
+            self.observe(&id);
         }
         self.gauges();
     }
 
-    fn observe_where(&self, which: impl Fn(&ImageStreamSource) -> bool) {
-        for served in self.sources.values() {
-            if which(&served.source) {
-                self.observe(served.source.clone());
-            }
+    fn observe_where(&mut self, which: impl Fn(&ImageStreamSource) -> bool) {
+        let ids: Vec<SourceId> = (self.sources.iter())
+            .filter(|(_, served)| which(&served.source))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            self.observe(id);
         }
     }
 
-    fn observe(&self, source: Arc<ImageStreamSource>) {
-        tokio::spawn(observe::run(
-            self.ctx.clone(),
-            source,
-            self.observed.clone(),
-        ));
+    /// Observes the source `id` as it is now, once the observation in flight (if any) is done.
+    fn observe(&mut self, id: &SourceId) {
+        let Some(served) = self.sources.get_mut(id) else {
+            return;
+        };
+        if served.observing != Observing::Idle {
+            served.observing = Observing::Again;
+            return;
+        }
+        served.observing = Observing::Running;
+        let (source, tx, id) = (served.source.clone(), self.observed.clone(), id.clone());
+        let ctx = self.ctx.clone();
+        tokio::spawn(async move {
+            let uid = source.uid();
+            let o = observe::run(ctx, source).await;
+            let _ = tx.send((id, uid, o));
+        });
     }
 
-    /// An observation came back: the route, the readiness, and the pipeline follow it.
-    fn observed(&mut self, o: Observation) {
-        let Some(served) = self.sources.get_mut(&o.id) else {
+    /// An observation came back (None: it failed, and the next resync tries again): the next
+    /// one asked for meanwhile starts, and the route, the readiness and the pipeline follow it.
+    fn observed(&mut self, id: &SourceId, uid: Option<String>, o: Option<Observation>) {
+        let Some(served) = self.sources.get_mut(id).filter(|s| s.source.uid() == uid) else {
+            return; // Of a source deleted (and maybe created again: its own runs).
+        };
+        let again = served.observing == Observing::Again;
+        served.observing = Observing::Idle;
+        if again {
+            self.observe(id);
+        }
+        let (Some(o), Some(served)) = (o, self.sources.get_mut(id)) else {
             return;
         };
         if served.source.uid() != Some(o.uid.clone())
@@ -372,6 +425,19 @@ impl Supervisor {
         self.reports.mt.watches.set(self.watches.len() as i64);
     }
 
+    /// `id` now references the sink objects `refs`: the watches of their kinds follow.
+    fn set_refs(&mut self, id: &SourceId, refs: std::collections::BTreeSet<SinkObject>) {
+        let change = self.sinks.set(id, refs);
+        for kind in change.stop {
+            info!(kind = %kind.describe(), "sink watch stopped");
+            self.sink_watches.remove(&kind);
+        }
+        for kind in change.start {
+            let watch = sinkwatch::start(&self.ctx.client, kind.clone(), self.sink_changes.clone());
+            self.sink_watches.insert(kind, watch);
+        }
+    }
+
     /// A source deleted: its pipeline stops now, its checkpoint is deleted once it has.
     fn remove(&mut self, id: &SourceId) {
         if !self.sources.contains_key(id) {
@@ -379,6 +445,7 @@ impl Supervisor {
         }
         self.stop_running(id);
         self.set_key(id, None);
+        self.set_refs(id, Default::default());
         self.sources.remove(id);
         self.board
             .lock()

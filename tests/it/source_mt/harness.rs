@@ -32,8 +32,8 @@ pub const ADAPTER_USER: &str =
 /// The label every checkpoint ConfigMap of a source carries, with the source's name.
 pub const SOURCE_LABEL: &str = "sources.imagegate.dev/imagestreamsource";
 
-/// How long a test waits for the adapter: longer than its 30 s resync, which is when it sees a
-/// sink object's new address (it does not watch the sinks).
+/// How long a test waits for the adapter: longer than its 30 s resync (the safety net; the
+/// tests that a sink object's change is followed at once assert their own, shorter, bound).
 pub const WAIT: Duration = Duration::from_secs(45);
 
 /// The digest number `n` (`sha256:000…n`).

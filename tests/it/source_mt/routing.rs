@@ -75,14 +75,16 @@ async fn events_wait_while_the_sink_does_not_resolve_and_flow_once_it_does() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(sink.received().is_empty());
 
-    // The Broker appears; a change of the source's spec has it observed at once (else the
-    // resync, every 30 s, would): the change that waited arrives, once.
+    // The Broker appears: the sink watch has the source observed at once (not at the resync,
+    // every 30 s): the change that waited arrives, once.
+    let created = std::time::Instant::now();
     broker(&emu, &sink.url).await;
-    let api: Api<ImageStreamSource> = Api::namespaced(emu.client(), "ds");
-    let bump = json!({"spec": {"ceOverrides": {"extensions": {"team": "ds"}}}});
-    api.patch("team", &PatchParams::default(), &Patch::Merge(&bump))
-        .await
-        .unwrap();
+    sink.wait_accepted(1).await;
+    assert!(
+        created.elapsed() < Duration::from_secs(5),
+        "the Broker's creation was seen after {:?}: not by the sink watch",
+        created.elapsed()
+    );
     exactly(&sink, &["ds/nb:candidate"]).await;
     assert_eq!(
         condition_of(&emu, "ds", "team", condition::READY)
@@ -90,7 +92,23 @@ async fn events_wait_while_the_sink_does_not_resolve_and_flow_once_it_does() {
             .as_deref(),
         Some("True Ready")
     );
-    let e = &sink.accepted()[0];
+
+    // A change of the spec restarts the source's flow with it: the next event carries the
+    // override.
+    let api: Api<ImageStreamSource> = Api::namespaced(emu.client(), "ds");
+    let bump = json!({"spec": {"ceOverrides": {"extensions": {"team": "ds"}}}});
+    api.patch("team", &PatchParams::default(), &Patch::Merge(&bump))
+        .await
+        .unwrap();
+    eventually("the new generation observed", || async {
+        let s = api.get("team").await.unwrap();
+        s.status.and_then(|s| s.observed_generation) == s.metadata.generation
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    emu.import("ds", "nb", "candidate", C).await;
+    sink.wait_accepted(2).await;
+    let e = &sink.accepted()[1];
     assert_eq!(
         e.extension("team").map(|v| v.to_string()).as_deref(),
         Some("ds")

@@ -1,7 +1,8 @@
 //! Sinks end to end: one `imagegate source --multi-tenant` serving sources whose sinks are a
 //! Broker, an EventListener, a core Service and a URI, each event arriving at a real HTTP
 //! receiver; `Ready` and each reason it is `False` for, with the exact message; a sink that
-//! moves; and the delivery counters in each source's status against what the sinks received.
+//! moves or goes and comes back, followed within [`FOLLOW`] (the sink watch, not the 30 s
+//! resync); and the delivery counters in each source's status against what the sinks received.
 
 use serde_json::json;
 
@@ -11,6 +12,19 @@ use imagegate::source::crd::status::{condition, reason};
 
 const BROKER: &str = "eventing.knative.dev/v1";
 const LISTENER: &str = "triggers.tekton.dev/v1beta1";
+
+/// How soon a source follows its sink object's change: the sink watch sees it at once; the
+/// resync, every 30 s, would take longer (unless the change lands just before one).
+const FOLLOW: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Asserts that what happened since `since` took no longer than [`FOLLOW`].
+fn followed(what: &str, since: std::time::Instant) {
+    let took = since.elapsed();
+    assert!(
+        took < FOLLOW,
+        "{what} took {took:?}: the sink watch did not see the change (the resync did)"
+    );
+}
 
 fn broker_ref(name: &str) -> serde_json::Value {
     json!({"ref": {"apiVersion": BROKER, "kind": "Broker", "name": name}})
@@ -243,11 +257,13 @@ async fn a_sink_that_moves_gets_the_next_events_at_its_new_address() {
     );
 
     // The Broker moves (say, to another broker class): its status says the new address.
+    let moved = std::time::Instant::now();
     world.broker("ds", "default", &second.url).await;
     until(&adapter, "the status follows the moved Broker", || async {
         world.status("ds", "team").await.sink_uri.as_deref() == Some(second.url.as_str())
     })
     .await;
+    followed("following the moved Broker", moved);
     let b = world.change("ds", "nb").await;
     assert_eq!(
         changes(&accepted(&adapter, &second, 1).await),
@@ -279,20 +295,25 @@ async fn events_for_a_sink_that_went_away_wait_for_it_and_are_not_dropped() {
     world.prime("ds", &[&first]).await;
     let n = first.accepted().len();
 
+    let deleted = std::time::Instant::now();
     world.delete_broker("ds", "default").await;
     world
         .wait_ready(&adapter, "ds", "team", "False", reason::SINK_NOT_FOUND)
         .await;
+    followed("seeing the Broker deleted", deleted);
     let a = world.change("ds", "nb").await;
     quiet(&[&first, &later]).await;
     assert_eq!(first.accepted().len(), n, "no sink: nothing sent");
 
+    let created = std::time::Instant::now();
     world.broker("ds", "default", &later.url).await;
     world
         .wait_ready(&adapter, "ds", "team", "True", reason::READY)
         .await;
+    let got = accepted(&adapter, &later, 1).await;
+    followed("delivering to the Broker created again", created);
     assert_eq!(
-        changes(&accepted(&adapter, &later, 1).await),
+        changes(&got),
         [("ds".into(), "nb".into(), a)],
         "the change made while the sink was away arrives once it is back"
     );
