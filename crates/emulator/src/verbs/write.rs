@@ -108,6 +108,7 @@ impl Cluster {
             Behavior::Namespace => {
                 obj["spec"] = json!({ "finalizers": ["kubernetes"] });
                 obj["status"] = json!({ "phase": "Active" });
+                label_with_name(&mut obj, &name);
             }
             Behavior::Crd => {
                 types_from_crd(&obj)
@@ -311,6 +312,7 @@ impl Cluster {
                     .get("status")
                     .cloned()
                     .unwrap_or(json!({"phase": "Active"}));
+                label_with_name(&mut new, &name);
             }
             Behavior::Crd => {
                 types_from_crd(&new)
@@ -483,4 +485,14 @@ fn bump_generation_if_spec_changed(old: &Value, new: &mut Value) {
             .unwrap_or(1);
         new["metadata"]["generation"] = json!(g + 1);
     }
+}
+
+/// The label the API server's namespace strategy writes on every create and update since
+/// Kubernetes 1.22 (`kubernetes.io/metadata.name: <name>`, overwriting any other value), so
+/// that a label selector can pick namespaces by name.
+fn label_with_name(obj: &mut Value, name: &str) {
+    if !obj["metadata"]["labels"].is_object() {
+        obj["metadata"]["labels"] = json!({});
+    }
+    obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
 }

@@ -445,3 +445,37 @@ async fn promotion_through_an_imagestreamtag_follows_the_oracle() {
     assert_eq!(current_digest(&is, "candidate").as_deref(), Some(DIGEST_B));
     emu.shutdown().await;
 }
+
+#[tokio::test]
+async fn namespaces_carry_their_name_as_a_label_like_the_api_server_writes_it() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let (_emu, client) = start().await;
+    let namespaces: Api<Namespace> = Api::all(client);
+    let forged: Namespace = serde_json::from_value(json!({
+        "metadata": {"name": "team-a", "labels": {"kubernetes.io/metadata.name": "other", "team": "a"}}
+    }))
+    .unwrap();
+    let created = namespaces
+        .create(&PostParams::default(), &forged)
+        .await
+        .unwrap();
+    let labels = created.metadata.labels.clone().unwrap();
+    assert_eq!(labels["kubernetes.io/metadata.name"], "team-a");
+    assert_eq!(labels["team"], "a");
+    // An update that drops every label gets the name label back, as on a real server.
+    let mut bare = created.clone();
+    bare.metadata.labels = None;
+    let updated = namespaces
+        .replace("team-a", &PostParams::default(), &bare)
+        .await
+        .unwrap();
+    assert_eq!(
+        updated.metadata.labels.unwrap()["kubernetes.io/metadata.name"],
+        "team-a"
+    );
+    let picked = namespaces
+        .list(&ListParams::default().labels("kubernetes.io/metadata.name=team-a"))
+        .await
+        .unwrap();
+    assert_eq!(picked.items.len(), 1);
+}
