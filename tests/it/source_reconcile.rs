@@ -4,13 +4,13 @@
 //! from the stored RBAC. Each test reads back the status the real `reconcile` wrote.
 
 use imagegate::source::crd::status::{condition, reason};
-use imagegate::source::crd::{self, ImageStreamSource, ImageStreamSourceStatus};
+use imagegate::source::crd::{ImageStreamSource, ImageStreamSourceStatus};
 use imagegate::source::reconcile::{self, Context};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 
-use crate::support::upstream::{KNATIVE_EVENTING, TEKTON_TRIGGERS};
+use crate::support::mt;
 use crate::support::{EmulatorServer, eventually};
 
 const BROKER_URL: &str = "http://broker-ingress.knative-eventing.svc.cluster.local/ds/default";
@@ -25,19 +25,8 @@ async fn setup() -> (EmulatorServer, Context) {
         emu.seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"team": team}}}))
             .await;
     }
-    let crds: Api<DynamicObject> = Api::all_with(emu.client(), &crd_resource());
-    let ours: DynamicObject =
-        serde_json::from_value(serde_json::to_value(crd::crd()).unwrap()).unwrap();
-    let mut all = vec![ours];
-    for text in [
-        KNATIVE_EVENTING.read("config/core/resources/broker.yaml"),
-        TEKTON_TRIGGERS.read("config/300-eventlistener.yaml"),
-    ] {
-        all.push(serde_yaml::from_str(&text).expect("a released CRD"));
-    }
-    for c in all {
-        crds.create(&PostParams::default(), &c).await.unwrap();
-    }
+    mt::install_source_crd(&emu).await;
+    mt::install_sink_crds(&emu).await;
     grant(&emu, "ds", &["get", "list", "watch"]).await;
     let ctx = Context {
         client: emu.client(),
@@ -45,13 +34,6 @@ async fn setup() -> (EmulatorServer, Context) {
         api_server_url: API_SERVER.into(),
     };
     (emu, ctx)
-}
-
-fn crd_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-        "customresourcedefinitions",
-    )
 }
 
 /// Lets `ds/watcher` do `verbs` on ImageStreams in `ns`.

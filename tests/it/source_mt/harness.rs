@@ -15,15 +15,15 @@ use std::process::Command;
 use std::time::Duration;
 
 use imagegate::source::crd::status::condition;
-use imagegate::source::crd::{self, ImageStreamSource, ImageStreamSourceStatus};
+use imagegate::source::crd::{ImageStreamSource, ImageStreamSourceStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::PostParams;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 
+use crate::support::mt;
 use crate::support::sink::Sink;
-use crate::support::upstream::{KNATIVE_EVENTING, TEKTON_TRIGGERS};
 use crate::support::{EmulatorServer, Process, free_port};
 
 /// The ServiceAccount user `config/` runs the multi-tenant adapter as.
@@ -83,25 +83,12 @@ impl World {
             ("ops", "b"),
             ("imagegate-system", "platform"),
         ] {
-            // The API server labels every Namespace with its name (since Kubernetes 1.22); the
-            // emulator does not, so the label is written here as the API server would.
             emu.seed(json!({"apiVersion": "v1", "kind": "Namespace",
-                            "metadata": {"name": ns, "labels": {"team": team, "kubernetes.io/metadata.name": ns}}}))
+                            "metadata": {"name": ns, "labels": {"team": team}}}))
                 .await;
         }
-        let crds: Api<DynamicObject> = Api::all_with(emu.client(), &crd_resource());
-        let ours: DynamicObject =
-            serde_json::from_value(serde_json::to_value(crd::crd()).unwrap()).unwrap();
-        let mut all = vec![ours];
-        for text in [
-            KNATIVE_EVENTING.read("config/core/resources/broker.yaml"),
-            TEKTON_TRIGGERS.read("config/300-eventlistener.yaml"),
-        ] {
-            all.push(serde_yaml::from_str(&text).expect("a released CRD"));
-        }
-        for c in all {
-            crds.create(&PostParams::default(), &c).await.unwrap();
-        }
+        mt::install_source_crd(&emu).await;
+        mt::install_sink_crds(&emu).await;
         let world = World {
             emu,
             dir: tempfile::tempdir().unwrap(),
@@ -346,13 +333,6 @@ pub fn cond(s: &ImageStreamSourceStatus, ty: &str) -> Option<(String, String, St
             c.message.clone().unwrap_or_default(),
         )
     })
-}
-
-fn crd_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-        "customresourcedefinitions",
-    )
 }
 
 /// A running `imagegate source --multi-tenant` (killed on drop; its log printed if the test

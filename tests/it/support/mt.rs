@@ -12,6 +12,7 @@ use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 
 use super::sink::Sink;
+use super::upstream::{KNATIVE_EVENTING, TEKTON_TRIGGERS};
 use super::{EmulatorServer, Process, free_port};
 
 /// A running multi-tenant adapter (killed on drop; its log printed if the test fails).
@@ -73,16 +74,50 @@ impl Adapter {
     }
 }
 
-/// Installs the ImageStreamSource CRD and the namespaces `namespaces`.
-pub async fn setup(emu: &EmulatorServer, namespaces: &[&str]) {
+/// The CustomResourceDefinitions of the emulated API.
+fn crds(emu: &EmulatorServer) -> Api<DynamicObject> {
     let resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         "customresourcedefinitions",
     );
-    let crds: Api<DynamicObject> = Api::all_with(emu.client(), &resource);
+    Api::all_with(emu.client(), &resource)
+}
+
+/// Installs our ImageStreamSource CRD, as `imagegate crds` generates it.
+pub async fn install_source_crd(emu: &EmulatorServer) {
     let ours: DynamicObject =
         serde_json::from_value(serde_json::to_value(crd::crd()).unwrap()).unwrap();
-    crds.create(&PostParams::default(), &ours).await.unwrap();
+    crds(emu)
+        .create(&PostParams::default(), &ours)
+        .await
+        .unwrap();
+}
+
+/// Installs the sink kinds' released CRDs from the module cache: Knative's Broker and Tekton
+/// Triggers' EventListener.
+pub async fn install_sink_crds(emu: &EmulatorServer) {
+    for (what, text) in [
+        (
+            "Broker",
+            KNATIVE_EVENTING.read("config/core/resources/broker.yaml"),
+        ),
+        (
+            "EventListener",
+            TEKTON_TRIGGERS.read("config/300-eventlistener.yaml"),
+        ),
+    ] {
+        let crd: DynamicObject =
+            serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("the released {what} CRD: {e}"));
+        crds(emu)
+            .create(&PostParams::default(), &crd)
+            .await
+            .unwrap_or_else(|e| panic!("the emulator creates the {what} CRD: {e}"));
+    }
+}
+
+/// Installs the ImageStreamSource CRD and the namespaces `namespaces`.
+pub async fn setup(emu: &EmulatorServer, namespaces: &[&str]) {
+    install_source_crd(emu).await;
     for ns in namespaces {
         emu.seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
             .await;
