@@ -469,14 +469,13 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, ParseDurationError> {
         } else {
             whole.parse().map_err(|_| overflow())?
         };
-        // Digits past nanosecond precision cannot change the result; ignore them.
+        // Digits past nanosecond precision cannot change the result; ignore them. The at most
+        // 18 ASCII digits left are read as they are, so reading them cannot fail.
         let fraction = &fraction[..fraction.len().min(18)];
-        let fraction_nanos = if fraction.is_empty() {
-            0
-        } else {
-            let digits: u128 = fraction.parse().map_err(|_| invalid())?;
-            digits * unit_nanos / 10u128.pow(fraction.len() as u32)
-        };
+        let digits = fraction
+            .bytes()
+            .fold(0u128, |n, digit| n * 10 + u128::from(digit - b'0'));
+        let fraction_nanos = digits * unit_nanos / 10u128.pow(fraction.len() as u32);
         total_nanos = whole
             .checked_mul(unit_nanos)
             .and_then(|n| n.checked_add(fraction_nanos))
