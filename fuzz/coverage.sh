@@ -59,8 +59,7 @@ locked() {
   if [ -n "${IMAGEGATE_HEAVY_LOCK:-}" ]; then flock "$IMAGEGATE_HEAVY_LOCK" "$@"; else "$@"; fi
 }
 for target in "${targets[@]}"; do
-  mkdir -p "corpus/$target"
-  cp -n "seeds/$target"/* "corpus/$target/"
+  ./seed.sh "$target"
   inputs="$(find "corpus/$target" -type f | wc -l)"
   locked cargo +nightly fuzz coverage "$target" "corpus/$target" > "logs/$target.coverage.log" 2>&1
   binary="target/$host/coverage/$host/release/$target"

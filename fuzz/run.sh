@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every fuzz target for SECONDS each (default 60) with cargo-fuzz on the nightly toolchain,
-# each on its corpus fuzz/corpus/<target> (started from the committed seeds in fuzz/seeds/<target>
+# each on its corpus fuzz/corpus/<target> (started from the committed seeds in fuzz/seeds/<target>, seed.sh,
 # and kept between runs, not committed), and prints per target the runs, the corpus size before and
 # after, and libFuzzer's coverage when the corpus was loaded and at the end (equal: nothing new). A crash is reported and the script goes on to the next target, exiting
 # non-zero at the end; libFuzzer writes the input to fuzz/artifacts/<target>/. docs/testing.md
@@ -13,8 +13,7 @@ mkdir -p logs
 # The same dependency versions as the workspace (libfuzzer-sys is added on the first build).
 [ -f Cargo.lock ] || cp ../Cargo.lock Cargo.lock
 for target in customrun imagepromotion_spec watch_object checkpoint_entry ce_overrides durations retry_after label_selector; do
-  mkdir -p "corpus/$target"
-  cp -n "seeds/$target"/* "corpus/$target/"
+  ./seed.sh "$target"
   before="$(find "corpus/$target" -type f | wc -l)"
   if cargo +nightly fuzz run "$target" "corpus/$target" -- -max_total_time="$secs" -rss_limit_mb=2048 > "logs/$target.log" 2>&1; then
     verdict=ok

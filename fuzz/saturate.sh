@@ -29,8 +29,7 @@ locked() {
   if [ -n "${IMAGEGATE_HEAVY_LOCK:-}" ]; then flock "$IMAGEGATE_HEAVY_LOCK" "$@"; else "$@"; fi
 }
 for target in "${targets[@]}"; do
-  mkdir -p "corpus/$target"
-  cp -n "seeds/$target"/* "corpus/$target/"
+  ./seed.sh "$target"
   quiet=0 chunks=0 runs_total=0 verdict=ok cov='?' ft='?'
   while [ "$chunks" -lt "$max_chunks" ] && [ "$quiet" -lt "$quiet_needed" ]; do
     chunks=$((chunks + 1))

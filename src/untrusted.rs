@@ -2,35 +2,40 @@
 //! entry points the fuzz targets in `fuzz/` run (docs/testing.md) and that a fast property test
 //! (`tests/it/untrusted.rs`) runs on every test run. None may panic, whatever the bytes: bad
 //! input is an error or a terminal status with a reason. Each returns whether the input was
-//! taken, which the property test uses to check that its seeds are well formed.
+//! taken (the two parsers of the custom task's input: or the message a run would end with),
+//! which the property test uses to check that its seeds are taken and its refused cases refused
+//! with the message they expect.
+
+use std::sync::OnceLock;
 
 use chrono::{DateTime, Utc};
+use prometheus_client::registry::Registry;
 
 use crate::api::CustomRun;
 use crate::controller::crd::ImagePromotionSpec;
 use crate::controller::params::{self, SpecSource};
-use crate::source::watch::decode::{Reading, TagsOnly, Whole};
+use crate::source::metrics::Metrics;
+use crate::source::watch::decode::{self, Reading, TagsAndLabels, TagsOnly, Watched, Whole};
 
 /// A CustomRun as the watch delivers it: its spec source (an inline `customSpec` is parsed
-/// here) and its params over that spec, as the controller reads them.
-pub fn customrun(data: &[u8]) -> bool {
-    let Ok(run) = serde_json::from_slice::<CustomRun>(data) else {
-        return false;
+/// here) and its params over that spec, as the controller reads them. Refused: the message the
+/// run would end with (`InvalidParams`), or why it is not a CustomRun.
+pub fn customrun(data: &[u8]) -> Result<(), String> {
+    let run =
+        serde_json::from_slice::<CustomRun>(data).map_err(|e| format!("not a CustomRun: {e}"))?;
+    let spec = match params::spec_source(&run)? {
+        SpecSource::Inline(spec) => *spec,
+        SpecSource::Named(_) | SpecSource::Defaults => ImagePromotionSpec::default(),
     };
-    let spec = match params::spec_source(&run) {
-        Ok(SpecSource::Inline(spec)) => *spec,
-        Ok(_) => ImagePromotionSpec::default(),
-        Err(_) => return false,
-    };
-    params::parse(&run, &spec).is_ok()
+    params::parse(&run, &spec).map(drop)
 }
 
-/// An ImagePromotion spec as the API server stores it: its checks and validation block parsed,
-/// and a run that names it read over it.
-pub fn imagepromotion_spec(data: &[u8]) -> bool {
-    let Ok(spec) = serde_json::from_slice::<ImagePromotionSpec>(data) else {
-        return false;
-    };
+/// An ImagePromotion spec as the API server stores it: its checks parsed on their own (every
+/// problem listed) and a run that names it read over it. Refused: the message that run would
+/// end with, or why it is not a spec.
+pub fn imagepromotion_spec(data: &[u8]) -> Result<(), String> {
+    let spec = serde_json::from_slice::<ImagePromotionSpec>(data)
+        .map_err(|e| format!("not an ImagePromotion spec: {e}"))?;
     let checks = spec.checks.parse();
     let run: CustomRun = serde_json::from_value(serde_json::json!({
         "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
@@ -41,24 +46,45 @@ pub fn imagepromotion_spec(data: &[u8]) -> bool {
         ]}
     }))
     .expect("a CustomRun");
-    checks.is_ok() & params::parse(&run, &spec).is_ok()
+    params::parse(&run, &spec)?;
+    checks.map(drop)
 }
 
-/// One object of a watch or a list, as each mode of the source decodes it.
+/// One object of a watch or a list, decoded as each reading of the source decodes it (the
+/// lenient [`Watched`], which keeps the name of an object that does not parse), and what is
+/// read of its tags: by the diff, every tag of its status; by the controller, the tags it names
+/// (served, candidate, previous), which may have no status yet: a spec tag not yet imported, or
+/// a tag the stream does not have. Taken: the stream parses as mode `imagestreamtag` reads it.
 pub fn watch_object(data: &[u8]) -> bool {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    let metrics = METRICS.get_or_init(|| Metrics::register(&mut Registry::default()));
     let Ok(text) = std::str::from_utf8(data) else {
         return false;
     };
-    let tags = TagsOnly::parse(text);
-    let whole = Whole::parse(text);
-    for stream in [&tags, &whole].into_iter().flatten() {
-        // What the diff reads of every tag.
-        for tag in stream.status.iter().flat_map(|s| &s.tags) {
-            let _ = stream.current_digest(&tag.tag);
-            let _ = stream.history(&tag.tag);
-        }
+    let taken = watched::<TagsOnly>(text, metrics);
+    watched::<TagsAndLabels>(text, metrics);
+    watched::<Whole>(text, metrics);
+    taken
+}
+
+/// Decodes `text` as the watch of reading `R` does and reads the stream's tags; whether it
+/// parsed.
+fn watched<R: Reading>(text: &str, metrics: &Metrics) -> bool {
+    let Ok(object) = serde_json::from_str::<Watched<R>>(text) else {
+        return false;
+    };
+    let _ = decode::key(&object);
+    let Some(stream) = decode::typed(object, metrics) else {
+        return false;
+    };
+    let status = stream.status.iter().flat_map(|s| &s.tags).map(|t| &t.tag);
+    let spec = stream.spec.tags.iter().map(|t| &t.name);
+    for tag in status.chain(spec) {
+        let _ = stream.current_digest(tag);
+        let _ = stream.history(tag);
     }
-    tags.is_ok()
+    let _ = stream.current_digest(params::DEFAULT_SERVED_TAG);
+    true
 }
 
 /// One entry of a checkpoint ConfigMap (the value of a data key).

@@ -1,9 +1,16 @@
 //! The parsers of outside input never panic: a fast property test of the entry points the fuzz
 //! targets in `fuzz/` run (`imagegate::untrusted`). Each entry point gets well-formed seeds (the
-//! ones here and the fuzz target's committed `fuzz/seeds/<target>/*`; each must be taken, so that the mutations start from real input) and then thousands of inputs
-//! made from them by a deterministic generator: bytes flipped, inserted, deleted, duplicated and
-//! spliced between seeds, truncations, and bytes the grammars care about. A panic fails the test
-//! and names the input. A crash a fuzz run finds becomes a seed or a case here.
+//! ones here and the fuzz target's committed `fuzz/seeds/<target>/*`; each must be taken, so that
+//! the mutations start from real input) and then thousands of inputs made from them by a
+//! deterministic generator: bytes flipped, inserted, deleted, duplicated and spliced between
+//! seeds, truncations, and bytes the grammars care about. A panic fails the test and names the
+//! input. A crash a fuzz run finds becomes a seed or a case here.
+//!
+//! A target's `fuzz/seeds/<target>/cases.jsonl` holds one case a line, `{"input": <the JSON the
+//! target reads>, "error": "<the exact message>"}` (refused with that message) or without
+//! `error` (taken): the inputs that reach each error branch, which start the fuzz corpus too
+//! (`fuzz/seed.sh`), so the fuzzer does not have to find them, and whose messages are checked
+//! here.
 
 use imagegate::untrusted;
 
@@ -81,14 +88,21 @@ fn mutate(rng: &mut Rng, seeds: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-/// The committed seeds of fuzz target `name` (`fuzz/seeds/<name>/*`), which start its corpus.
-fn seed_files(name: &str) -> Vec<Vec<u8>> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The directory of fuzz target `name`'s committed seeds.
+fn seed_dir(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fuzz/seeds")
-        .join(name);
+        .join(name)
+}
+
+/// The committed seeds of fuzz target `name` (`fuzz/seeds/<name>/*` but `cases.jsonl`), which
+/// start its corpus.
+fn seed_files(name: &str) -> Vec<Vec<u8>> {
+    let dir = seed_dir(name);
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| entry.expect("a seed file").path())
+        .filter(|path| !path.ends_with(CASES))
         .collect();
     paths.sort();
     assert!(!paths.is_empty(), "{} has no seeds", dir.display());
@@ -98,23 +112,75 @@ fn seed_files(name: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The file of a target's cases.
+const CASES: &str = "cases.jsonl";
+
+/// One line of `cases.jsonl`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    /// The input, as JSON (the target reads its compact text).
+    input: serde_json::Value,
+    /// The exact message it is refused with; taken when absent.
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// The committed cases of fuzz target `name` (none without a `cases.jsonl`): each input and
+/// what it must give.
+fn cases(name: &str) -> Vec<(Vec<u8>, Result<(), String>)> {
+    let path = seed_dir(name).join(CASES);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let case: Case = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1));
+            let input = serde_json::to_vec(&case.input).expect("JSON");
+            (input, case.error.map_or(Ok(()), Err))
+        })
+        .collect()
+}
+
+/// An entry point that only says whether it took the input.
+fn taken(yes: bool) -> Result<(), String> {
+    if yes { Ok(()) } else { Err("not taken".into()) }
+}
+
 /// Runs `parse` on every seed, the ones given and the fuzz target's committed ones (each must be
-/// taken), and on [`ROUNDS`] mutations of them.
-fn never_panics(name: &str, given: &[&[u8]], parse: fn(&[u8]) -> bool) {
+/// taken), on each committed case (each must give what it says), and on [`ROUNDS`] mutations of
+/// them all.
+fn never_panics(name: &str, given: &[&[u8]], parse: fn(&[u8]) -> Result<(), String>) {
     let files = seed_files(name);
+    let cases = cases(name);
+    let mut wrong = Vec::new();
+    for seed in given.iter().copied().chain(files.iter().map(Vec::as_slice)) {
+        if let Err(why) = parse(seed) {
+            wrong.push(format!(
+                "the seed {:?} is not taken: {why}",
+                String::from_utf8_lossy(seed)
+            ));
+        }
+    }
+    for (input, expected) in &cases {
+        let got = parse(input);
+        if &got != expected {
+            wrong.push(format!(
+                "the case {:?} gives {got:?}, not {expected:?}",
+                String::from_utf8_lossy(input)
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{name}:\n{}", wrong.join("\n"));
     let seeds: Vec<&[u8]> = given
         .iter()
         .copied()
         .chain(files.iter().map(Vec::as_slice))
+        .chain(cases.iter().map(|(input, _)| input.as_slice()))
         .collect();
     let seeds = seeds.as_slice();
-    for seed in seeds {
-        assert!(
-            parse(seed),
-            "{name}: the seed {:?} is not taken",
-            String::from_utf8_lossy(seed)
-        );
-    }
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ name.len() as u64);
     for _ in 0..ROUNDS {
         let input = mutate(&mut rng, seeds);
@@ -157,11 +223,9 @@ fn watched_objects() {
     let object = format!(
         r#"{{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{{"name":"nb","namespace":"ds","uid":"u1","resourceVersion":"7"}},"spec":{{"tags":[{{"name":"latest","from":{{"kind":"DockerImage","name":"quay.io/x/nb:latest"}}}}]}},"status":{{"dockerImageRepository":"r/ds/nb","tags":[{{"tag":"latest","items":[{{"image":"{DIGEST}","dockerImageReference":"quay.io/x/nb@{DIGEST}","generation":2,"created":"2026-12-01T10:00:00Z"}}],"conditions":[{{"type":"ImportSuccess","status":"False","reason":"NotFound","generation":3}}]}}]}}}}"#
     );
-    never_panics(
-        "watch_object",
-        &[object.as_bytes()],
-        untrusted::watch_object,
-    );
+    never_panics("watch_object", &[object.as_bytes()], |data| {
+        taken(untrusted::watch_object(data))
+    });
 }
 
 #[test]
@@ -172,7 +236,7 @@ fn checkpoint_entries() {
     never_panics(
         "checkpoint_entry",
         &[compact.as_bytes(), json.as_bytes()],
-        untrusted::checkpoint_entry,
+        |data| taken(untrusted::checkpoint_entry(data)),
     );
 }
 
@@ -184,7 +248,7 @@ fn ce_overrides() {
             br#"{"extensions":{"cluster":"prod-east","team":"ds"}}"#,
             b"null",
         ],
-        untrusted::ce_overrides,
+        |data| taken(untrusted::ce_overrides(data)),
     );
 }
 
@@ -200,7 +264,7 @@ fn durations() {
             b"P1DT2H3M4.5S",
             b"0",
         ],
-        untrusted::durations,
+        |data| taken(untrusted::durations(data)),
     );
 }
 
@@ -214,7 +278,7 @@ fn retry_after() {
             b"Sunday, 06-Nov-94 08:49:37 GMT",
             b"Sun Nov  6 08:49:37 1994",
         ],
-        untrusted::retry_after,
+        |data| taken(untrusted::retry_after(data)),
     );
 }
 
@@ -226,6 +290,6 @@ fn label_selectors() {
             b"team in (ds,ml),!old,tier!=x,gen>3",
             b"opendatahub.io/notebook-image=true",
         ],
-        untrusted::label_selector,
+        |data| taken(untrusted::label_selector(data)),
     );
 }
