@@ -206,11 +206,10 @@ fn parse_quantity_bytes(text: &str) -> Result<u64, QuantityError> {
     if digits.len() > 30 {
         return Err(QuantityError::TooLarge);
     }
-    let mantissa: u128 = if digits.is_empty() {
-        0
-    } else {
-        digits.parse().map_err(|_| QuantityError::Invalid)?
-    };
+    // At most 30 ASCII digits: read as they are, they cannot fail to parse or overflow.
+    let mantissa = digits
+        .bytes()
+        .fold(0u128, |n, digit| n * 10 + u128::from(digit - b'0'));
     let mut scale = fraction.len() as i32;
     let (base, power): (u128, u32) = match suffix {
         "" => (10, 0),
