@@ -37,6 +37,7 @@ use tracing::{info, warn};
 
 use self::observing::Observing;
 use self::pipelines::Running;
+use super::backlog::{self, Backlogs};
 use super::counters::{self, Board, Counters};
 use super::index::{Index, SourceId, WatchKey};
 use super::metrics::MtMetrics;
@@ -85,6 +86,8 @@ struct Supervisor {
     sink_watches: BTreeMap<SinkKind, SinkWatch>,
     sink_changes: mpsc::UnboundedSender<SinkObject>,
     board: Board,
+    /// The running pipelines' queue and checkpoint gauges.
+    backlogs: Backlogs,
     /// Per source, the last task of its pipelines and checkpoint deletion: the next waits.
     tails: BTreeMap<SourceId, JoinHandle<()>>,
     /// Each observation's source and uid, and what it found.
@@ -109,6 +112,13 @@ pub async fn run(
         board.clone(),
         counters_stop.clone(),
     ));
+    let backlogs = Backlogs::default();
+    let gauges = tokio::spawn(backlog::run(
+        backlogs.clone(),
+        reports.metrics.clone(),
+        reports.mt.clone(),
+        counters_stop.clone(),
+    ));
     let mut s = Supervisor {
         refusals: Refusals::new(reports.health.clone(), "ImageStream"),
         ctx,
@@ -121,6 +131,7 @@ pub async fn run(
         sink_watches: BTreeMap::new(),
         sink_changes,
         board,
+        backlogs,
         tails: BTreeMap::new(),
         observed,
     };
@@ -206,6 +217,7 @@ pub async fn run(
     }
     counters_stop.cancel();
     let _ = writer.await;
+    let _ = gauges.await;
 }
 
 fn id_of(source: &ImageStreamSource) -> SourceId {

@@ -33,6 +33,8 @@ impl Supervisor {
             return;
         };
         let stop = CancellationToken::new();
+        let metrics = settings::metrics(&self.reports.metrics);
+        self.backlogs.insert(id, &metrics, served.counters.clone());
         let pipeline = Pipeline {
             id: id.clone(),
             settings: Arc::new(settings),
@@ -42,7 +44,7 @@ impl Supervisor {
             scopes: watch.scopes(),
             routes: served.routes.subscribe(),
             counters: served.counters.clone(),
-            metrics: settings::metrics(&self.reports.metrics),
+            metrics,
         };
         info!(namespace = %id.0, source = %id.1, namespaces = %key.describe(), "serving the source");
         served.running = Some(Running {
@@ -60,6 +62,7 @@ impl Supervisor {
             return;
         };
         running.stop.cancel();
+        self.backlogs.remove(id);
         if let Some(watch) = self.watches.get(&running.key) {
             watch.leave(id.clone());
         }
