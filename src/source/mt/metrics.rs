@@ -1,7 +1,8 @@
 //! The multi-tenant adapter's own metrics, with bounded labels (no source names): the sources
 //! by readiness, the shared ImageStream watches, and which sources' backlogs are stuck
 //! ([`super::backlog`]). The delivery and checkpoint counters of [`crate::source::metrics`] add
-//! up across sources; its queue and checkpoint gauges are the sums over them.
+//! up across sources; its queue and checkpoint gauges are the sums over them (the pending age
+//! the oldest).
 
 use std::sync::atomic::AtomicU64;
 
