@@ -185,13 +185,14 @@ async fn the_standby_serves_nothing_until_the_leader_dies_or_stops_then_delivers
     // Back to the first replica, which starts again as the standby: the leader stops
     // gracefully, flushing and releasing, and the standby takes over before the Lease could
     // have expired.
+    // Ready once it contends: a standby is ready.
     first.restart();
     first.ready().await;
-    until(&first, "the restarted replica to stand by", || async {
-        lease_holder(&world.emu.client(), LEASE).await.as_deref() == Some("replica-2")
-            && first.log().contains("waiting to lead")
-    })
-    .await;
+    assert_eq!(
+        lease_holder(&world.emu.client(), LEASE).await.as_deref(),
+        Some("replica-2"),
+        "the restarted replica stands by"
+    );
     let (ds_before, ml_before) = (ds.accepted().len(), ml.accepted().len());
     let d3 = world.change("ds", "nb").await;
     exactly(&second, &ds, ds_before, &[("ds".into(), "nb".into(), d3)]).await;
