@@ -318,6 +318,8 @@ impl Flow {
         if self.queue.push(Job { key, item, seen }).await.is_err() {
             error!("the delivery queue is gone; stopping");
         }
+        // Now, not at the next change: an event that waits alone must show.
+        self.metrics.queue_depth.set(self.queue.depth() as i64);
     }
 }
 

@@ -1,6 +1,10 @@
 //! The multi-tenant adapter's own metrics, with bounded labels (no source names): the sources
-//! by readiness and the shared ImageStream watches. The delivery and checkpoint counters of
-//! [`crate::source::metrics`] add up across sources.
+//! by readiness, the shared ImageStream watches, and which sources' backlogs are stuck
+//! ([`super::backlog`]). The delivery and checkpoint counters of [`crate::source::metrics`] add
+//! up across sources; its queue and checkpoint gauges are the sums over them (the pending age
+//! the oldest).
+
+use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -22,6 +26,12 @@ pub struct MtMetrics {
     pub sources: Family<ReadyLabels, Gauge>,
     /// `imagegate_source_multi_tenant_watches`: shared ImageStream watches running.
     pub watches: Gauge,
+    /// `imagegate_source_multi_tenant_sources_backlogged`: sources with events not yet
+    /// delivered.
+    pub backlogged: Gauge,
+    /// `imagegate_source_multi_tenant_backlog_stalled_seconds`: the longest any source has had
+    /// events waiting while none of its deliveries ended.
+    pub stalled: Gauge<f64, AtomicU64>,
 }
 
 impl MtMetrics {
@@ -38,6 +48,16 @@ impl MtMetrics {
             "watches",
             "Shared ImageStream watches (one per distinct namespace set and reading)",
             m.watches.clone(),
+        );
+        sub.register(
+            "sources_backlogged",
+            "ImageStreamSources with events not yet delivered",
+            m.backlogged.clone(),
+        );
+        sub.register(
+            "backlog_stalled_seconds",
+            "The longest any ImageStreamSource has had events waiting while none of its deliveries ended",
+            m.stalled.clone(),
         );
         m
     }

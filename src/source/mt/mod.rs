@@ -9,8 +9,10 @@
 //! [`counters`] (`status.deliveries`). [`sinks`] (which source references which sink object,
 //! pure) and [`sinkwatch`] (one watch per sink kind in use) re-observe a source when its sink
 //! object changes address. [`cleanup`] deletes the checkpoints of deleted
-//! sources; [`settings`] turns a source's spec into its flow's settings.
+//! sources; [`settings`] turns a source's spec into its flow's settings; [`backlog`] sums the
+//! sources' queue and checkpoint gauges into the process's ([`metrics`]).
 
+pub mod backlog;
 pub mod cleanup;
 pub mod counters;
 pub mod filter;

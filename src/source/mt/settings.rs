@@ -123,7 +123,8 @@ pub fn owner(source: &ImageStreamSource) -> CheckpointOwner {
 
 /// The process metrics as one source's flow reports them: counters add up across sources;
 /// gauges of one source's queue and checkpoint are its own, not registered (a process gauge
-/// set by each source in turn would show whichever wrote last).
+/// set by each source in turn would show whichever wrote last); [`super::backlog`] adds them up
+/// into the process's.
 pub fn metrics(process: &Metrics) -> Metrics {
     let mut m = process.clone();
     m.queue_depth = Gauge::default();

@@ -12,6 +12,15 @@
 //! while the sink or dead-letter sink does not resolve) and its watch key; a new generation
 //! or key restarts its pipeline, after the previous one flushed its checkpoint. A source
 //! deleted stops at once; its checkpoint is deleted once its pipeline has stopped.
+//!
+//! This file holds the loop and the indexes it keeps (sources, shared watches, sink watches);
+//! [`observing`] when a source is observed and what an observation changes; [`pipelines`] each
+//! source's tasks, one after the other (its pipelines, then its checkpoint's deletion);
+//! [`watches`] the shared ImageStream watches and the sink watches the indexes call for.
+
+mod observing;
+mod pipelines;
+mod watches;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,15 +35,17 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use self::observing::Observing;
+use self::pipelines::Running;
+use super::backlog::{self, Backlogs};
 use super::counters::{self, Board, Counters};
-use super::index::{Index, SourceId, WatchKey, watch_key};
+use super::index::{Index, SourceId, WatchKey};
 use super::metrics::MtMetrics;
-use super::observe::{self, Observation};
-use super::pipeline::{self, Pipeline};
+use super::observe::Observation;
 use super::settings;
 use super::shared::Shared;
 use super::sinks::{SinkIndex, SinkKind, SinkObject, refs_of};
-use super::sinkwatch::{self, SinkWatch};
+use super::sinkwatch::SinkWatch;
 use crate::admin::Health;
 use crate::source::crd::ImageStreamSource;
 use crate::source::flow::Route;
@@ -63,20 +74,6 @@ struct Served {
     observing: Observing,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Observing {
-    Idle,
-    Running,
-    /// Running, and another is wanted once it is done (the source or its sink changed).
-    Again,
-}
-
-struct Running {
-    generation: Option<i64>,
-    key: WatchKey,
-    stop: CancellationToken,
-}
-
 struct Supervisor {
     ctx: Context,
     shared: settings::Shared,
@@ -89,6 +86,8 @@ struct Supervisor {
     sink_watches: BTreeMap<SinkKind, SinkWatch>,
     sink_changes: mpsc::UnboundedSender<SinkObject>,
     board: Board,
+    /// The running pipelines' queue and checkpoint gauges.
+    backlogs: Backlogs,
     /// Per source, the last task of its pipelines and checkpoint deletion: the next waits.
     tails: BTreeMap<SourceId, JoinHandle<()>>,
     /// Each observation's source and uid, and what it found.
@@ -113,6 +112,13 @@ pub async fn run(
         board.clone(),
         counters_stop.clone(),
     ));
+    let backlogs = Backlogs::default();
+    let gauges = tokio::spawn(backlog::run(
+        backlogs.clone(),
+        reports.metrics.clone(),
+        reports.mt.clone(),
+        counters_stop.clone(),
+    ));
     let mut s = Supervisor {
         refusals: Refusals::new(reports.health.clone(), "ImageStream"),
         ctx,
@@ -125,6 +131,7 @@ pub async fn run(
         sink_watches: BTreeMap::new(),
         sink_changes,
         board,
+        backlogs,
         tails: BTreeMap::new(),
         observed,
     };
@@ -210,6 +217,7 @@ pub async fn run(
     }
     counters_stop.cancel();
     let _ = writer.await;
+    let _ = gauges.await;
 }
 
 fn id_of(source: &ImageStreamSource) -> SourceId {
@@ -268,176 +276,6 @@ impl Supervisor {
         self.gauges();
     }
 
-    fn observe_where(&mut self, which: impl Fn(&ImageStreamSource) -> bool) {
-        let ids: Vec<SourceId> = (self.sources.iter())
-            .filter(|(_, served)| which(&served.source))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &ids {
-            self.observe(id);
-        }
-    }
-
-    /// Observes the source `id` as it is now, once the observation in flight (if any) is done.
-    fn observe(&mut self, id: &SourceId) {
-        let Some(served) = self.sources.get_mut(id) else {
-            return;
-        };
-        if served.observing != Observing::Idle {
-            served.observing = Observing::Again;
-            return;
-        }
-        served.observing = Observing::Running;
-        let (source, tx, id) = (served.source.clone(), self.observed.clone(), id.clone());
-        let ctx = self.ctx.clone();
-        tokio::spawn(async move {
-            let uid = source.uid();
-            let o = observe::run(ctx, source).await;
-            let _ = tx.send((id, uid, o));
-        });
-    }
-
-    /// An observation came back (None: it failed, and the next resync tries again): the next
-    /// one asked for meanwhile starts, and the route, the readiness and the pipeline follow it.
-    fn observed(&mut self, id: &SourceId, uid: Option<String>, o: Option<Observation>) {
-        let Some(served) = self.sources.get_mut(id).filter(|s| s.source.uid() == uid) else {
-            return; // Of a source deleted (and maybe created again: its own runs).
-        };
-        let again = served.observing == Observing::Again;
-        served.observing = Observing::Idle;
-        if again {
-            self.observe(id);
-        }
-        let (Some(o), Some(served)) = (o, self.sources.get_mut(id)) else {
-            return;
-        };
-        if served.source.uid() != Some(o.uid.clone())
-            || served.source.metadata.generation != o.generation
-        {
-            return; // Stale: a newer observation is on its way.
-        }
-        served.ready = o.ready;
-        served.routes.send_if_modified(|r| {
-            let changed = *r != o.route;
-            *r = o.route.clone();
-            changed
-        });
-        let source = served.source.clone();
-        let settings = settings::of(&source, &self.shared);
-        if let Err(why) = &settings {
-            warn!(namespace = %o.id.0, source = %o.id.1, reason = %why, "the source cannot be served");
-        }
-        if o.denied.is_none() && o.scope.is_some() {
-            // The reviews could not be asked: what the source is served stays as it was (never
-            // more than its service account was last seen to be allowed), until they can.
-            self.gauges();
-            return;
-        }
-        let mode = source
-            .spec
-            .mode
-            .unwrap_or(crate::source::crd::Mode::ImageStreamTag);
-        let denied = o.denied.clone().unwrap_or_default();
-        let key = settings
-            .as_ref()
-            .ok()
-            .and_then(|_| watch_key(o.scope.as_ref(), &denied, mode));
-        let current = served
-            .running
-            .as_ref()
-            .map(|r| (r.generation, r.key.clone()));
-        if current == key.clone().map(|k| (o.generation, k)) {
-            self.gauges();
-            return;
-        }
-        self.stop_running(&o.id);
-        match (key, settings) {
-            (Some(key), Ok(settings)) => self.start(&o.id, key, settings),
-            _ => self.set_key(&o.id, None),
-        }
-        self.gauges();
-    }
-
-    /// Starts the pipeline of `id` on the watch `key`, after its previous one.
-    fn start(&mut self, id: &SourceId, key: WatchKey, settings: crate::source::Settings) {
-        self.set_key(id, Some(key.clone()));
-        let (Some(watch), Some(served)) = (self.watches.get(&key), self.sources.get_mut(id)) else {
-            return;
-        };
-        let stop = CancellationToken::new();
-        let pipeline = Pipeline {
-            id: id.clone(),
-            settings: Arc::new(settings),
-            owner: settings::owner(&served.source),
-            selector: served.source.spec.selector.clone(),
-            seen: watch.join(id.clone()),
-            scopes: watch.scopes(),
-            routes: served.routes.subscribe(),
-            counters: served.counters.clone(),
-            metrics: settings::metrics(&self.reports.metrics),
-        };
-        info!(namespace = %id.0, source = %id.1, namespaces = %key.describe(), "serving the source");
-        served.running = Some(Running {
-            generation: served.source.metadata.generation,
-            key,
-            stop: stop.clone(),
-        });
-        let before = self.tails.remove(id);
-        let client = self.ctx.client.clone();
-        self.tails.insert(
-            id.clone(),
-            tokio::spawn(async move {
-                if let Some(before) = before {
-                    let _ = before.await;
-                }
-                pipeline::run(client, pipeline, stop).await;
-            }),
-        );
-    }
-
-    /// Stops the pipeline of `id`, if one runs (its task ends after its last flush).
-    fn stop_running(&mut self, id: &SourceId) {
-        let Some(running) = self.sources.get_mut(id).and_then(|s| s.running.take()) else {
-            return;
-        };
-        running.stop.cancel();
-        if let Some(watch) = self.watches.get(&running.key) {
-            watch.leave(id.clone());
-        }
-    }
-
-    /// Moves `id` to the watch `key` in the index, starting and stopping watches.
-    fn set_key(&mut self, id: &SourceId, key: Option<WatchKey>) {
-        let change = self.index.set(id, key);
-        if let Some(start) = change.start {
-            let watch = Shared::start(
-                &self.ctx.client,
-                &start,
-                self.reports.metrics.clone(),
-                self.refusals.clone(),
-            );
-            self.watches.insert(start, watch);
-        }
-        if let Some(stop) = change.stop {
-            info!(namespaces = %stop.describe(), "shared ImageStream watch stopped");
-            self.watches.remove(&stop);
-        }
-        self.reports.mt.watches.set(self.watches.len() as i64);
-    }
-
-    /// `id` now references the sink objects `refs`: the watches of their kinds follow.
-    fn set_refs(&mut self, id: &SourceId, refs: std::collections::BTreeSet<SinkObject>) {
-        let change = self.sinks.set(id, refs);
-        for kind in change.stop {
-            info!(kind = %kind.describe(), "sink watch stopped");
-            self.sink_watches.remove(&kind);
-        }
-        for kind in change.start {
-            let watch = sinkwatch::start(&self.ctx.client, kind.clone(), self.sink_changes.clone());
-            self.sink_watches.insert(kind, watch);
-        }
-    }
-
     /// A source deleted: its pipeline stops now, its checkpoint is deleted once it has.
     fn remove(&mut self, id: &SourceId) {
         if !self.sources.contains_key(id) {
@@ -452,19 +290,7 @@ impl Supervisor {
             .unwrap_or_else(|p| p.into_inner())
             .remove(id);
         info!(namespace = %id.0, source = %id.1, "ImageStreamSource deleted; stopping it");
-        let before = self.tails.remove(id);
-        let (client, gone) = (self.ctx.client.clone(), id.clone());
-        self.tails.insert(
-            id.clone(),
-            tokio::spawn(async move {
-                if let Some(before) = before {
-                    let _ = before.await;
-                }
-                if let Err(e) = super::cleanup::delete(&client, &gone).await {
-                    warn!(namespace = %gone.0, source = %gone.1, error = %e, "deleting the checkpoint of a deleted source failed; the next start sweeps it");
-                }
-            }),
-        );
+        self.delete_checkpoint(id);
         self.gauges();
     }
 

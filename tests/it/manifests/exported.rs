@@ -1,5 +1,5 @@
 //! The metrics the two programs export, asked of the code: each program's registry, built as the
-//! program builds it (`Metrics::register` on an empty registry), with one child in every labelled
+//! program builds it (the source's with `--multi-tenant`'s gauges too) (`Metrics::register` on an empty registry), with one child in every labelled
 //! family so that its label names show, rendered as the admin server renders `/metrics` and read
 //! back. The series names are the ones a query uses (`_total` of a counter, `_bucket`, `_sum` and
 //! `_count` of a histogram).
@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use imagegate::controller::metrics::{ErrorLabels, Metrics as ControllerMetrics, OutcomeLabels};
 use imagegate::source::metrics::Metrics as SourceMetrics;
+use imagegate::source::mt::metrics::MtMetrics;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 
@@ -31,6 +32,9 @@ pub fn series() -> Series {
         .checkpoint_write_failures
         .get_or_create(&SourceMetrics::reason("r"))
         .inc();
+    // `imagegate source --multi-tenant` registers its own beside them.
+    let mt = MtMetrics::register(&mut registry);
+    mt.set_sources(["True"].into_iter());
     read(&registry, &mut out);
 
     let mut registry = Registry::default();
@@ -80,4 +84,9 @@ fn the_exported_series_are_read_with_their_labels() {
     );
     assert!(s["imagegate_source_delivery_latency_seconds_bucket"].contains("le"));
     assert!(s.contains_key("imagegate_source_queue_depth"));
+    assert!(s.contains_key("imagegate_source_multi_tenant_backlog_stalled_seconds"));
+    assert_eq!(
+        s["imagegate_source_multi_tenant_sources"],
+        BTreeSet::from(["ready".to_string()])
+    );
 }

@@ -33,8 +33,8 @@ pub const CASES: &[Case] = &[
     Case {
         name: "an alert that groups by a label its series lack",
         by: By::Check,
-        breaks: |m| edit(&mut rule(m, 8)["expr"], "by (kind)", "by (reason)"),
-        expect: &["rules[8].expr", "groups by `reason`"],
+        breaks: |m| edit(&mut rule(m, 9)["expr"], "by (kind)", "by (reason)"),
+        expect: &["rules[9].expr", "groups by `reason`"],
     },
     Case {
         name: "an alert annotation naming a label the expression drops",
@@ -47,8 +47,8 @@ pub const CASES: &[Case] = &[
     Case {
         name: "a PromQL expression with an unclosed bracket",
         by: By::Check,
-        breaks: |m| edit(&mut rule(m, 1)["expr"], "[10m]))", "[10m])"),
-        expect: &["rules[1].expr", "never closed"],
+        breaks: |m| edit(&mut rule(m, 2)["expr"], "[10m]))", "[10m])"),
+        expect: &["rules[2].expr", "never closed"],
     },
     Case {
         name: "a dashboard query on a label the metric does not have",

@@ -347,8 +347,18 @@ impl Adapter {
     /// Starts the adapter as [`ADAPTER_USER`], its Lease and state in `imagegate-system`, with
     /// `extra` arguments.
     pub fn start(world: &World, extra: &[&str]) -> Adapter {
-        let kubeconfig = world.dir.path().join("adapter-kubeconfig");
-        world.emu.write_kubeconfig(&kubeconfig, ADAPTER_USER);
+        Adapter::replica(
+            world,
+            ADAPTER_USER,
+            "imagegate-source-multi-tenant-0",
+            extra,
+        )
+    }
+
+    /// Starts one replica: the pod `pod` (its identity in the Lease), logged in as `user`.
+    pub fn replica(world: &World, user: &str, pod: &str, extra: &[&str]) -> Adapter {
+        let kubeconfig = world.dir.path().join(format!("kubeconfig-{pod}"));
+        world.emu.write_kubeconfig(&kubeconfig, user);
         let admin = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
         command
@@ -358,7 +368,7 @@ impl Adapter {
                 "--pod-namespace",
                 "imagegate-system",
                 "--pod-name",
-                "imagegate-source-multi-tenant-0",
+                pod,
             ])
             .args(extra)
             .arg("--admin-addr")
@@ -368,7 +378,7 @@ impl Adapter {
             .envs(proxy_env(world));
         Adapter {
             process: Process::start(
-                format!("imagegate source --multi-tenant (admin port {admin})"),
+                format!("imagegate source --multi-tenant ({pod}, admin port {admin})"),
                 command,
             ),
             admin,
@@ -435,7 +445,12 @@ impl Adapter {
         self.process.stop(Duration::from_secs(20)).await;
     }
 
-    /// Starts it again after [`Adapter::stop`].
+    /// `kill -9`: no flush, no release of the Lease.
+    pub fn kill(&mut self) {
+        self.process.kill();
+    }
+
+    /// Starts it again after [`Adapter::stop`] or [`Adapter::kill`].
     pub fn restart(&mut self) {
         self.process.restart();
     }
@@ -443,6 +458,20 @@ impl Adapter {
     /// Everything it logged so far.
     pub fn log(&self) -> String {
         self.process.log()
+    }
+
+    /// The value of the unlabelled series `name` on its `/metrics` (None: not exported).
+    pub async fn gauge(&self, name: &str) -> Option<f64> {
+        let text = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.admin))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        let prefix = format!("{name} ");
+        (text.lines())
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|v| v.trim().parse().ok())
     }
 }
 

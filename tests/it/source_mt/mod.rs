@@ -15,9 +15,15 @@
 //! - [`restart`]: changes made while the adapter was down, and a re-list, delivered once.
 //! - [`modes`]: resource and reference modes send nothing on start or re-list; emitExisting.
 //! - [`rbac`]: the adapter's requests against the RBAC of `config/`, both ways.
+//! - [`backlog`]: the backlog gauges rise while a tenant's sink refuses and fall when it
+//!   recovers.
+//! - [`leader`]: two replicas on one Lease: only the leader serves; the standby takes over
+//!   when the leader is killed or stops, and delivers what changed meanwhile once.
 
+mod backlog;
 mod core;
 mod harness;
+mod leader;
 mod modes;
 mod rbac;
 mod restart;

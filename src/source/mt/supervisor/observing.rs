@@ -1,0 +1,115 @@
+//! When a source is observed, and what an observation changes: one observation per source at
+//! a time (one asked for meanwhile follows it, so the last to land is the newest); a stale one
+//! is dropped; a fresh one sets the source's route and readiness, and its watch key, which
+//! (with a new generation) restarts its pipeline.
+
+use kube::ResourceExt;
+use tracing::warn;
+
+use super::super::index::{SourceId, watch_key};
+use super::super::observe::{self, Observation};
+use super::super::settings;
+use super::Supervisor;
+use crate::source::crd::ImageStreamSource;
+
+/// Where a source's observations stand.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Observing {
+    Idle,
+    Running,
+    /// Running, and another is wanted once it is done (the source or its sink changed).
+    Again,
+}
+
+impl Supervisor {
+    /// Observes every source for which `which` holds.
+    pub(super) fn observe_where(&mut self, which: impl Fn(&ImageStreamSource) -> bool) {
+        let ids: Vec<SourceId> = (self.sources.iter())
+            .filter(|(_, served)| which(&served.source))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            self.observe(id);
+        }
+    }
+
+    /// Observes the source `id` as it is now, once the observation in flight (if any) is done.
+    pub(super) fn observe(&mut self, id: &SourceId) {
+        let Some(served) = self.sources.get_mut(id) else {
+            return;
+        };
+        if served.observing != Observing::Idle {
+            served.observing = Observing::Again;
+            return;
+        }
+        served.observing = Observing::Running;
+        let (source, tx, id) = (served.source.clone(), self.observed.clone(), id.clone());
+        let ctx = self.ctx.clone();
+        tokio::spawn(async move {
+            let uid = source.uid();
+            let o = observe::run(ctx, source).await;
+            let _ = tx.send((id, uid, o));
+        });
+    }
+
+    /// An observation came back (None: it failed, and the next resync tries again): the next
+    /// one asked for meanwhile starts, and the route, the readiness and the pipeline follow it.
+    pub(super) fn observed(&mut self, id: &SourceId, uid: Option<String>, o: Option<Observation>) {
+        let Some(served) = self.sources.get_mut(id).filter(|s| s.source.uid() == uid) else {
+            return; // Of a source deleted (and maybe created again: its own runs).
+        };
+        let again = served.observing == Observing::Again;
+        served.observing = Observing::Idle;
+        if again {
+            self.observe(id);
+        }
+        let (Some(o), Some(served)) = (o, self.sources.get_mut(id)) else {
+            return;
+        };
+        if served.source.uid() != Some(o.uid.clone())
+            || served.source.metadata.generation != o.generation
+        {
+            return; // Stale: a newer observation is on its way.
+        }
+        served.ready = o.ready;
+        served.routes.send_if_modified(|r| {
+            let changed = *r != o.route;
+            *r = o.route.clone();
+            changed
+        });
+        let source = served.source.clone();
+        let settings = settings::of(&source, &self.shared);
+        if let Err(why) = &settings {
+            warn!(namespace = %o.id.0, source = %o.id.1, reason = %why, "the source cannot be served");
+        }
+        if o.denied.is_none() && o.scope.is_some() {
+            // The reviews could not be asked: what the source is served stays as it was (never
+            // more than its service account was last seen to be allowed), until they can.
+            self.gauges();
+            return;
+        }
+        let mode = source
+            .spec
+            .mode
+            .unwrap_or(crate::source::crd::Mode::ImageStreamTag);
+        let denied = o.denied.clone().unwrap_or_default();
+        let key = settings
+            .as_ref()
+            .ok()
+            .and_then(|_| watch_key(o.scope.as_ref(), &denied, mode));
+        let current = served
+            .running
+            .as_ref()
+            .map(|r| (r.generation, r.key.clone()));
+        if current == key.clone().map(|k| (o.generation, k)) {
+            self.gauges();
+            return;
+        }
+        self.stop_running(&o.id);
+        match (key, settings) {
+            (Some(key), Ok(settings)) => self.start(&o.id, key, settings),
+            _ => self.set_key(&o.id, None),
+        }
+        self.gauges();
+    }
+}

@@ -1,0 +1,94 @@
+//! The tasks of each source, one after the other: its pipeline (started on a watch, stopped
+//! with a flush of its checkpoint), the next pipeline once the previous one has stopped, and,
+//! once a deleted source's last pipeline has stopped, the deletion of its checkpoint.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::super::index::{SourceId, WatchKey};
+use super::super::pipeline::{self, Pipeline};
+use super::super::settings;
+use super::Supervisor;
+
+/// A source's pipeline that runs: what it was started for, and how to stop it.
+pub(super) struct Running {
+    pub(super) generation: Option<i64>,
+    pub(super) key: WatchKey,
+    stop: CancellationToken,
+}
+
+impl Supervisor {
+    /// Starts the pipeline of `id` on the watch `key`, after its previous one.
+    pub(super) fn start(
+        &mut self,
+        id: &SourceId,
+        key: WatchKey,
+        settings: crate::source::Settings,
+    ) {
+        self.set_key(id, Some(key.clone()));
+        let (Some(watch), Some(served)) = (self.watches.get(&key), self.sources.get_mut(id)) else {
+            return;
+        };
+        let stop = CancellationToken::new();
+        let metrics = settings::metrics(&self.reports.metrics);
+        self.backlogs.insert(id, &metrics, served.counters.clone());
+        let pipeline = Pipeline {
+            id: id.clone(),
+            settings: Arc::new(settings),
+            owner: settings::owner(&served.source),
+            selector: served.source.spec.selector.clone(),
+            seen: watch.join(id.clone()),
+            scopes: watch.scopes(),
+            routes: served.routes.subscribe(),
+            counters: served.counters.clone(),
+            metrics,
+        };
+        info!(namespace = %id.0, source = %id.1, namespaces = %key.describe(), "serving the source");
+        served.running = Some(Running {
+            generation: served.source.metadata.generation,
+            key,
+            stop: stop.clone(),
+        });
+        let client = self.ctx.client.clone();
+        self.then(id, pipeline::run(client, pipeline, stop));
+    }
+
+    /// Stops the pipeline of `id`, if one runs (its task ends after its last flush).
+    pub(super) fn stop_running(&mut self, id: &SourceId) {
+        let Some(running) = self.sources.get_mut(id).and_then(|s| s.running.take()) else {
+            return;
+        };
+        running.stop.cancel();
+        self.backlogs.remove(id);
+        if let Some(watch) = self.watches.get(&running.key) {
+            watch.leave(id.clone());
+        }
+    }
+
+    /// Deletes the checkpoint of the deleted source `id`, once its last pipeline has stopped.
+    pub(super) fn delete_checkpoint(&mut self, id: &SourceId) {
+        let (client, gone) = (self.ctx.client.clone(), id.clone());
+        self.then(id, async move {
+            if let Err(e) = super::super::cleanup::delete(&client, &gone).await {
+                warn!(namespace = %gone.0, source = %gone.1, error = %e, "deleting the checkpoint of a deleted source failed; the next start sweeps it");
+            }
+        });
+    }
+
+    /// Runs `task` for `id` once the source's previous task (if any) has ended.
+    fn then(&mut self, id: &SourceId, task: impl Future<Output = ()> + Send + 'static) {
+        let before = self.tails.remove(id);
+        self.tails.insert(
+            id.clone(),
+            tokio::spawn(async move {
+                if let Some(before) = before {
+                    let _ = before.await;
+                }
+                task.await;
+            }),
+        );
+    }
+}
