@@ -53,10 +53,16 @@ pub fn digest(i: usize, tag: usize, round: usize) -> String {
 
 /// `n` ImageStreams `bench/nb-<i>` with tags t0..t2, each with its seeded digest in its history.
 pub fn streams_yaml(n: usize) -> String {
+    streams_yaml_in("bench", n)
+}
+
+/// `n` ImageStreams `<namespace>/nb-<i>` with tags t0..t2, each with its seeded digest in its
+/// history (the same digests in every namespace).
+pub fn streams_yaml_in(namespace: &str, n: usize) -> String {
     let mut out = String::new();
     for i in 0..n {
         out.push_str(&format!(
-            "---\napiVersion: image.openshift.io/v1\nkind: ImageStream\nmetadata: {{name: nb-{i}, namespace: bench}}\nspec:\n  tags:\n"
+            "---\napiVersion: image.openshift.io/v1\nkind: ImageStream\nmetadata: {{name: nb-{i}, namespace: {namespace}}}\nspec:\n  tags:\n"
         ));
         for t in 0..3 {
             out.push_str(&format!(

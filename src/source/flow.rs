@@ -117,7 +117,7 @@ pub async fn serve(
     listed: tokio::sync::watch::Sender<bool>,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
-    let sink = Arc::new(SinkClient::new(
+    let sink = Arc::new(SinkClient::shared(
         settings.sink_timeout,
         settings.ca_pem.as_deref(),
     )?);

@@ -2,6 +2,7 @@
 //! redirects; one attempt's outcome, with the status, `Retry-After` and the start of the body
 //! of a refusal.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -111,6 +112,27 @@ impl SinkClient {
             None => DeliverError::Client(e),
         })?;
         Ok(Self { http })
+    }
+
+    /// A client for `timeout` and `ca_pem` shared with every other flow of the process that
+    /// asks for the same: one connection pool and one TLS configuration, not one per source.
+    /// The multi-tenant adapter runs a flow per source, and 1,000 clients of their own held
+    /// 1,000 idle connections to sinks that are mostly the same few (a Broker's ingress).
+    pub fn shared(timeout: Option<Duration>, ca_pem: Option<&str>) -> Result<Self, DeliverError> {
+        type Key = (Option<Duration>, Option<String>);
+        static CLIENTS: std::sync::OnceLock<std::sync::Mutex<HashMap<Key, SinkClient>>> =
+            std::sync::OnceLock::new();
+        let key = (timeout, ca_pem.map(str::to_string));
+        let mut clients = CLIENTS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = clients.get(&key) {
+            return Ok(c.clone());
+        }
+        let client = Self::new(timeout, ca_pem)?;
+        clients.insert(key, client.clone());
+        Ok(client)
     }
 
     /// One attempt: POSTs the encoded event to `sink`. Ok with the status on a 2xx (whose body

@@ -30,7 +30,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -52,6 +52,13 @@ use crate::source::flow::Route;
 use crate::source::metrics::Metrics;
 use crate::source::reconcile::{Context, RESYNC};
 use crate::watch_errors::Refusals;
+
+/// Observations in flight at once. Each asks the API server a few requests (three
+/// SubjectAccessReviews per namespace, the sink, the status); at start and at every resync all
+/// sources are observed, and 1,000 sources at once opened thousands of connections (HTTP/1.1:
+/// one per request in flight, kept idle in the client's pool afterwards), the adapter's RSS
+/// and the server's load with them, and requests failed to connect. Bounded, they queue.
+pub const OBSERVATIONS_IN_FLIGHT: usize = 16;
 
 /// What the supervisor reports to.
 pub struct Reports {
@@ -92,6 +99,8 @@ struct Supervisor {
     tails: BTreeMap<SourceId, JoinHandle<()>>,
     /// Each observation's source and uid, and what it found.
     observed: mpsc::UnboundedSender<(SourceId, Option<String>, Option<Observation>)>,
+    /// [`OBSERVATIONS_IN_FLIGHT`] permits.
+    observing: Arc<Semaphore>,
 }
 
 /// Serves every ImageStreamSource until `stop` is cancelled; then stops every pipeline
@@ -134,6 +143,7 @@ pub async fn run(
         backlogs,
         tails: BTreeMap::new(),
         observed,
+        observing: Arc::new(Semaphore::new(OBSERVATIONS_IN_FLIGHT)),
     };
     let mut sources = watcher(
         Api::<ImageStreamSource>::all(client.clone()),

@@ -44,8 +44,10 @@ impl Supervisor {
         }
         served.observing = Observing::Running;
         let (source, tx, id) = (served.source.clone(), self.observed.clone(), id.clone());
-        let ctx = self.ctx.clone();
+        let (ctx, permits) = (self.ctx.clone(), self.observing.clone());
         tokio::spawn(async move {
+            // Never closed, so a permit always comes.
+            let _permit = permits.acquire_owned().await;
             let uid = source.uid();
             let o = observe::run(ctx, source).await;
             let _ = tx.send((id, uid, o));
