@@ -24,18 +24,11 @@ mod sink;
 
 use std::time::{Duration, Instant};
 
-use common::{Cluster, streams_yaml};
+use common::{Cluster, env_usize, free_port, streams_yaml};
 use programs::Program;
 
 /// The namespace both programs watch (the one `streams_yaml` seeds).
 pub const NS: &str = "bench";
-
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// The adapter's identity: what an ApiServerSource's `serviceAccountName` must be granted
 /// (get, list, watch of the watched resource in its namespaces, as the reconciler's
@@ -60,13 +53,7 @@ subjects:
 "#;
 
 fn main() {
-    imagegate::tls::install_crypto_provider();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(bench());
+    common::run(bench());
 }
 
 async fn bench() {
@@ -141,12 +128,4 @@ async fn bench() {
         eprintln!("keeping the cluster: {}", cluster.dir().display());
         std::mem::forget(cluster);
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }

@@ -374,12 +374,7 @@ fn main() {
     if let Ok(sink) = std::env::var("BENCH_POSTER") {
         return poster(&sink);
     }
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(bench());
+    common::run(bench());
 }
 
 async fn bench() {

@@ -22,35 +22,14 @@ mod world;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use common::{Killed, cpu_seconds, ms, percentile, rss_kib};
+use common::{Killed, cpu_seconds, env_usize, free_port, ms, percentile, rss_kib};
 use imagegate_emulator::control::RequestRecord;
 use imagegate_emulator::{Config, Emulator};
 use phases::Bench;
 use world::{MT_USER, SINGLE, SINGLE_USER};
 
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn main() {
-    imagegate::tls::install_crypto_provider();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(bench());
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    common::run(bench());
 }
 
 /// VmRSS and VmHWM of `p`, MiB.

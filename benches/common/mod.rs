@@ -11,6 +11,35 @@ mod shared;
 pub use cluster::Cluster;
 pub use shared::*;
 
+/// Runs a benchmark's body on the two-thread runtime every benchmark here measures on, with the
+/// TLS provider installed first.
+pub fn run<F: std::future::Future>(bench: F) -> F::Output {
+    imagegate::tls::install_crypto_provider();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a benchmark's runtime")
+        .block_on(bench)
+}
+
+/// A setting of a benchmark from its environment, or `default` when unset or not a number.
+pub fn env_usize(key: &str, default: usize) -> usize {
+    std::env::var(key)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A TCP port free on 127.0.0.1 now (for a program's admin or sink address).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Waits until `GET 127.0.0.1:{admin}/readyz` answers 200 (a program's first list is done).
 pub async fn wait_ready(admin: u16) {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], admin));

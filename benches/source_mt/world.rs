@@ -167,28 +167,31 @@ fn log() -> Stdio {
 
 /// `imagegate source --multi-tenant` (release), as [`MT_USER`].
 pub fn start_mt(emu: &Emulator, dir: &Path, admin: u16) -> Killed {
-    let kubeconfig = dir.join("mt.kubeconfig");
-    emu.write_kubeconfig(&kubeconfig, MT_USER).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
-        .args(["source", "--multi-tenant"])
-        .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
-        .env("KUBECONFIG", &kubeconfig)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(log())
-        .spawn()
-        .unwrap();
-    Killed::new(child)
+    start_source(emu, dir, MT_USER, admin, &["--multi-tenant"])
 }
 
 /// `imagegate source` (release, single-source mode) watching team 0's namespace, posting to
 /// `/single`, its checkpoint in `default`, as [`SINGLE_USER`].
 pub fn start_single(emu: &Emulator, dir: &Path, sink: &str, admin: u16) -> Killed {
-    let kubeconfig = dir.join("single.kubeconfig");
-    emu.write_kubeconfig(&kubeconfig, SINGLE_USER).unwrap();
+    let sink = format!("{sink}/single");
+    let ns0 = ns(0);
+    let args = ["--sink", &sink, "--namespace", &ns0];
+    start_source(
+        emu,
+        dir,
+        SINGLE_USER,
+        admin,
+        &[&args[..], &["--checkpoint-namespace", "default"]].concat(),
+    )
+}
+
+/// `imagegate source <args>` as `user` (its kubeconfig in `dir`), serving `/readyz` on `admin`.
+fn start_source(emu: &Emulator, dir: &Path, user: &str, admin: u16, args: &[&str]) -> Killed {
+    let kubeconfig = dir.join(format!("{user}.kubeconfig"));
+    emu.write_kubeconfig(&kubeconfig, user).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
-        .args(["source", "--sink", &format!("{sink}/single")])
-        .args(["--namespace", &ns(0), "--checkpoint-namespace", "default"])
+        .arg("source")
+        .args(args)
         .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
         .env("KUBECONFIG", &kubeconfig)
         .env("RUST_LOG", "warn")
