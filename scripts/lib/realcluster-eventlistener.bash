@@ -127,6 +127,8 @@ start_sink() {
     sleep 0.3
   done
   eventlistener_status "$ns" "$name" "http://127.0.0.1:$port" True "" "" || true
+  # Its Service's name (el-<name>.<ns>.svc, port 8080) for the network proxy of `up --knative`.
+  [ ! -f "$TK_DIR/net/routes" ] || echo "el-$name.$ns.svc:8080 tcp:127.0.0.1:$port" >>"$TK_DIR/net/routes"
   log "EventListener $ns/$name: sink on http://127.0.0.1:$port as $ns/$sa (pid $pid), log $TK_DIR/logs/$logname.log"
   echo "$pid"
 }
