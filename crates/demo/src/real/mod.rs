@@ -1,8 +1,9 @@
 //! The real demo (`scripts/realcluster demo`): `imagegate demo`'s scenarios on a real control plane
-//! with the real Tekton Pipelines controller and Tekton Triggers, which
-//! `scripts/realcluster up --tekton` started (kube-apiserver, etcd, the image API aggregated from
-//! `imagegate-emulator`, kube-scheduler, kwok as the kubelet of one fake Node, Tekton's controller,
-//! Triggers' core interceptors and a sink per EventListener).
+//! with the real Tekton Pipelines controller and Tekton Triggers, and the route through Knative
+//! Eventing's Broker, which `scripts/realcluster up --tekton --knative` started (kube-apiserver,
+//! etcd, the image API aggregated from `imagegate-emulator`, kube-scheduler, kwok as the kubelet of
+//! one fake Node, Tekton's controller, Triggers' core interceptors and a sink per EventListener,
+//! Knative's six programs behind a network proxy).
 //!
 //! `config/` and `tekton/` are applied as they are (`kubectl apply -k`); the real `imagegate
 //! source` and `imagegate controller` binaries run as their ServiceAccounts. A scenario imports a
@@ -10,10 +11,12 @@
 //! the source's CloudEvent -> the shipped EventListener (its CEL filter, binding and template) ->
 //! a PipelineRun -> Tekton's `begin` CustomRun -> imagegate controller -> the smoke-test TaskRun,
 //! whose pod kwok ends as the scenario decided ([`stages`]) -> `finally` promote or reject -> the
-//! served tag. [`observe`] prints the timeline from what Tekton writes; the end is the same table
+//! served tag. The last scenario ([`knative`]) sends through `knative/`'s Broker and Trigger
+//! instead. [`observe`] prints the timeline from what Tekton writes; the end is the same table
 //! as `imagegate demo`'s and the time each scenario took.
 
 mod cluster;
+mod knative;
 mod observe;
 mod programs;
 mod scenarios;
@@ -54,6 +57,8 @@ pub struct RealOptions {
 struct World {
     cluster: Cluster,
     root: PathBuf,
+    /// The `imagegate` binary (scenario 7 starts the multi-tenant source with it).
+    imagegate: PathBuf,
     timeline: Arc<Timeline>,
     observer: Observer,
     admin: kube::Client,
@@ -177,6 +182,7 @@ impl World {
         Ok(World {
             cluster,
             root: opts.root.clone(),
+            imagegate: opts.imagegate.clone(),
             timeline,
             observer,
             admin,
@@ -274,6 +280,12 @@ async fn components(
         "tekton-pipelines-controller",
         "tekton-triggers-eventlistenersink",
         "tekton-triggers-interceptors",
+        "knative-eventing-controller",
+        "knative-mt-broker-controller",
+        "knative-imc-controller",
+        "knative-imc-dispatcher",
+        "knative-mt-broker-ingress",
+        "knative-mt-broker-filter",
     ];
     let mut text = String::from("Real components (built from the Go modules realcluster/ pins):\n");
     let mut listed = Vec::new();
@@ -312,12 +324,12 @@ pub async fn run(opts: RealOptions) -> anyhow::Result<()> {
     let timeline = Arc::new(Timeline::default());
     timeline.text(
         "imagegate demo on real Kubernetes and Tekton: validate-then-promote for notebook ImageStreams.\n\
-         The source, the controller, the API server, Tekton Pipelines and Triggers are the real ones; \
-         kwok plays the kubelet.",
+         The source, the controller, the API server, Tekton Pipelines and Triggers, and Knative \
+         Eventing are the real ones; kwok plays the kubelet.",
     );
     timeline.heading("Starting");
     let mut world = World::start(&opts, timeline.clone()).await?;
-    let outcome = scenarios::play(&world).await;
+    let outcome = scenarios::play(&mut world).await;
     let rows = world.rows().await;
     let alive = world.source.alive().and_then(|()| world.controller.alive());
     let _ = world.stop.send(true);

@@ -35,6 +35,18 @@ impl Program {
         sa: &str,
         args: &[&str],
     ) -> anyhow::Result<Program> {
+        Self::start_with_env(name, cluster, imagegate, sa, args, &[]).await
+    }
+
+    /// [`Program::start`] with `env` added to its environment.
+    pub async fn start_with_env(
+        name: &'static str,
+        cluster: &Cluster,
+        imagegate: &Path,
+        sa: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Program> {
         let kubeconfig = cluster.dir.join(format!("{sa}.kubeconfig"));
         cluster
             .kubeconfig_of("imagegate-system", sa, &kubeconfig)
@@ -50,6 +62,7 @@ impl Program {
             .arg(admin.to_string())
             .env("KUBECONFIG", &kubeconfig)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -66,6 +79,24 @@ impl Program {
                 )
             })?;
         Ok(program)
+    }
+
+    /// Stops the program as its pod would be stopped (SIGTERM: it flushes its checkpoint), and
+    /// kills it if it has not exited after 15 s.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        if let Some(pid) = self.child.id() {
+            let _ = tokio::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .await;
+        }
+        match tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await {
+            Ok(status) => {
+                status?;
+            }
+            Err(_) => self.child.kill().await?,
+        }
+        Ok(())
     }
 
     /// Fails if the program has exited.

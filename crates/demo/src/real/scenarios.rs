@@ -1,4 +1,5 @@
-//! The real demo's scenarios: the first six of `imagegate demo` (crates/demo/src/scenarios.rs), each
+//! The real demo's scenarios: the first six of `imagegate demo` (crates/demo/src/scenarios.rs), then
+//! the Knative route ([`super::knative`]), each
 //! started the way a user would start it on a cluster (a scheduled import of the candidate, or a
 //! PipelineRun created with kubectl), the rest done by the real programs, and the end compared
 //! with what the scenario expects. Each is timed end to end, with imagegate's share read from the
@@ -33,7 +34,7 @@ pub struct Timing {
 }
 
 /// Plays the scenarios; what each stream must end with, and each scenario's time.
-pub async fn play(w: &World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
+pub async fn play(w: &mut World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
     let mut expect = Vec::new();
     let mut timings = Vec::new();
 
@@ -147,6 +148,8 @@ pub async fn play(w: &World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
     let t = w.timed(6).await?;
     forbidden(w).await?;
     timings.push(w.done_timing(t).await?);
+
+    timings.push(super::knative::play(w, &mut expect).await?);
     Ok((expect, timings))
 }
 
@@ -197,7 +200,7 @@ async fn forbidden(w: &World) -> anyhow::Result<()> {
 }
 
 /// Fails unless `task` of the finished PipelineRun `run` ended with `status`.
-fn want_task(w: &World, run: &Value, task: &str, status: &str) -> anyhow::Result<()> {
+pub(super) fn want_task(w: &World, run: &Value, task: &str, status: &str) -> anyhow::Result<()> {
     let name = run["metadata"]["name"].as_str().unwrap_or("");
     let ended = w
         .observer
@@ -214,7 +217,12 @@ fn want_task(w: &World, run: &Value, task: &str, status: &str) -> anyhow::Result
 impl World {
     /// A scheduled import of `digest` into the candidate tag, then the PipelineRun it starts, to
     /// its end.
-    async fn promote(&self, stream: &str, digest: &str, root: bool) -> anyhow::Result<Value> {
+    pub(super) async fn promote(
+        &self,
+        stream: &str,
+        digest: &str,
+        root: bool,
+    ) -> anyhow::Result<Value> {
         self.import(stream, digest, root).await?;
         let run = self.triggered(stream, digest).await?;
         self.run_done(&run).await
@@ -314,13 +322,16 @@ impl World {
     }
 
     /// Starts timing scenario `number`.
-    async fn timed(&self, number: usize) -> anyhow::Result<(usize, Instant, f64, f64)> {
+    pub(super) async fn timed(&self, number: usize) -> anyhow::Result<(usize, Instant, f64, f64)> {
         let (source, controller) = self.spent().await?;
         Ok((number, Instant::now(), source, controller))
     }
 
     /// Ends timing a scenario.
-    async fn done_timing(&self, t: (usize, Instant, f64, f64)) -> anyhow::Result<Timing> {
+    pub(super) async fn done_timing(
+        &self,
+        t: (usize, Instant, f64, f64),
+    ) -> anyhow::Result<Timing> {
         let total = t.1.elapsed();
         let (source, controller) = self.spent().await?;
         Ok(Timing {

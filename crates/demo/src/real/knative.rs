@@ -1,0 +1,290 @@
+//! Scenario 7: the same loop through Knative Eventing, with `knative/` as shipped. The cluster of
+//! `up --tekton --knative` runs Knative's six programs (controllers, in-memory-channel dispatcher,
+//! broker ingress and filter), each in a network namespace of its own; every data-plane hop goes
+//! through the network proxy, which routes the cluster-local Service names and logs each request
+//! (`logs/network.jsonl`).
+//!
+//! The scenario applies the Broker (200), the Trigger (210) and the dead-letter sink (220), with
+//! what Knative's webhook (not run) would default ([`route::webhook_defaults`]); hands the
+//! ImageStreams of `notebooks` from the flag-configured source to an ImageStreamSource (120, 130)
+//! served by `imagegate source --multi-tenant`, which sends to the Broker; then imports a build.
+//! It passes when the PipelineRun the EventListener made for it promoted the digest, and the proxy's
+//! log shows that event's exactly four hops: source -> broker ingress -> channel -> broker filter
+//! -> EventListener ([`route::check_route`]).
+
+mod route;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use serde_json::Value;
+
+use super::cluster::{env_value, until};
+use super::programs::Program;
+use super::scenarios::{Timing, want_task};
+use super::{NAMESPACE, World};
+use crate::scenarios::Expect;
+use crate::timeline::short_digest;
+
+/// The Broker of knative/200 (namespace, name) and the Trigger of 210.
+const BROKER: (&str, &str) = ("imagegate-system", "imagegate");
+const TRIGGER: &str = "imagegate-notebooks";
+/// The EventListener's Service, as 210's subscriber names it.
+const LISTENER: &str = "el-imagegate.notebooks.svc.cluster.local:8080";
+/// The ImageStreamSource of knative/130, in `notebooks`.
+const SOURCE: &str = "notebooks-to-broker";
+const STREAM: &str = "jupyter-trustyai-notebook";
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// Plays scenario 7; replaces `STREAM`'s expectation with the promoted build.
+pub async fn play(w: &mut World, expect: &mut Vec<Expect>) -> anyhow::Result<Timing> {
+    w.timeline.heading(
+        "7. The fixed build of jupyter-trustyai-notebook comes through Knative Eventing: an \
+         ImageStreamSource sends to the Broker, the Trigger delivers to the EventListener (knative/)",
+    );
+    let address = install(w).await?;
+    switch_source(w, &address).await?;
+    let digest = crate::digest('b');
+    let t = w.timed(7).await?;
+    let run = w.promote(STREAM, &digest, false).await?;
+    let timing = w.done_timing(t).await?;
+    want_task(w, &run, "promote", "True")?;
+    route_taken(w, &run).await?;
+    expect.retain(|e| !e.is(STREAM));
+    expect.push(Expect::new(STREAM, digest, "Promoted"));
+    Ok(timing)
+}
+
+/// Applies 220, 200 and 210 and waits until the Broker and the Trigger are Ready; the Broker's
+/// address.
+async fn install(w: &World) -> anyhow::Result<String> {
+    let file = |p: &str| w.root.join("knative").join(p);
+    w.cluster
+        .kubectl(&[
+            "apply",
+            "--server-side",
+            "-f",
+            &file("220-dead-letter-sink.yaml").to_string_lossy(),
+        ])
+        .await?;
+    for name in ["200-broker.yaml", "210-trigger.yaml"] {
+        let text =
+            std::fs::read_to_string(file(name)).with_context(|| format!("knative/{name}"))?;
+        let mut object: Value =
+            serde_yaml::from_str(&text).with_context(|| format!("knative/{name}"))?;
+        route::webhook_defaults(&mut object);
+        w.cluster
+            .kubectl_in(&["apply", "--server-side", "-f", "-"], &object.to_string())
+            .await?;
+    }
+    w.timeline.line(
+        "knative",
+        "applied knative/200-broker.yaml, 210-trigger.yaml, 220-dead-letter-sink.yaml (with what \
+         Knative's webhook would default: the Broker's channel config, the Trigger's broker label, \
+         the dead-letter sinks' namespace)",
+    );
+    let broker = ready(w, "brokers.eventing.knative.dev", BROKER.0, BROKER.1).await?;
+    let address = broker["status"]["address"]["url"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    w.timeline.line(
+        "knative",
+        format!(
+            "Broker {} Ready (class MTChannelBasedBroker, its InMemoryChannel {}-kne-trigger): address {address}",
+            BROKER.1, BROKER.1
+        ),
+    );
+    let trigger = ready(w, "triggers.eventing.knative.dev", BROKER.0, TRIGGER).await?;
+    w.timeline.line(
+        "knative",
+        format!(
+            "Trigger {TRIGGER} Ready: subscriber {}",
+            trigger["status"]["subscriberUri"].as_str().unwrap_or("")
+        ),
+    );
+    Ok(address)
+}
+
+/// Waits until `kind` `ns/name` is Ready; the object. The error carries its conditions and the
+/// Knative programs' last log lines.
+async fn ready(w: &World, kind: &str, ns: &str, name: &str) -> anyhow::Result<Value> {
+    let get = || async {
+        let text = w
+            .cluster
+            .kubectl(&["get", kind, "-n", ns, name, "-o", "json"])
+            .await?;
+        Ok::<Value, anyhow::Error>(serde_json::from_str(&text)?)
+    };
+    let waited = until(&format!("{kind} {ns}/{name} Ready"), LIMIT, || async {
+        let object = get().await?;
+        Ok(condition(&object, "Ready").then_some(object))
+    })
+    .await;
+    match waited {
+        Ok(object) => Ok(object),
+        Err(e) => {
+            let last = get().await.unwrap_or(Value::Null);
+            let mut text = format!("{e}; its conditions: {}", last["status"]["conditions"]);
+            for log in [
+                "knative-mt-broker-controller",
+                "knative-eventing-controller",
+                "knative-imc-controller",
+                "knative-imc-dispatcher",
+            ] {
+                text.push_str(&format!(
+                    "\n--- logs/{log}.log:\n{}",
+                    w.cluster.log_tail(log)
+                ));
+            }
+            Err(anyhow!(text))
+        }
+    }
+}
+
+/// Whether condition `kind` of `object` is True.
+fn condition(object: &Value, kind: &str) -> bool {
+    object["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == kind && c["status"] == "True")
+}
+
+/// Hands `notebooks` to the ImageStreamSource of 130: the multi-tenant adapter starts (through the
+/// network proxy: the Broker's address is a cluster-local name), the source is Ready with the
+/// Broker as its sink and has recorded what is there (its checkpoint marker), then the
+/// flag-configured source stops.
+async fn switch_source(w: &mut World, address: &str) -> anyhow::Result<()> {
+    let file = |p: &str| {
+        w.root
+            .join("knative")
+            .join(p)
+            .to_string_lossy()
+            .into_owned()
+    };
+    w.cluster
+        .kubectl(&[
+            "apply",
+            "--server-side",
+            "-f",
+            &file("120-imagestreamsource-reader.yaml"),
+            "-f",
+            &file("130-imagestreamsource-broker.yaml"),
+        ])
+        .await?;
+    let env = std::fs::read_to_string(w.cluster.dir.join("env")).context("the cluster's env")?;
+    let port = env_value(&env, "NET_PROXY_PORT").ok_or_else(|| {
+        anyhow!("the cluster has no network proxy: start it with `up --tekton --knative`")
+    })?;
+    let proxy = format!("http://127.0.0.1:{port}");
+    let adapter = Program::start_with_env(
+        "source-multi-tenant",
+        &w.cluster,
+        &w.imagegate,
+        "imagegate-source-multi-tenant",
+        &["source", "--multi-tenant"],
+        &[("HTTP_PROXY", &proxy), ("NO_PROXY", "127.0.0.1,localhost")],
+    )
+    .await?;
+    let source = until(
+        &format!("ImageStreamSource {NAMESPACE}/{SOURCE} Ready with the Broker as its sink"),
+        LIMIT,
+        || async {
+            let text = w
+                .cluster
+                .kubectl(&[
+                    "get",
+                    "imagestreamsource",
+                    "-n",
+                    NAMESPACE,
+                    SOURCE,
+                    "-o",
+                    "json",
+                ])
+                .await?;
+            let object: Value = serde_json::from_str(&text)?;
+            Ok(
+                (condition(&object, "Ready") && object["status"]["sinkUri"] == address)
+                    .then_some(object),
+            )
+        },
+    )
+    .await
+    .map_err(|e| {
+        anyhow!(
+            "{e}\n--- logs/source-multi-tenant.log:\n{}",
+            w.cluster.log_tail("source-multi-tenant")
+        )
+    })?;
+    let marker = format!("{SOURCE}-imagegate-checkpoint");
+    until(
+        &format!("the checkpoint marker {marker}"),
+        LIMIT,
+        || async {
+            Ok(w.cluster
+                .kubectl(&["get", "configmap", "-n", NAMESPACE, &marker, "-o", "name"])
+                .await
+                .ok())
+        },
+    )
+    .await?;
+    let old = std::mem::replace(&mut w.source, adapter);
+    old.stop().await?;
+    w.timeline.line(
+        "source",
+        format!(
+            "imagegate source --multi-tenant serves ImageStreamSource {NAMESPACE}/{SOURCE} \
+             (knative/130): Ready, sink {} through the network proxy {proxy}; the flag-configured \
+             source stopped",
+            source["status"]["sinkUri"].as_str().unwrap_or("")
+        ),
+    );
+    Ok(())
+}
+
+/// Checks, from the proxy's log, the hops of the event that made PipelineRun `run`, and prints
+/// them.
+async fn route_taken(w: &World, run: &Value) -> anyhow::Result<()> {
+    let name = run["metadata"]["name"].as_str().unwrap_or("");
+    let id = route::event_id_of_run(name)
+        .ok_or_else(|| anyhow!("PipelineRun {name} is not named after an event"))?
+        .to_string();
+    let expected = route::expected_route(BROKER, TRIGGER, LISTENER);
+    let path = w.cluster.dir.join("logs/network.jsonl");
+    // Each hop is logged once answered; the PipelineRun's end is well after the EventListener's
+    // answer, but the source's own request may be answered last.
+    let hops = until(
+        &format!("the four hops of event {id} in logs/network.jsonl"),
+        Duration::from_secs(10),
+        || async {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let hops = route::hops_of(&route::parse_log(&text)?, &id);
+            Ok((hops.len() >= expected.len()).then_some(hops))
+        },
+    )
+    .await
+    .or_else(|_| -> anyhow::Result<_> {
+        let text = std::fs::read_to_string(&path)?;
+        Ok(route::hops_of(&route::parse_log(&text)?, &id))
+    })?;
+    route::check_route(&id, &hops, &expected)?;
+    for (hop, want) in hops.iter().zip(&expected) {
+        w.timeline.line(
+            "network",
+            format!("{}: {}", want.what, short_digest(&route::describe(hop))),
+        );
+    }
+    w.timeline.line(
+        "knative",
+        format!(
+            "event {} went source -> Broker -> channel -> Trigger -> EventListener, exactly once each \
+             (logs/network.jsonl)",
+            short_digest(&id)
+        ),
+    );
+    Ok(())
+}
