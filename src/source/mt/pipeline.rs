@@ -51,7 +51,8 @@ pub struct Pipeline {
 /// Runs `p` until `stop` is cancelled; its checkpoint is flushed last.
 pub async fn run(client: kube::Client, p: Pipeline, stop: CancellationToken) {
     let (namespace, name) = p.id.clone();
-    let Some((checkpoint, loaded)) = load(&client, &p, &stop).await else {
+    // Boxed: the reads are a large future, done with once the checkpoint is loaded.
+    let Some((checkpoint, loaded)) = Box::pin(load(&client, &p, &stop)).await else {
         return;
     };
     let checkpoint = Arc::new(checkpoint);
