@@ -263,4 +263,55 @@ mod tests {
         let replay = cache.replay();
         assert_eq!(replay.len(), 2);
     }
+
+    fn applied(name: &str) -> Seen {
+        Seen::Applied {
+            stream: stream("ds", name),
+            listing: false,
+            scope: 0,
+        }
+    }
+
+    fn name_of(seen: &Seen) -> String {
+        match seen {
+            Seen::Applied { stream, .. } => stream.metadata.name.clone().unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn each_change_reaches_every_source_joined_and_none_that_left() {
+        let (watch, seen) = mpsc::unbounded_channel::<Seen>();
+        let seen = futures::stream::unfold(seen, |mut rx| async move {
+            rx.recv().await.map(|s| (s, rx))
+        })
+        .boxed();
+        let (commands, rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(fan_out(seen, Cache::new(vec![None]), rx, stop.clone()));
+        let join = |id: &str| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let id = ("ds".to_string(), id.to_string());
+            commands.send(Box::new(Command::Join(id, tx))).unwrap();
+            rx
+        };
+        watch.send(applied("zero")).unwrap();
+        let (mut a, mut b) = (join("a"), join("b"));
+        // Whether a join or the change came first, each source gets "zero" once (as a change,
+        // or from the cache as a list): once both have, both have joined.
+        assert_eq!(name_of(&a.recv().await.unwrap()), "zero");
+        assert_eq!(name_of(&b.recv().await.unwrap()), "zero");
+        watch.send(applied("first")).unwrap();
+        let (got_a, got_b) = (a.recv().await.unwrap(), b.recv().await.unwrap());
+        assert_eq!(name_of(&got_a), "first");
+        assert!(Arc::ptr_eq(&got_a, &got_b), "one copy for both sources");
+
+        let leave = ("ds".to_string(), "a".to_string());
+        commands.send(Box::new(Command::Leave(leave))).unwrap();
+        assert!(a.recv().await.is_none(), "a source that left is let go");
+        watch.send(applied("second")).unwrap();
+        assert_eq!(name_of(&b.recv().await.unwrap()), "second");
+        stop.cancel();
+        task.await.unwrap();
+    }
 }
