@@ -282,10 +282,12 @@ mod tests {
     #[tokio::test]
     async fn each_change_reaches_every_source_joined_and_none_that_left() {
         let (watch, seen) = mpsc::unbounded_channel::<Seen>();
-        let seen = futures::stream::unfold(seen, |mut rx| async move {
-            rx.recv().await.map(|s| (s, rx))
-        })
-        .boxed();
+        let seen =
+            futures::stream::unfold(
+                seen,
+                |mut rx| async move { rx.recv().await.map(|s| (s, rx)) },
+            )
+            .boxed();
         let (commands, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let task = tokio::spawn(fan_out(seen, Cache::new(vec![None]), rx, stop.clone()));
