@@ -4,7 +4,7 @@
 //!
 //! Jobs travel boxed, on the hand-off channel and back on the finished channel: a tokio channel
 //! allocates its slots 32 at a time, at its creation and for as long as it lives, and a job is a
-//! few hundred bytes. Unboxed, the two channels of an idle queue held some 27 KiB; the
+//! few hundred bytes. Unboxed, the two channels of an idle queue allocated some 27 KiB; the
 //! multi-tenant adapter runs a queue per source (BENCHMARKS.md, issue 15).
 
 use std::collections::{HashMap, HashSet, VecDeque};
