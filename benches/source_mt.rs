@@ -11,7 +11,8 @@
 //! about time.
 //!
 //! `cargo bench --bench source_mt`. `TEAMS` (default 1000), `PACED` (default 300), `SPREAD`
-//! (default 2000), `SOURCE_LOG` (both programs' logs, appended).
+//! (default 2000), `SOURCE_LOG` (both programs' logs, appended), `MT_ENV` (`KEY=VALUE` pairs added to
+//! the adapter's environment: a heap profiler's preload, on a build with `--features system-alloc`).
 
 mod common;
 #[path = "source_mt/phases.rs"]

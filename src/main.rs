@@ -9,6 +9,8 @@ use imagegate::cli::{Cli, Command, LogFormat};
 /// short-lived buffers per event (decode, encode, HTTP), where glibc's malloc took a third of
 /// the catch-up's CPU (BENCHMARKS.md). Built without transparent huge pages (`no_thp`): with
 /// them, each arena touched is resident in 2 MiB units, and the idle source held 18 MiB more.
+/// (The `system-alloc` feature leaves the system allocator in place, for heap profilers.)
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -165,9 +165,17 @@ fn log() -> Stdio {
     })
 }
 
-/// `imagegate source --multi-tenant` (release), as [`MT_USER`].
+/// `imagegate source --multi-tenant` (release), as [`MT_USER`], with `$MT_ENV` (space-separated
+/// `KEY=VALUE` pairs) added to its environment: a heap profiler's preload, for instance
+/// (`LD_PRELOAD=.../libheaptrack_preload.so DUMP_HEAPTRACK_OUTPUT=/tmp/mt.raw`, on a build with
+/// the `system-alloc` feature).
 pub fn start_mt(emu: &Emulator, dir: &Path, admin: u16) -> Killed {
-    start_source(emu, dir, MT_USER, admin, &["--multi-tenant"])
+    let env = std::env::var("MT_ENV").unwrap_or_default();
+    let env: Vec<(&str, &str)> = env
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
+    start_source(emu, dir, MT_USER, admin, &["--multi-tenant"], &env)
 }
 
 /// `imagegate source` (release, single-source mode) watching team 0's namespace, posting to
@@ -182,11 +190,20 @@ pub fn start_single(emu: &Emulator, dir: &Path, sink: &str, admin: u16) -> Kille
         SINGLE_USER,
         admin,
         &[&args[..], &["--checkpoint-namespace", "default"]].concat(),
+        &[],
     )
 }
 
-/// `imagegate source <args>` as `user` (its kubeconfig in `dir`), serving `/readyz` on `admin`.
-fn start_source(emu: &Emulator, dir: &Path, user: &str, admin: u16, args: &[&str]) -> Killed {
+/// `imagegate source <args>` as `user` (its kubeconfig in `dir`), serving `/readyz` on `admin`,
+/// with `env` added to its environment.
+fn start_source(
+    emu: &Emulator,
+    dir: &Path,
+    user: &str,
+    admin: u16,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Killed {
     let kubeconfig = dir.join(format!("{user}.kubeconfig"));
     emu.write_kubeconfig(&kubeconfig, user).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
@@ -195,6 +212,7 @@ fn start_source(emu: &Emulator, dir: &Path, user: &str, admin: u16, args: &[&str
         .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
         .env("KUBECONFIG", &kubeconfig)
         .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(log())
         .spawn()

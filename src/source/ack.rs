@@ -12,7 +12,7 @@ use super::checkpoint::{Checkpoint, StreamKey};
 use super::deliver::{Delivered, Stopped};
 use super::metrics::Metrics;
 use super::pending::Pending;
-use super::queue::Job;
+use super::queue::Finished;
 use super::state::StreamState;
 
 /// How a queued job's delivery ended.
@@ -39,12 +39,13 @@ pub fn acknowledged(
 
 /// Records each finished delivery until the queue is done; keeps the queue-depth gauge.
 pub async fn run(
-    mut done: mpsc::UnboundedReceiver<(Job<Pending>, Outcome)>,
+    mut done: mpsc::UnboundedReceiver<Finished<Pending, Outcome>>,
     checkpoint: Arc<Checkpoint>,
     metrics: Metrics,
     depth: Arc<AtomicUsize>,
 ) {
-    while let Some((job, outcome)) = done.recv().await {
+    while let Some(finished) = done.recv().await {
+        let (job, outcome) = *finished;
         metrics
             .queue_depth
             .set(depth.load(Ordering::Relaxed) as i64);

@@ -552,7 +552,10 @@ impl Checkpoint {
     /// [`Checkpoint::flush`], failed with [`CheckpointError::Timeout`] if it takes longer than
     /// `deadline` (what it wrote stays written; the rest stays pending).
     async fn flush_within(&self, deadline: Duration) -> Result<bool, CheckpointError> {
-        tokio::time::timeout(deadline, self.flush())
+        // Boxed: a flush's requests are a large future, held only while it runs; inline, it
+        // would be part of the flushing task's size for the task's whole life (a task per
+        // source in the multi-tenant adapter).
+        tokio::time::timeout(deadline, Box::pin(self.flush()))
             .await
             .unwrap_or(Err(CheckpointError::Timeout(deadline)))
     }

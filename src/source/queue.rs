@@ -1,6 +1,11 @@
 //! The queue between the watch and the sink: per-key FIFO order (a tag's changes arrive in the
 //! order they happened), many keys in flight at once, and the watch never waiting on a slow
 //! sink (jobs move off the bounded channel into per-key queues at once; only delivery waits).
+//!
+//! Jobs travel boxed, on the hand-off channel and back on the finished channel: a tokio channel
+//! allocates its slots 32 at a time, at its creation and for as long as it lives, and a job is a
+//! few hundred bytes. Unboxed, the two channels of an idle queue allocated some 27 KiB; the
+//! multi-tenant adapter runs a queue per source (BENCHMARKS.md, issue 15).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -28,9 +33,12 @@ pub struct Job<A> {
 pub type Deliver<A, O> =
     Arc<dyn Fn(Job<A>) -> Pin<Box<dyn Future<Output = (Job<A>, O)> + Send>> + Send + Sync>;
 
+/// A job whose delivery ended, and how.
+pub type Finished<A, O> = Box<(Job<A>, O)>;
+
 /// A handle to enqueue jobs.
 pub struct Queue<A> {
-    tx: mpsc::Sender<Job<A>>,
+    tx: mpsc::Sender<Box<Job<A>>>,
     depth: Arc<AtomicUsize>,
 }
 
@@ -48,9 +56,9 @@ impl<A: Send + 'static> Queue<A> {
     /// it into per-key queues immediately). Err when the dispatcher is gone.
     pub async fn push(&self, job: Job<A>) -> Result<(), Job<A>> {
         self.depth.fetch_add(1, Ordering::Relaxed);
-        self.tx.send(job).await.map_err(|e| {
+        self.tx.send(Box::new(job)).await.map_err(|e| {
             self.depth.fetch_sub(1, Ordering::Relaxed);
-            e.0
+            *e.0
         })
     }
 
@@ -73,7 +81,7 @@ pub fn start<A, O>(
     capacity: usize,
     concurrency: usize,
     deliver: Deliver<A, O>,
-) -> (Queue<A>, mpsc::UnboundedReceiver<(Job<A>, O)>)
+) -> (Queue<A>, mpsc::UnboundedReceiver<Finished<A, O>>)
 where
     A: Send + 'static,
     O: Send + 'static,
@@ -92,16 +100,16 @@ where
 }
 
 async fn dispatch<A, O>(
-    mut rx: mpsc::Receiver<Job<A>>,
+    mut rx: mpsc::Receiver<Box<Job<A>>>,
     concurrency: usize,
     deliver: Deliver<A, O>,
-    done: mpsc::UnboundedSender<(Job<A>, O)>,
+    done: mpsc::UnboundedSender<Finished<A, O>>,
     depth: Arc<AtomicUsize>,
 ) where
     A: Send + 'static,
     O: Send + 'static,
 {
-    let mut queues: HashMap<Arc<str>, VecDeque<Job<A>>> = HashMap::new();
+    let mut queues: HashMap<Arc<str>, VecDeque<Box<Job<A>>>> = HashMap::new();
     let mut waiting: VecDeque<Arc<str>> = VecDeque::new();
     let mut in_flight: HashSet<Arc<str>> = HashSet::new();
     let mut running: JoinSet<(Job<A>, O)> = JoinSet::new();
@@ -119,7 +127,7 @@ async fn dispatch<A, O>(
                 continue;
             };
             in_flight.insert(key);
-            running.spawn((deliver)(job));
+            running.spawn((deliver)(*job));
         }
         if !open && running.is_empty() && queues.values().all(VecDeque::is_empty) {
             return;
@@ -152,7 +160,7 @@ async fn dispatch<A, O>(
                     } else {
                         queues.remove(&key);
                     }
-                    let _ = done.send((job, outcome));
+                    let _ = done.send(Box::new((job, outcome)));
                 }
             }
         }

@@ -37,7 +37,7 @@ pub struct Pipeline {
     /// Its `selector`.
     pub selector: Option<LabelSelector>,
     /// What its shared watch sees.
-    pub seen: mpsc::UnboundedReceiver<Seen>,
+    pub seen: mpsc::UnboundedReceiver<Arc<Seen>>,
     /// How many scopes that watch has.
     pub scopes: usize,
     /// Where its events go.
@@ -51,7 +51,8 @@ pub struct Pipeline {
 /// Runs `p` until `stop` is cancelled; its checkpoint is flushed last.
 pub async fn run(client: kube::Client, p: Pipeline, stop: CancellationToken) {
     let (namespace, name) = p.id.clone();
-    let Some((checkpoint, loaded)) = load(&client, &p, &stop).await else {
+    // Boxed: the reads are a large future, done with once the checkpoint is loaded.
+    let Some((checkpoint, loaded)) = Box::pin(load(&client, &p, &stop)).await else {
         return;
     };
     let checkpoint = Arc::new(checkpoint);
@@ -69,7 +70,8 @@ pub async fn run(client: kube::Client, p: Pipeline, stop: CancellationToken) {
     let mut filter = Filter::new(p.selector.clone());
     let seen = futures::stream::unfold(
         p.seen,
-        |mut rx| async move { rx.recv().await.map(|s| (s, rx)) },
+        // The last source to take a change takes it without a copy.
+        |mut rx| async move { rx.recv().await.map(|s| (Arc::unwrap_or_clone(s), rx)) },
     )
     .filter_map(move |s| std::future::ready(filter.pass(s)))
     .boxed();

@@ -6,6 +6,10 @@
 //! The watch keeps the streams it last saw ([`Cache`]); a source that joins a watch already
 //! running is first given them as a list of each scope, so its flow starts as a single
 //! source's starts: against its checkpoint, or as a first start.
+//!
+//! What the watch sees goes to the sources as one [`Arc`] each, not a copy each, and the
+//! commands travel boxed: a tokio channel allocates its slots 32 at a time for its whole life,
+//! and the adapter holds a channel of each kind per source.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -24,13 +28,13 @@ use crate::source::watch::{self, Seen, decode};
 use crate::watch_errors::Refusals;
 
 enum Command {
-    Join(SourceId, mpsc::UnboundedSender<Seen>),
+    Join(SourceId, mpsc::UnboundedSender<Arc<Seen>>),
     Leave(SourceId),
 }
 
 /// A running shared watch; dropping it stops the watch.
 pub struct Shared {
-    commands: mpsc::UnboundedSender<Command>,
+    commands: mpsc::UnboundedSender<Box<Command>>,
     stop: CancellationToken,
     scopes: usize,
 }
@@ -72,32 +76,32 @@ impl Shared {
     }
 
     /// Joins `id`: what the watch holds now, as a list, then every change.
-    pub fn join(&self, id: SourceId) -> mpsc::UnboundedReceiver<Seen> {
+    pub fn join(&self, id: SourceId) -> mpsc::UnboundedReceiver<Arc<Seen>> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let _ = self.commands.send(Command::Join(id, tx));
+        let _ = self.commands.send(Box::new(Command::Join(id, tx)));
         rx
     }
 
     /// `id` no longer takes changes.
     pub fn leave(&self, id: SourceId) {
-        let _ = self.commands.send(Command::Leave(id));
+        let _ = self.commands.send(Box::new(Command::Leave(id)));
     }
 }
 
 async fn fan_out(
     mut seen: futures::stream::BoxStream<'static, Seen>,
     mut cache: Cache,
-    mut commands: mpsc::UnboundedReceiver<Command>,
+    mut commands: mpsc::UnboundedReceiver<Box<Command>>,
     stop: CancellationToken,
 ) {
-    let mut joined: BTreeMap<SourceId, mpsc::UnboundedSender<Seen>> = BTreeMap::new();
+    let mut joined: BTreeMap<SourceId, mpsc::UnboundedSender<Arc<Seen>>> = BTreeMap::new();
     loop {
         tokio::select! {
             () = stop.cancelled() => break,
-            command = commands.recv() => match command {
+            command = commands.recv() => match command.map(|c| *c) {
                 Some(Command::Join(id, tx)) => {
                     for s in cache.replay() {
-                        let _ = tx.send(s);
+                        let _ = tx.send(Arc::new(s));
                     }
                     joined.insert(id, tx);
                 }
@@ -109,6 +113,7 @@ async fn fan_out(
             next = seen.next() => {
                 let Some(next) = next else { break };
                 cache.apply(&next);
+                let next = Arc::new(next);
                 // A source that left without saying so (its flow ended) is dropped.
                 joined.retain(|_, tx| tx.send(next.clone()).is_ok());
             }
@@ -257,5 +262,58 @@ mod tests {
         });
         let replay = cache.replay();
         assert_eq!(replay.len(), 2);
+    }
+
+    fn applied(name: &str) -> Seen {
+        Seen::Applied {
+            stream: stream("ds", name),
+            listing: false,
+            scope: 0,
+        }
+    }
+
+    fn name_of(seen: &Seen) -> String {
+        match seen {
+            Seen::Applied { stream, .. } => stream.metadata.name.clone().unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn each_change_reaches_every_source_joined_and_none_that_left() {
+        let (watch, seen) = mpsc::unbounded_channel::<Seen>();
+        let seen =
+            futures::stream::unfold(
+                seen,
+                |mut rx| async move { rx.recv().await.map(|s| (s, rx)) },
+            )
+            .boxed();
+        let (commands, rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(fan_out(seen, Cache::new(vec![None]), rx, stop.clone()));
+        let join = |id: &str| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let id = ("ds".to_string(), id.to_string());
+            commands.send(Box::new(Command::Join(id, tx))).unwrap();
+            rx
+        };
+        watch.send(applied("zero")).unwrap();
+        let (mut a, mut b) = (join("a"), join("b"));
+        // Whether a join or the change came first, each source gets "zero" once (as a change,
+        // or from the cache as a list): once both have, both have joined.
+        assert_eq!(name_of(&a.recv().await.unwrap()), "zero");
+        assert_eq!(name_of(&b.recv().await.unwrap()), "zero");
+        watch.send(applied("first")).unwrap();
+        let (got_a, got_b) = (a.recv().await.unwrap(), b.recv().await.unwrap());
+        assert_eq!(name_of(&got_a), "first");
+        assert!(Arc::ptr_eq(&got_a, &got_b), "one copy for both sources");
+
+        let leave = ("ds".to_string(), "a".to_string());
+        commands.send(Box::new(Command::Leave(leave))).unwrap();
+        assert!(a.recv().await.is_none(), "a source that left is let go");
+        watch.send(applied("second")).unwrap();
+        assert_eq!(name_of(&b.recv().await.unwrap()), "second");
+        stop.cancel();
+        task.await.unwrap();
     }
 }

@@ -81,6 +81,10 @@ impl Supervisor {
     /// Runs `task` for `id` once the source's previous task (if any) has ended.
     fn then(&mut self, id: &SourceId, task: impl Future<Output = ()> + Send + 'static) {
         let before = self.tails.remove(id);
+        // Boxed: a future captured by an async block and awaited there is stored twice in the
+        // block (as the capture and as the awaited value), and a pipeline's is a few KiB, for
+        // every source (BENCHMARKS.md, issue 15's heap profile).
+        let task = Box::pin(task);
         self.tails.insert(
             id.clone(),
             tokio::spawn(async move {
