@@ -171,6 +171,51 @@ impl Checks {
 }
 
 /// The CRD rendered as the YAML manifest committed under `config/`, with its header comment.
+/// Checks that `spec` is an object wherever the CRD's schema of `spec` says `type: object`,
+/// recursing through `properties` and `items`: the part of the API server's schema validation that
+/// serde does not do (it reads a struct from an array of its fields). The error names the path.
+pub fn check_object_types(spec: &serde_json::Value) -> Result<(), String> {
+    static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| {
+        let crd = serde_json::to_value(ImagePromotion::crd()).unwrap_or_default();
+        crd.pointer("/spec/versions/0/schema/openAPIV3Schema/properties/spec")
+            .cloned()
+            .unwrap_or_default()
+    });
+    object_types(spec, schema, "spec")
+}
+
+fn object_types(
+    value: &serde_json::Value,
+    schema: &serde_json::Value,
+    path: &str,
+) -> Result<(), String> {
+    use serde_json::Value;
+    if schema.get("type").and_then(Value::as_str) == Some("object") && !value.is_object() {
+        let got = match value {
+            Value::Array(_) => "an array",
+            Value::String(_) => "a string",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            Value::Null | Value::Object(_) => return Ok(()),
+        };
+        return Err(format!("{path}: expected an object, got {got}"));
+    }
+    if let (Some(fields), Some(props)) = (value.as_object(), schema.get("properties")) {
+        for (name, v) in fields {
+            if let Some(s) = props.get(name) {
+                object_types(v, s, &format!("{path}.{name}"))?;
+            }
+        }
+    }
+    if let (Some(items), Some(s)) = (value.as_array(), schema.get("items")) {
+        for (i, v) in items.iter().enumerate() {
+            object_types(v, s, &format!("{path}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
 pub fn crd_yaml() -> String {
     let yaml = serde_yaml::to_string(&ImagePromotion::crd())
         .expect("a CustomResourceDefinition always serializes");

@@ -168,6 +168,11 @@ pub fn spec_source(run: &CustomRun) -> Result<SpecSource, String> {
         if cs.spec.is_null() {
             return Ok(SpecSource::Defaults);
         }
+        // kube-apiserver holds a named ImagePromotion to the CRD's schema; Tekton passes an inline
+        // spec through unchecked, and serde reads a struct from a JSON array too (`[]` would pass
+        // as "all defaults"), so the inline spec meets the schema's object types first.
+        crate::controller::crd::check_object_types(&cs.spec)
+            .map_err(|e| format!("customSpec.spec is not a valid ImagePromotion spec: {e}"))?;
         let spec: ImagePromotionSpec = serde_json::from_value(cs.spec.clone())
             .map_err(|e| format!("customSpec.spec is not a valid ImagePromotion spec: {e}"))?;
         return Ok(SpecSource::Inline(Box::new(spec)));

@@ -196,6 +196,41 @@ fn a_typo_in_an_inline_spec_is_refused_not_ignored() {
 }
 
 #[test]
+fn an_inline_spec_that_is_not_an_object_is_refused_not_taken_for_defaults() {
+    for (spec, kind) in [
+        (json!([]), "spec: expected an object, got an array"),
+        (json!(["x"]), "spec: expected an object, got an array"),
+        (json!("candidate"), "spec: expected an object, got a string"),
+        (json!(3), "spec: expected an object, got a number"),
+        (json!(true), "spec: expected an object, got a boolean"),
+        (
+            json!({"checks": []}),
+            "spec.checks: expected an object, got an array",
+        ),
+        (
+            json!({"validation": []}),
+            "spec.validation: expected an object, got an array",
+        ),
+        (
+            json!({"odh": []}),
+            "spec.odh: expected an object, got an array",
+        ),
+    ] {
+        let inline: CustomRun = serde_json::from_value(json!({
+            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+            "metadata": {"name": "r", "namespace": "ds"},
+            "spec": {"customSpec": {"apiVersion": API_VERSION, "kind": KIND, "spec": spec}}
+        }))
+        .unwrap();
+        let err = spec_source(&inline).unwrap_err();
+        assert_eq!(
+            err,
+            format!("customSpec.spec is not a valid ImagePromotion spec: {kind}"),
+        );
+    }
+}
+
+#[test]
 fn digests_are_checked_strictly() {
     assert!(is_digest(D));
     assert!(!is_digest("sha256:AAAA"));
