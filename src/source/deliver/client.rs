@@ -82,10 +82,28 @@ impl SendError {
     }
 }
 
+type SharedKey = (Option<Duration>, Option<String>);
+type SharedClients = std::sync::Mutex<HashMap<SharedKey, std::sync::Weak<reqwest::Client>>>;
+
+/// The clients [`SinkClient::shared`] handed out, by configuration, while some flow holds them.
+fn shared_clients() -> &'static SharedClients {
+    static CLIENTS: std::sync::OnceLock<SharedClients> = std::sync::OnceLock::new();
+    CLIENTS.get_or_init(Default::default)
+}
+
+/// The configurations [`SinkClient::shared`] keeps a client of (after its last call's pruning).
+#[cfg(test)]
+pub(crate) fn shared_configurations() -> Vec<SharedKey> {
+    let clients = shared_clients().lock().unwrap_or_else(|p| p.into_inner());
+    clients.keys().cloned().collect()
+}
+
 /// The HTTP client that sends events. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct SinkClient {
-    http: reqwest::Client,
+    // An Arc of its own (reqwest's client is one inside) so that the shared registry can hold a
+    // `Weak` and notice when the last flow using a configuration has gone.
+    http: std::sync::Arc<reqwest::Client>,
 }
 
 impl SinkClient {
@@ -117,7 +135,9 @@ impl SinkClient {
             Some(_) => DeliverError::CaCerts(error_chain(&e)),
             None => DeliverError::Client(e),
         })?;
-        Ok(Self { http })
+        Ok(Self {
+            http: std::sync::Arc::new(http),
+        })
     }
 
     /// A client for `timeout` and `ca_pem` shared with every other flow of the process that
@@ -125,20 +145,23 @@ impl SinkClient {
     /// The multi-tenant adapter runs a flow per source, and 1,000 clients of their own held
     /// 1,000 idle connections to sinks that are mostly the same few (a Broker's ingress).
     pub fn shared(timeout: Option<Duration>, ca_pem: Option<&str>) -> Result<Self, DeliverError> {
-        type Key = (Option<Duration>, Option<String>);
-        static CLIENTS: std::sync::OnceLock<std::sync::Mutex<HashMap<Key, SinkClient>>> =
-            std::sync::OnceLock::new();
         let key = (timeout, ca_pem.map(str::to_string));
-        let mut clients = CLIENTS
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = clients.get(&key) {
-            return Ok(c.clone());
+        let mut clients = shared_clients().lock().unwrap_or_else(|p| p.into_inner());
+        // A configuration no flow uses any more (a source deleted, its timeout or CA bundle
+        // changed) is dropped here, so the registry holds only what is in use.
+        clients.retain(|_, client| client.strong_count() > 0);
+        if let Some(http) = clients.get(&key).and_then(std::sync::Weak::upgrade) {
+            return Ok(Self { http });
         }
         let client = Self::new(timeout, ca_pem)?;
-        clients.insert(key, client.clone());
+        clients.insert(key, std::sync::Arc::downgrade(&client.http));
         Ok(client)
+    }
+
+    /// Whether both send through one and the same client (connection pool, TLS configuration).
+    #[cfg(test)]
+    pub(crate) fn shares_client_with(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.http, &other.http)
     }
 
     /// One attempt: POSTs the encoded event to `sink`. Ok with the status on a 2xx (whose body

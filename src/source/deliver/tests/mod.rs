@@ -590,5 +590,6 @@ async fn a_stop_already_given_sends_nothing() {
 // ---- pure decisions --------------------------------------------------------------------------
 
 mod https;
+mod shared;
 mod spec;
 mod wire;
