@@ -70,7 +70,7 @@ pub async fn run(client: kube::Client, p: Pipeline, stop: CancellationToken) {
     let mut filter = Filter::new(p.selector.clone());
     let seen = futures::stream::unfold(
         p.seen,
-        // The last source to take a change takes it without a copy.
+        // A copy of the shared change for this source, unless it is the last to take it.
         |mut rx| async move { rx.recv().await.map(|s| (Arc::unwrap_or_clone(s), rx)) },
     )
     .filter_map(move |s| std::future::ready(filter.pass(s)))

@@ -7,9 +7,11 @@
 //! running is first given them as a list of each scope, so its flow starts as a single
 //! source's starts: against its checkpoint, or as a first start.
 //!
-//! What the watch sees goes to the sources as one [`Arc`] each, not a copy each, and the
-//! commands travel boxed: a tokio channel allocates its slots 32 at a time for its whole life,
-//! and the adapter holds a channel of each kind per source.
+//! What the watch sees is queued for its sources as one [`Arc`], not a copy per source: a
+//! source copies it only when it takes it, and the last to take it takes it without a copy
+//! (so a change waiting in the queues of many sources is held once). The commands travel
+//! boxed: a tokio channel allocates its slots 32 at a time for its whole life, and the adapter
+//! holds a channel of each kind per source.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
