@@ -6,7 +6,8 @@
 // Nothing here is imagegate code and nothing is vendored: this module only names the version.
 // v0.47.0 is the module tag of Knative Eventing 1.20, the newest release whose go.mod the
 // checksum database knows. `scripts/realcluster manifests knative-eventing` prints the module's
-// directory in Go's module cache. None of these programs is built by `build` alone, `demo` or CI.
+// directory in Go's module cache. `build` alone builds none of these programs; `up --knative` and
+// `demo` (so CI) build the Broker's six for the real demo's Knative route.
 module imagegate.dev/realcluster/knative
 
 go 1.24.0
