@@ -1,15 +1,15 @@
-//! The multi-tenant adapter's index (pure): which ImageStream watch serves each source, and
-//! which watches must start or stop when a source comes, changes or goes.
+//! The multi-tenant adapter's index (pure): what each source is served ([`WatchKey`]: its
+//! namespaces, and how much of each stream it reads), and which feeds ([`super::feed`]) must
+//! start or stop when a source comes, changes or goes.
 //!
 //! A source is served the namespaces it selects ([`crate::source::reconcile::scope`]: its
 //! `namespaces`, the namespaces its `namespaceSelector` matches, or its own) less those its
-//! service account may not read. Sources served the same namespaces share one watch,
-//! keyed by the sorted namespace list (or "all") and by how much of each stream it reads
-//! (modes `resource` and `reference` send the whole object; `imagestreamtag` reads the status
-//! and labels only, which keeps the cache small). A watch starts when the first source
-//! needs its key and stops when the last one leaves. The `selector` of each source is
-//! matched against the stream labels after the shared watch ([`super::filter`]), and `tags`
-//! by the source's own tracker.
+//! service account may not read, sorted (or "all"). All sources that read streams the same
+//! way share one feed, one watch across every namespace: modes `resource` and `reference` send
+//! the whole object, `imagestreamtag` reads the status and labels only. A feed starts when the
+//! first source needs it and stops when the last one leaves. Each source takes from it only
+//! its own namespaces; its `selector` is matched against the stream labels after that
+//! ([`super::filter`]), and `tags` by the source's own tracker.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -103,13 +103,14 @@ pub fn selects(
         })
 }
 
-/// Which watches start and stop after a change of the index.
+/// Which feeds start and stop after a change of the index: a feed reads whole streams
+/// (`true`) or their tags and labels (`false`).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Change {
-    /// The watch to start (its key was used by no source before).
-    pub start: Option<WatchKey>,
-    /// The watch to stop (its key is used by no source now).
-    pub stop: Option<WatchKey>,
+    /// The feed to start (no source read streams so before).
+    pub start: Option<bool>,
+    /// The feed to stop (no source reads streams so now).
+    pub stop: Option<bool>,
 }
 
 /// The watch of every source served.
@@ -126,12 +127,13 @@ impl Index {
             Some(k) => self.keys.insert(id.clone(), k.clone()),
             None => self.keys.remove(id),
         };
-        if old == key {
+        let (before, now) = (old.map(|k| k.whole), key.map(|k| k.whole));
+        if before == now {
             return Change::default();
         }
         Change {
-            start: key.filter(|k| self.users(k) == 1),
-            stop: old.filter(|k| self.users(k) == 0),
+            start: now.filter(|w| self.readers(*w) == 1),
+            stop: before.filter(|w| self.readers(*w) == 0),
         }
     }
 
@@ -140,14 +142,14 @@ impl Index {
         self.keys.get(id)
     }
 
-    /// How many sources `key` serves.
-    pub fn users(&self, key: &WatchKey) -> usize {
-        self.keys.values().filter(|k| *k == key).count()
+    /// How many sources read whole streams (`whole`), or their tags and labels.
+    pub fn readers(&self, whole: bool) -> usize {
+        self.keys.values().filter(|k| k.whole == whole).count()
     }
 
-    /// Every watch needed.
-    pub fn watches(&self) -> BTreeSet<&WatchKey> {
-        self.keys.values().collect()
+    /// Every feed needed (whole or not).
+    pub fn feeds(&self) -> BTreeSet<bool> {
+        self.keys.values().map(|k| k.whole).collect()
     }
 }
 
@@ -172,34 +174,50 @@ mod tests {
     }
 
     #[test]
-    fn sources_on_the_same_namespaces_share_one_watch() {
+    fn sources_that_read_alike_share_one_feed_whatever_their_namespaces() {
         let mut index = Index::default();
         let first = index.set(&id("a"), Some(key(&["ds", "ml"])));
-        assert_eq!(first.start, Some(key(&["ds", "ml"])));
+        assert_eq!(first.start, Some(false));
         assert_eq!(
-            index.set(&id("b"), Some(key(&["ds", "ml"]))),
-            Change::default()
+            index.set(&id("b"), Some(key(&["ops"]))),
+            Change::default(),
+            "another namespace set, the same feed"
         );
-        assert_eq!(index.watches().len(), 1);
-        // One leaves: the watch stays for the other; the last leaves: it stops.
+        let whole = WatchKey {
+            namespaces: None,
+            whole: true,
+        };
+        assert_eq!(
+            index.set(&id("c"), Some(whole.clone())),
+            Change {
+                start: Some(true),
+                stop: None
+            }
+        );
+        assert_eq!(index.feeds(), [false, true].into());
+        // One leaves: the feed stays for the other; the last leaves: it stops.
         assert_eq!(index.set(&id("a"), None), Change::default());
-        let last = index.set(&id("b"), None);
-        assert_eq!(last.stop, Some(key(&["ds", "ml"])));
-        assert!(index.watches().is_empty());
+        assert_eq!(index.set(&id("b"), None).stop, Some(false));
+        assert_eq!(index.get(&id("c")), Some(&whole));
+        assert_eq!(index.feeds(), [true].into());
     }
 
     #[test]
-    fn a_source_moving_to_other_namespaces_starts_and_stops_only_what_changed() {
+    fn a_source_changing_how_it_reads_moves_feeds_and_a_new_namespace_set_does_not() {
         let mut index = Index::default();
         index.set(&id("a"), Some(key(&["ds"])));
-        index.set(&id("b"), Some(key(&["ds"])));
-        let moved = index.set(&id("a"), Some(key(&["ml"])));
-        assert_eq!(moved.start, Some(key(&["ml"])));
-        assert_eq!(moved.stop, None, "b still needs the watch of ds");
-        let moved = index.set(&id("b"), Some(key(&["ml"])));
-        assert_eq!(moved.start, None);
-        assert_eq!(moved.stop, Some(key(&["ds"])));
-        assert_eq!(index.set(&id("b"), Some(key(&["ml"]))), Change::default());
+        assert_eq!(index.set(&id("a"), Some(key(&["ml"]))), Change::default());
+        let mut whole = key(&["ml"]);
+        whole.whole = true;
+        assert_eq!(
+            index.set(&id("a"), Some(whole)),
+            Change {
+                start: Some(true),
+                stop: Some(false)
+            }
+        );
+        assert_eq!(index.readers(true), 1);
+        assert_eq!(index.readers(false), 0);
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub struct ReadyLabels {
 pub struct MtMetrics {
     /// `imagegate_source_multi_tenant_sources{ready}`.
     pub sources: Family<ReadyLabels, Gauge>,
-    /// `imagegate_source_multi_tenant_watches`: shared ImageStream watches running.
+    /// `imagegate_source_multi_tenant_watches`: ImageStream watches of every namespace running.
     pub watches: Gauge,
     /// `imagegate_source_multi_tenant_sources_backlogged`: sources with events not yet
     /// delivered.
@@ -46,7 +46,7 @@ impl MtMetrics {
         );
         sub.register(
             "watches",
-            "Shared ImageStream watches (one per distinct namespace set and reading)",
+            "ImageStream watches of every namespace (one per way of reading streams in use: tags, whole)",
             m.watches.clone(),
         );
         sub.register(

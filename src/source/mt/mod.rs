@@ -2,9 +2,10 @@
 //! cluster, as Knative's multi-tenant PingSource adapter serves every PingSource.
 //!
 //! [`supervisor`] follows the sources and Namespaces and runs the rest: [`observe`] (the
-//! status reconcile: sink, namespaces, permissions) -> [`index`] (which shared watch serves
-//! which source, pure) -> [`shared`] (one ImageStream watch per distinct namespace set, its
-//! changes fanned out) -> [`filter`] (each source's `selector`, pure) -> [`pipeline`] (each
+//! status reconcile: sink, namespaces, permissions) -> [`index`] (what each source is served,
+//! which feeds run, pure) -> [`feed`] (one ImageStream watch of every namespace, its changes
+//! fanned out by namespace) -> [`join`] (each source's own lists of its namespaces, then the
+//! feed's newer changes) -> [`filter`] (each source's `selector`, pure) -> [`pipeline`] (each
 //! source's own checkpoint, tracker, queue and delivery: the single source's flow) ->
 //! [`counters`] (`status.deliveries`). [`sinks`] (which source references which sink object,
 //! pure) and [`sinkwatch`] (one watch per sink kind in use) re-observe a source when its sink
@@ -15,13 +16,14 @@
 pub mod backlog;
 pub mod cleanup;
 pub mod counters;
+pub mod feed;
 pub mod filter;
 pub mod index;
+pub mod join;
 pub mod metrics;
 pub mod observe;
 pub mod pipeline;
 pub mod settings;
-pub mod shared;
 pub mod sinks;
 pub mod sinkwatch;
 pub mod supervisor;

@@ -1,6 +1,7 @@
 //! One source's pipeline: its checkpoint (ConfigMaps in its namespace, owned by it), then the
 //! single source's flow ([`crate::source::flow::serve`]: tracker, queue, delivery,
-//! acknowledgements) fed by its shared watch through its selector ([`super::filter`]), its
+//! acknowledgements) fed by its feed ([`super::join`]: its own lists, then the feed's changes)
+//! through its selector ([`super::filter`]), its
 //! deliveries along its route and counted in its [`Counters`]. It runs until stopped; a
 //! checkpoint that cannot be read is retried with backoff, the changes waiting meanwhile.
 
@@ -13,14 +14,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use super::counters::Counters;
+use super::feed::Fed;
 use super::filter::Filter;
 use super::index::SourceId;
+use super::join::{self, Lister};
 use crate::admin::Health;
 use crate::source::checkpoint::{Checkpoint, CheckpointOwner, Loaded};
 use crate::source::crd::LabelSelector;
 use crate::source::flow::{self, Input, Routes};
 use crate::source::metrics::Metrics;
-use crate::source::watch::Seen;
+use crate::source::watch::decode;
 use crate::source::{Settings, flow::Tally};
 
 /// The longest wait before reading a checkpoint again.
@@ -36,10 +39,14 @@ pub struct Pipeline {
     pub owner: CheckpointOwner,
     /// Its `selector`.
     pub selector: Option<LabelSelector>,
-    /// What its shared watch sees.
-    pub seen: mpsc::UnboundedReceiver<Arc<Seen>>,
-    /// How many scopes that watch has.
-    pub scopes: usize,
+    /// What its feed sends it.
+    pub fed: mpsc::UnboundedReceiver<Arc<Fed>>,
+    /// Its namespaces (one None: every namespace).
+    pub scopes: Vec<Option<String>>,
+    /// Whether it reads whole streams (modes `resource` and `reference`).
+    pub whole: bool,
+    /// What it lists its namespaces with.
+    pub lister: Lister,
     /// Where its events go.
     pub routes: Routes,
     /// Its delivery counters.
@@ -68,18 +75,20 @@ pub async fn run(client: kube::Client, p: Pipeline, stop: CancellationToken) {
         flushed.clone(),
     ));
     let mut filter = Filter::new(p.selector.clone());
-    let seen = futures::stream::unfold(
-        p.seen,
-        // A copy of the shared change for this source, unless it is the last to take it.
-        |mut rx| async move { rx.recv().await.map(|s| (Arc::unwrap_or_clone(s), rx)) },
-    )
-    .filter_map(move |s| std::future::ready(filter.pass(s)))
-    .boxed();
+    let scopes = p.scopes.len();
+    let seen = if p.whole {
+        join::follow::<decode::Whole>(p.fed, p.scopes, p.lister).boxed()
+    } else {
+        join::follow::<decode::TagsAndLabels>(p.fed, p.scopes, p.lister).boxed()
+    };
+    let seen = seen
+        .filter_map(move |s| std::future::ready(filter.pass(s)))
+        .boxed();
     let counters = p.counters.clone();
     let tally: Tally = Arc::new(move |d| counters.tally(d, chrono::Utc::now()));
     let input = Input {
         seen,
-        scopes: p.scopes,
+        scopes,
         routes: p.routes,
     };
     let served = flow::serve(

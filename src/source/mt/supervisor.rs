@@ -1,5 +1,6 @@
 //! The supervisor: one loop over the ImageStreamSources and Namespaces of the cluster that
-//! keeps one pipeline per served source and one shared watch per [`WatchKey`] in use.
+//! keeps one pipeline per served source and a feed (one ImageStream watch of every namespace) per
+//! way of reading streams in use.
 //!
 //! A source is observed ([`reconcile::observe`]: its sink, the namespaces it selects, its
 //! service account's permissions; the status written) when it appears, when its generation
@@ -13,10 +14,10 @@
 //! or key restarts its pipeline, after the previous one flushed its checkpoint. A source
 //! deleted stops at once; its checkpoint is deleted once its pipeline has stopped.
 //!
-//! This file holds the loop and the indexes it keeps (sources, shared watches, sink watches);
+//! This file holds the loop and the indexes it keeps (sources, feeds, sink watches);
 //! [`observing`] when a source is observed and what an observation changes; [`pipelines`] each
 //! source's tasks, one after the other (its pipelines, then its checkpoint's deletion);
-//! [`watches`] the shared ImageStream watches and the sink watches the indexes call for.
+//! [`watches`] the feeds and the sink watches the indexes call for.
 
 mod observing;
 mod pipelines;
@@ -39,11 +40,12 @@ use self::observing::Observing;
 use self::pipelines::Running;
 use super::backlog::{self, Backlogs};
 use super::counters::{self, Board, Counters};
-use super::index::{Index, SourceId, WatchKey};
+use super::feed::Feed;
+use super::index::{Index, SourceId};
+use super::join::{LISTS_IN_FLIGHT, Lister};
 use super::metrics::MtMetrics;
 use super::observe::Observation;
 use super::settings;
-use super::shared::Shared;
 use super::sinks::{SinkIndex, SinkKind, SinkObject, refs_of};
 use super::sinkwatch::SinkWatch;
 use crate::admin::Health;
@@ -88,7 +90,10 @@ struct Supervisor {
     refusals: Arc<Refusals>,
     sources: BTreeMap<SourceId, Served>,
     index: Index,
-    watches: BTreeMap<WatchKey, Shared>,
+    /// The feeds running: of whole streams (`true`), of their tags and labels.
+    feeds: BTreeMap<bool, Feed>,
+    /// What every source lists its namespaces with.
+    lister: Lister,
     sinks: SinkIndex,
     sink_watches: BTreeMap<SinkKind, SinkWatch>,
     sink_changes: mpsc::UnboundedSender<SinkObject>,
@@ -128,14 +133,22 @@ pub async fn run(
         reports.mt.clone(),
         counters_stop.clone(),
     ));
+    let refusals = Refusals::new(reports.health.clone(), "ImageStream");
+    let lister = Lister {
+        client: client.clone(),
+        permits: Arc::new(Semaphore::new(LISTS_IN_FLIGHT)),
+        metrics: reports.metrics.clone(),
+        refusals: refusals.clone(),
+    };
     let mut s = Supervisor {
-        refusals: Refusals::new(reports.health.clone(), "ImageStream"),
+        refusals,
+        lister,
         ctx,
         shared,
         reports,
         sources: BTreeMap::new(),
         index: Index::default(),
-        watches: BTreeMap::new(),
+        feeds: BTreeMap::new(),
         sinks: SinkIndex::default(),
         sink_watches: BTreeMap::new(),
         sink_changes,

@@ -1,5 +1,5 @@
 //! The multi-tenant adapter's core guarantees: each source gets exactly its changes, once,
-//! from watches shared by namespace set; sources come and go without a restart (a deleted
+//! from one watch of every namespace, each source taking its own namespaces; sources come and go without a restart (a deleted
 //! one's checkpoint goes with it); a restart delivers what changed meanwhile, once.
 
 use imagegate::source::crd::ImageStreamSource;
@@ -39,9 +39,10 @@ async fn two_sources_on_overlapping_namespaces_each_get_exactly_their_changes_on
     exactly(&both, &["ds/nb:candidate", "ml/nb:candidate"]).await;
     exactly(&own, &["ml/nb:candidate"]).await;
 
+    // Two namespace sets, one watch of every namespace.
     let metrics = adapter.metrics().await;
     assert!(
-        metrics.contains("imagegate_source_multi_tenant_watches 2"),
+        metrics.contains("imagegate_source_multi_tenant_watches 1"),
         "{metrics}"
     );
     assert!(
@@ -73,7 +74,7 @@ async fn a_source_added_while_running_delivers_and_a_deleted_one_stops_and_loses
     adapter.ready().await;
     serving(&emu, "ds", "first").await;
 
-    // Same namespace: it joins the running watch, and starts as a first start.
+    // It joins the running watch (listing its namespace), and starts as a first start.
     source(
         &emu,
         "ds",

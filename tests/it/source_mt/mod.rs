@@ -1,8 +1,9 @@
 //! `imagegate source --multi-tenant` end to end: the real binary against the emulator (which
 //! serves the ImageStreamSource CRD and answers SubjectAccessReviews), real HTTP sinks.
 //!
-//! - [`core`]: shared watches fanned out to overlapping sources, sources added and deleted
-//!   while it runs, a restart with changes made meanwhile.
+//! - [`core`]: one watch fanned out to overlapping sources, sources added and deleted while it
+//!   runs, a restart with changes made meanwhile.
+//! - [`join`]: a source joining while its namespace changes sees each state once, in order.
 //! - [`routing`]: events wait for a sink that does not resolve; a namespace the source's
 //!   service account may not read sends it nothing.
 //! - [`harness`]: the emulated cluster of the other modules (our CRD, Knative's released Broker CRD,
@@ -11,7 +12,7 @@
 //! - [`sinks`]: each kind of sink, each reason a source is not Ready, a sink that moves or goes
 //!   away, the delivery counters.
 //! - [`tenants`]: permissions per namespace, overlapping sources, a source deleted mid-stream,
-//!   the shared watches.
+//!   the one watch of every namespace and each source's own lists.
 //! - [`restart`]: changes made while the adapter was down, and a re-list, delivered once.
 //! - [`modes`]: resource and reference modes send nothing on start or re-list; emitExisting.
 //! - [`rbac`]: the adapter's requests against the RBAC of `config/`, both ways.
@@ -23,6 +24,7 @@
 mod backlog;
 mod core;
 mod harness;
+mod join;
 mod leader;
 mod modes;
 mod rbac;

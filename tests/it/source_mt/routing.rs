@@ -154,11 +154,19 @@ async fn a_namespace_the_service_account_may_not_read_sends_nothing() {
     emu.import("ds", "nb", "candidate", C).await;
     exactly(&allowed, &["ds/nb:candidate", "ops/nb:candidate"]).await;
     exactly(&denied, &["ds/nb:candidate"]).await;
-    // Two namespace sets: [ds] for the limited source, [ds, ops] for the other.
+    // Two namespace sets ([ds] for the limited source, [ds, ops] for the other), one watch of
+    // every namespace; the limited source never listed ops.
     assert!(
         adapter
             .metrics()
             .await
-            .contains("imagegate_source_multi_tenant_watches 2")
+            .contains("imagegate_source_multi_tenant_watches 1")
     );
+    let lists_of_ops = emu
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| r.resource == "imagestreams" && r.verb == "list" && r.namespace == "ops")
+        .count();
+    assert_eq!(lists_of_ops, 1, "only the source allowed to read ops lists it");
 }

@@ -1,7 +1,7 @@
 //! Many tenants in one adapter: a source whose service account may not read one of its
 //! namespaces; two sources on overlapping namespaces, each getting exactly its own changes once;
 //! a source deleted mid-stream (its sink hears nothing more, its checkpoint goes, the others go
-//! on); and the shared watches: one ImageStream watch per namespace of each distinct namespace set.
+//! on); and the feed: one ImageStream watch of every namespace, each source listing its own.
 
 use std::collections::BTreeSet;
 
@@ -235,7 +235,7 @@ async fn a_source_deleted_mid_stream_stops_its_checkpoint_goes_and_the_others_go
 }
 
 #[tokio::test]
-async fn sources_share_one_imagestream_watch_per_distinct_namespace_set() {
+async fn one_imagestream_watch_of_every_namespace_serves_all_and_each_source_lists_its_own() {
     let world = World::start().await;
     world
         .grant("ds", "watcher", "ml", &["get", "list", "watch"])
@@ -243,8 +243,8 @@ async fn sources_share_one_imagestream_watch_per_distinct_namespace_set() {
     world.stream("ds", "warm").await;
     world.stream("ml", "warm").await;
     let sinks: Vec<Sink> = futures::future::join_all((0..6).map(|_| Sink::start())).await;
-    // Three namespace sets: {ds} three times, {ml} twice (by name and by selector),
-    // {ds, ml} once.
+    // Three namespace sets: {ds} three times (s0, s1, s2), {ml} twice (s3 by name, s4 by
+    // selector), {ds, ml} once (s5).
     let specs = [
         json!({}),
         json!({"namespaces": ["ds"]}),
@@ -276,24 +276,35 @@ async fn sources_share_one_imagestream_watch_per_distinct_namespace_set() {
         .prime("ml", &[unlabelled[2], unlabelled[3], unlabelled[4]])
         .await;
 
-    let watches: Vec<(String, String)> = world
-        .emu
-        .requests()
-        .await
-        .into_iter()
-        .filter(|r| r.user == ADAPTER_USER && r.resource == "imagestreams" && r.verb == "watch")
-        .map(|r| (r.namespace, r.query))
-        .collect();
-    let on = |ns: &str| watches.iter().filter(|(n, _)| n == ns).count();
-    // A namespace set is watched namespace by namespace: {ds} and {ds, ml} each watch ds, {ml}
-    // and {ds, ml} each watch ml. One watch per source would be 7.
+    let asked = |verb: &'static str| {
+        let emu = &world.emu;
+        async move {
+            emu.requests()
+                .await
+                .into_iter()
+                .filter(|r| {
+                    r.user == ADAPTER_USER && r.resource == "imagestreams" && r.verb == verb
+                })
+                .map(|r| (r.namespace, r.query))
+                .collect::<Vec<(String, String)>>()
+        }
+    };
+    let watches = asked("watch").await;
+    // One watch, of every namespace, for the six sources and their three namespace sets.
     assert_eq!(
-        (on("ds"), on("ml"), on("")),
-        (2, 2, 0),
-        "one watch per namespace of each distinct namespace set, not one per source: {watches:#?}"
+        watches.iter().map(|(ns, _)| ns.as_str()).collect::<Vec<_>>(),
+        [""],
+        "one watch of every namespace, not one per source or per namespace set: {watches:#?}"
     );
     assert!(
-        watches.iter().all(|(_, q)| !q.contains("labelSelector")),
+        !watches[0].1.contains("labelSelector"),
         "the ImageStream selector is applied per source, not in the shared watch: {watches:#?}"
     );
+    // The watch starts from the version of a list of one stream (it never reads them all);
+    // each source lists its own namespaces, once: ds by s0, s1, s2 and s5, ml by s3, s4, s5.
+    let lists = asked("list").await;
+    let on = |ns: &str| lists.iter().filter(|(n, _)| n == ns).count();
+    assert_eq!((on(""), on("ds"), on("ml")), (1, 4, 3), "{lists:#?}");
+    let (_, everywhere) = lists.iter().find(|(n, _)| n.is_empty()).unwrap();
+    assert!(everywhere.contains("limit=1"), "{everywhere}");
 }

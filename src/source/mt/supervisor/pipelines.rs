@@ -1,4 +1,4 @@
-//! The tasks of each source, one after the other: its pipeline (started on a watch, stopped
+//! The tasks of each source, one after the other: its pipeline (started on a feed, stopped
 //! with a flush of its checkpoint), the next pipeline once the previous one has stopped, and,
 //! once a deleted source's last pipeline has stopped, the deletion of its checkpoint.
 
@@ -21,7 +21,7 @@ pub(super) struct Running {
 }
 
 impl Supervisor {
-    /// Starts the pipeline of `id` on the watch `key`, after its previous one.
+    /// Starts the pipeline of `id`, served `key`, after its previous one.
     pub(super) fn start(
         &mut self,
         id: &SourceId,
@@ -29,7 +29,8 @@ impl Supervisor {
         settings: crate::source::Settings,
     ) {
         self.set_key(id, Some(key.clone()));
-        let (Some(watch), Some(served)) = (self.watches.get(&key), self.sources.get_mut(id)) else {
+        let (Some(feed), Some(served)) = (self.feeds.get(&key.whole), self.sources.get_mut(id))
+        else {
             return;
         };
         let stop = CancellationToken::new();
@@ -40,8 +41,10 @@ impl Supervisor {
             settings: Arc::new(settings),
             owner: settings::owner(&served.source),
             selector: served.source.spec.selector.clone(),
-            seen: watch.join(id.clone()),
-            scopes: watch.scopes(),
+            fed: feed.join(id.clone(), key.namespaces.clone()),
+            scopes: key.scopes(),
+            whole: key.whole,
+            lister: self.lister.clone(),
             routes: served.routes.subscribe(),
             counters: served.counters.clone(),
             metrics,
@@ -63,8 +66,8 @@ impl Supervisor {
         };
         running.stop.cancel();
         self.backlogs.remove(id);
-        if let Some(watch) = self.watches.get(&running.key) {
-            watch.leave(id.clone());
+        if let Some(feed) = self.feeds.get(&running.key.whole) {
+            feed.leave(id.clone());
         }
     }
 

@@ -1,35 +1,35 @@
-//! The watches the sources need, started and stopped as the indexes say: one shared
-//! ImageStream watch per [`WatchKey`] in use ([`super::super::index`]), one watch per sink kind
-//! referenced ([`super::super::sinks`]).
+//! The watches the sources need, started and stopped as the indexes say: a feed per way of
+//! reading streams in use ([`super::super::index`]), one watch per sink kind referenced
+//! ([`super::super::sinks`]).
 
 use std::collections::BTreeSet;
 
 use tracing::info;
 
 use super::super::index::{SourceId, WatchKey};
-use super::super::shared::Shared;
+use super::super::feed::{self, Feed};
 use super::super::sinks::SinkObject;
 use super::super::sinkwatch;
 use super::Supervisor;
 
 impl Supervisor {
-    /// Moves `id` to the watch `key` in the index, starting and stopping watches.
+    /// Sets what `id` is served in the index, starting and stopping feeds.
     pub(super) fn set_key(&mut self, id: &SourceId, key: Option<WatchKey>) {
         let change = self.index.set(id, key);
-        if let Some(start) = change.start {
-            let watch = Shared::start(
+        if let Some(whole) = change.start {
+            let started = Feed::start(
                 &self.ctx.client,
-                &start,
+                whole,
                 self.reports.metrics.clone(),
                 self.refusals.clone(),
             );
-            self.watches.insert(start, watch);
+            self.feeds.insert(whole, started);
         }
-        if let Some(stop) = change.stop {
-            info!(namespaces = %stop.describe(), "shared ImageStream watch stopped");
-            self.watches.remove(&stop);
+        if let Some(whole) = change.stop {
+            info!(reading = feed::reading(whole), "ImageStream watch of every namespace stopped");
+            self.feeds.remove(&whole);
         }
-        self.reports.mt.watches.set(self.watches.len() as i64);
+        self.reports.mt.watches.set(self.feeds.len() as i64);
     }
 
     /// `id` now references the sink objects `refs`: the watches of their kinds follow.

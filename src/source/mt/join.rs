@@ -1,0 +1,305 @@
+//! A source's side of the feed ([`super::feed`]): what it is fed, turned into what a watch of
+//! its own namespaces would have shown it: a list of each, then the changes.
+//!
+//! When the feed says [`Fed::List`] (on joining, and after the feed's watch had to start again
+//! from a new point), the source lists each of its namespaces itself, page by page, and
+//! passes on the streams and the end of each list as a watch's (re-)list would. The changes
+//! the feed queued meanwhile wait in its channel; after the lists, each is passed on only if
+//! it is newer than the list of its namespace ([`Gate`]): the resourceVersions of one resource
+//! are comparable (Kubernetes 1.35, KEP-5504), a change at or before a list's version is in
+//! that list already. A change whose version is not a number is passed on: sent again at
+//! worst, never lost.
+//!
+//! The lists of all sources share [`LISTS_IN_FLIGHT`] permits: at start every source lists, and
+//! each list in flight is a connection of its own (HTTP/1.1), kept idle in the client's pool
+//! afterwards.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+
+use futures::Stream;
+use kube::api::{Api, ListParams};
+use kube::runtime::watcher;
+use tokio::sync::{Semaphore, mpsc};
+use tracing::warn;
+
+use super::feed::follow::version;
+use super::feed::{Fed, namespace_of};
+use crate::source::checkpoint::StreamKey;
+use crate::source::metrics::Metrics;
+use crate::source::watch::Seen;
+use crate::source::watch::decode::{self, Reading, Watched};
+use crate::watch_errors::{Refusals, WatchBackoff};
+
+/// Lists of sources' namespaces in flight at once, across the adapter.
+pub const LISTS_IN_FLIGHT: usize = 16;
+
+/// Streams per list page, as the single source's watch asks.
+const PAGE_SIZE: u32 = 100;
+
+/// Which changes pass to the source (pure): those of its namespaces, newer than their lists.
+#[derive(Debug)]
+pub struct Gate {
+    scopes: Vec<Option<String>>,
+    /// Per scope, the version of its last list (None: not listed, or not a number).
+    listed_at: Vec<Option<u64>>,
+}
+
+impl Gate {
+    /// The gate of `scopes` (a namespace each, or one None: every namespace).
+    pub fn new(scopes: Vec<Option<String>>) -> Gate {
+        let listed_at = vec![None; scopes.len()];
+        Gate { scopes, listed_at }
+    }
+
+    /// The scope a stream of `namespace` is in, if the source has it.
+    fn scope_of(&self, namespace: &str) -> Option<usize> {
+        self.scopes
+            .iter()
+            .position(|s| s.as_deref().is_none_or(|ns| ns == namespace))
+    }
+
+    /// `scope` was listed at `version`.
+    pub fn listed(&mut self, scope: usize, version: Option<u64>) {
+        self.listed_at[scope] = version;
+    }
+
+    /// What the source is given of a change made at `version`, if anything: with the scope it
+    /// is in for the source.
+    pub fn pass(&self, version: Option<u64>, seen: Seen) -> Option<Seen> {
+        let scope = self.scope_of(namespace_of(&seen))?;
+        if let (Some(v), Some(at)) = (version, self.listed_at[scope])
+            && v <= at
+        {
+            return None;
+        }
+        Some(match seen {
+            Seen::Applied {
+                stream, listing, ..
+            } => Seen::Applied {
+                stream,
+                listing,
+                scope,
+            },
+            other => other,
+        })
+    }
+}
+
+/// What a source lists with.
+#[derive(Clone)]
+pub struct Lister {
+    /// The adapter's client.
+    pub client: kube::Client,
+    /// The permits shared by every source's lists.
+    pub permits: Arc<Semaphore>,
+    /// Where malformed streams and failed lists are counted.
+    pub metrics: Metrics,
+    /// Where refused lists are reported.
+    pub refusals: Arc<Refusals>,
+}
+
+/// The list of one scope in progress.
+struct Listing {
+    scope: usize,
+    present: HashSet<StreamKey>,
+    version: Option<u64>,
+    /// The next page's continue token.
+    next: Option<String>,
+}
+
+impl Listing {
+    fn of(scope: usize) -> Listing {
+        Listing {
+            scope,
+            present: HashSet::new(),
+            version: None,
+            next: None,
+        }
+    }
+}
+
+struct Joined<R> {
+    fed: mpsc::UnboundedReceiver<Arc<Fed>>,
+    gate: Gate,
+    lister: Lister,
+    out: VecDeque<Seen>,
+    listing: Option<Listing>,
+    backoff: WatchBackoff,
+    reading: std::marker::PhantomData<R>,
+}
+
+/// What a source over `scopes` sees, from what the feed sends it: its lists, then the
+/// changes. It ends when the feed lets it go.
+pub fn follow<R: Reading>(
+    fed: mpsc::UnboundedReceiver<Arc<Fed>>,
+    scopes: Vec<Option<String>>,
+    lister: Lister,
+) -> impl Stream<Item = Seen> + Send + 'static {
+    let joined = Joined::<R> {
+        fed,
+        gate: Gate::new(scopes),
+        lister,
+        out: VecDeque::new(),
+        listing: None,
+        backoff: WatchBackoff::default(),
+        reading: std::marker::PhantomData,
+    };
+    futures::stream::unfold(joined, |mut j| async move {
+        let next = j.next().await?;
+        Some((next, j))
+    })
+}
+
+impl<R: Reading> Joined<R> {
+    async fn next(&mut self) -> Option<Seen> {
+        loop {
+            if let Some(seen) = self.out.pop_front() {
+                return Some(seen);
+            }
+            if let Some(listing) = self.listing.take() {
+                // Boxed: a list is a large future, and a source spends its life elsewhere.
+                Box::pin(self.page(listing)).await;
+                continue;
+            }
+            match Arc::unwrap_or_clone(self.fed.recv().await?) {
+                Fed::List => self.listing = Some(Listing::of(0)),
+                Fed::Change { version, seen } => {
+                    if let Some(seen) = self.gate.pass(version, seen) {
+                        return Some(seen);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads the next page of `l` into `out`; the list goes on with the next page or scope.
+    async fn page(&mut self, mut l: Listing) {
+        let namespace = self.gate.scopes[l.scope].clone();
+        let api: Api<Watched<R>> = match &namespace {
+            None => Api::all(self.lister.client.clone()),
+            Some(ns) => Api::namespaced(self.lister.client.clone(), ns),
+        };
+        let mut params = ListParams::default().limit(PAGE_SIZE);
+        if let Some(token) = &l.next {
+            params = params.continue_token(token);
+        }
+        let page = {
+            let _permit = self.lister.permits.acquire().await;
+            api.list(&params).await
+        };
+        let page = match page {
+            Ok(page) => page,
+            Err(e) => {
+                // An expired continue token (410) starts the scope's list over.
+                let gone = matches!(&e, kube::Error::Api(s) if s.code == 410);
+                self.lister.metrics.watch_restarts.inc();
+                let e = watcher::Error::InitialListFailed(e);
+                if self
+                    .lister
+                    .refusals
+                    .failed(namespace.as_deref(), &e)
+                    .is_none()
+                {
+                    warn!(namespace = namespace.as_deref().unwrap_or_default(), error = %e, "listing ImageStreams for a source failed; retrying with backoff");
+                }
+                tokio::time::sleep(self.backoff.next().unwrap_or_default()).await;
+                self.listing = Some(if gone { Listing::of(l.scope) } else { l });
+                return;
+            }
+        };
+        self.lister.refusals.recovered(namespace.as_deref());
+        if l.next.is_none() {
+            l.version = version(page.metadata.resource_version.as_deref());
+        }
+        for obj in page.items {
+            l.present.insert(decode::key(&obj));
+            if let Some(stream) = decode::typed(obj, &self.lister.metrics) {
+                self.out.push_back(Seen::Applied {
+                    stream: Box::new(stream),
+                    listing: true,
+                    scope: l.scope,
+                });
+            }
+        }
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => {
+                l.next = Some(token);
+                self.listing = Some(l);
+            }
+            _ => {
+                self.gate.listed(l.scope, l.version);
+                self.out.push_back(Seen::Listed {
+                    scope: l.scope,
+                    namespace,
+                    present: l.present,
+                });
+                if l.scope + 1 < self.gate.scopes.len() {
+                    self.listing = Some(Listing::of(l.scope + 1));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ImageStream;
+
+    fn applied(ns: &str, name: &str) -> Seen {
+        let mut is = ImageStream::new(name, Default::default());
+        is.metadata.namespace = Some(ns.into());
+        Seen::Applied {
+            stream: Box::new(is),
+            listing: false,
+            scope: 0,
+        }
+    }
+
+    fn scope_of(seen: &Option<Seen>) -> Option<usize> {
+        match seen {
+            Some(Seen::Applied { scope, .. }) => Some(*scope),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_change_passes_in_its_scope_only_when_newer_than_the_list_of_its_namespace() {
+        let mut gate = Gate::new(vec![Some("ds".into()), Some("ml".into())]);
+        gate.listed(0, Some(10));
+        gate.listed(1, Some(20));
+        // In the list of ds already (at or before 10): dropped; after it: passed, scope 0.
+        assert!(gate.pass(Some(9), applied("ds", "nb")).is_none());
+        assert!(gate.pass(Some(10), applied("ds", "nb")).is_none());
+        assert_eq!(scope_of(&gate.pass(Some(11), applied("ds", "nb"))), Some(0));
+        // ml was listed later, at 20: 15 is in its list.
+        assert!(gate.pass(Some(15), applied("ml", "nb")).is_none());
+        assert_eq!(scope_of(&gate.pass(Some(21), applied("ml", "nb"))), Some(1));
+        // Not the source's namespace: never.
+        assert!(gate.pass(Some(99), applied("ops", "nb")).is_none());
+        // A deletion is judged the same way, by its namespace.
+        let deleted = |v| {
+            gate.pass(
+                Some(v),
+                Seen::Deleted {
+                    key: ("ml".into(), "nb".into()),
+                    last: None,
+                },
+            )
+        };
+        assert!(deleted(20).is_none());
+        assert!(matches!(deleted(21), Some(Seen::Deleted { .. })));
+    }
+
+    #[test]
+    fn a_version_that_is_not_a_number_passes_rather_than_being_lost() {
+        let mut gate = Gate::new(vec![None]);
+        assert_eq!(scope_of(&gate.pass(Some(1), applied("ds", "nb"))), Some(0));
+        gate.listed(0, None);
+        assert!(gate.pass(Some(1), applied("ds", "nb")).is_some());
+        gate.listed(0, Some(5));
+        assert!(gate.pass(None, applied("ops", "nb")).is_some());
+        assert!(gate.pass(Some(5), applied("ops", "nb")).is_none());
+    }
+}

@@ -1,0 +1,112 @@
+//! A source joining the feed while its namespace changes: its own list and the feed's changes
+//! queued meanwhile overlap, and the source must see each state once, in order, never an older
+//! one after a newer (the changes its list holds already are dropped by their
+//! resourceVersion). Driven through the library against the emulator: the feed's watch, the
+//! source's list and the changes race for real.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use imagegate::admin::Health;
+use imagegate::source::metrics::Metrics;
+use imagegate::source::mt::feed::Feed;
+use imagegate::source::mt::join::{self, Lister};
+use imagegate::source::watch::Seen;
+use imagegate::source::watch::decode::TagsAndLabels;
+use imagegate::watch_errors::Refusals;
+use tokio::sync::Semaphore;
+
+use crate::support::mt::cluster;
+
+/// The `n`th digest of the race.
+fn digest(n: usize) -> String {
+    format!("sha256:{n:064x}")
+}
+
+/// Which digest of the race `seen` shows the candidate tag of ds/nb at, if it is one.
+fn round(seen: &Seen) -> Option<usize> {
+    let Seen::Applied { stream, .. } = seen else {
+        return None;
+    };
+    let latest = stream.history("candidate").first()?;
+    (1..=ROUNDS).find(|n| latest.image == digest(*n))
+}
+
+const ROUNDS: usize = 60;
+
+#[tokio::test]
+async fn a_source_joining_while_its_namespace_changes_sees_each_state_once_and_in_order() {
+    let emu = Arc::new(cluster().await);
+    let client = emu.client();
+    let metrics = Metrics::register(&mut Default::default());
+    let refusals = Refusals::new(Health::new(), "ImageStream");
+    let feed = Feed::start(&client, false, metrics.clone(), refusals.clone());
+    let lister = Lister {
+        client,
+        permits: Arc::new(Semaphore::new(join::LISTS_IN_FLIGHT)),
+        metrics,
+        refusals,
+    };
+
+    // Changes one after the other; the source joins a third of the way in, and lists only
+    // after a pause, so the feed queues for it changes its list will hold too.
+    let (third, mut joined_at) = tokio::sync::oneshot::channel();
+    let changes = {
+        let emu = emu.clone();
+        tokio::spawn(async move {
+            let mut third = Some(third);
+            for n in 1..=ROUNDS {
+                emu.import("ds", "nb", "candidate", &digest(n)).await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                if n == ROUNDS / 3
+                    && let Some(t) = third.take()
+                {
+                    let _ = t.send(());
+                }
+            }
+        })
+    };
+    (&mut joined_at).await.unwrap();
+    let fed = feed.join(("ds".into(), "s".into()), Some(vec!["ds".into()]));
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let mut seen = join::follow::<TagsAndLabels>(fed, vec![Some("ds".into())], lister).boxed();
+
+    let mut rounds = Vec::new();
+    let mut listed = false;
+    let mut take = |next: Seen, rounds: &mut Vec<usize>| {
+        if let Seen::Listed { .. } = next {
+            listed = true;
+        }
+        if let Some(n) = round(&next) {
+            rounds.push(n);
+        }
+        listed
+    };
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let next = seen.next().await.expect("the feed lets the source go");
+            if take(next, &mut rounds) && rounds.last() == Some(&ROUNDS) {
+                break;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the list or the last change never came: {rounds:?}"));
+    // Anything still queued comes now (an older state replayed after the list would).
+    while let Ok(Some(next)) = tokio::time::timeout(Duration::from_millis(500), seen.next()).await
+    {
+        take(next, &mut rounds);
+    }
+    changes.await.unwrap();
+    // From the state the list found, every later one, once, in order: none older, none lost.
+    let from_the_list: Vec<usize> = (rounds[0]..=ROUNDS).collect();
+    assert_eq!(
+        rounds, from_the_list,
+        "each state once, never an older one after a newer"
+    );
+    assert!(
+        rounds[0] > ROUNDS / 3,
+        "the list came after the changes queued before it: {rounds:?}"
+    );
+}
