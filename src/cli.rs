@@ -53,9 +53,9 @@ pub enum Command {
 /// `imagegate source`.
 #[derive(Debug, Args)]
 pub struct SourceArgs {
-    /// Serve every ImageStreamSource of the cluster from one process (shared ImageStream
-    /// watches, a checkpoint per source in its namespace) instead of one source configured by
-    /// the flags below, which it refuses.
+    /// Serve every ImageStreamSource of the cluster from one process (one ImageStream watch of
+    /// every namespace, a checkpoint per source in its namespace) instead of one source
+    /// configured by the flags below, which it refuses.
     #[arg(long, conflicts_with_all = MULTI_TENANT_CONFLICTS)]
     pub multi_tenant: bool,
 

@@ -1,5 +1,6 @@
-//! A source's `selector`, applied to what its shared watch sees (pure). The watch is shared by
-//! sources with different selectors, so it has none; each source sees what a watch with its
+//! A source's `selector`, applied to what it sees of its namespaces (pure). The feed's watch is
+//! shared by sources with different selectors, so it has none, and a source's own lists have
+//! none either (a list and the changes must agree); each source sees what a watch with its
 //! selector would have shown: a stream that stops matching is deleted for it (the API server
 //! sends `DELETED` when an object leaves a selector), one that starts matching is added, and a
 //! (re-)list holds only the streams that match, so one that stopped matching while the

@@ -19,10 +19,10 @@ use crate::source::permissions::Scope;
 /// A source: its namespace and name.
 pub type SourceId = (String, String);
 
-/// What one shared watch watches.
+/// What a source is served: its namespaces, and how its feed reads the streams.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WatchKey {
-    /// The namespaces, sorted (None: every namespace, one cluster-wide watch).
+    /// The namespaces, sorted (None: every namespace).
     pub namespaces: Option<Vec<String>>,
     /// Whether the whole stream is read (modes resource and reference).
     pub whole: bool,

@@ -1,5 +1,5 @@
 //! The multi-tenant adapter's own metrics, with bounded labels (no source names): the sources
-//! by readiness, the shared ImageStream watches, and which sources' backlogs are stuck
+//! by readiness, the ImageStream watches of every namespace, and which sources' backlogs are stuck
 //! ([`super::backlog`]). The delivery and checkpoint counters of [`crate::source::metrics`] add
 //! up across sources; its queue and checkpoint gauges are the sums over them (the pending age
 //! the oldest).
