@@ -26,6 +26,7 @@ pub mod routes;
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -84,13 +85,19 @@ impl Feed {
     ) -> Feed {
         let (followed, rx) = mpsc::channel(AHEAD);
         let client = client.clone();
-        if whole {
-            tokio::spawn(follow::run::<decode::Whole>(client, followed, metrics, refusals));
+        // The watch ends with the fan-out, even while it waits on an idle watch.
+        let ended = followed.clone();
+        let watch = if whole {
+            follow::run::<decode::Whole>(client, followed, metrics, refusals).boxed()
         } else {
-            tokio::spawn(follow::run::<decode::TagsAndLabels>(
-                client, followed, metrics, refusals,
-            ));
-        }
+            follow::run::<decode::TagsAndLabels>(client, followed, metrics, refusals).boxed()
+        };
+        tokio::spawn(async move {
+            tokio::select! {
+                () = watch => {}
+                () = ended.closed() => {}
+            }
+        });
         let (commands, commanded) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         info!(reading = reading(whole), "ImageStream watch of every namespace started");
