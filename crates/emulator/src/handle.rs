@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -87,6 +88,12 @@ impl Emulator {
             let shutdown = async {
                 let _ = stopped.await;
             };
+            // TCP_NODELAY on every connection, as Go's net package (and so kube-apiserver) sets
+            // it: a watch sends many small writes on one connection, and with Nagle's algorithm
+            // each waits for the client's (delayed) ACK of the one before, up to 40 ms.
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             if let Err(e) = axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)
                 .await

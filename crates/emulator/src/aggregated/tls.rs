@@ -128,6 +128,9 @@ async fn connection(
     app: Router,
     mut stop: watch::Receiver<bool>,
 ) {
+    // As Go's net package does (and the main listener, src/handle.rs): no Nagle delay on
+    // the small writes of a watch.
+    let _ = tcp.set_nodelay(true);
     let tls = match acceptor.accept(tcp).await {
         Ok(s) => s,
         Err(e) => {
