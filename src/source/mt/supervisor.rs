@@ -180,7 +180,7 @@ pub async fn run(
             Some(event) = sources.next() => match event {
                 Ok(watcher::Event::Init) => listing = Some(BTreeMap::new()),
                 Ok(watcher::Event::InitApply(source)) => {
-                    listing.get_or_insert_default().insert(id_of(&source), Arc::new(source));
+                    listing.get_or_insert_default().insert(id_of(&source), slim(source));
                 }
                 Ok(watcher::Event::InitDone) => {
                     let list = listing.take().unwrap_or_default();
@@ -198,7 +198,7 @@ pub async fn run(
                         s.upsert(source);
                     }
                 }
-                Ok(watcher::Event::Apply(source)) => s.upsert(Arc::new(source)),
+                Ok(watcher::Event::Apply(source)) => s.upsert(slim(source)),
                 Ok(watcher::Event::Delete(source)) => s.remove(&id_of(&source)),
                 Err(e) => warn!(error = %e, "ImageStreamSource watch failed; resuming with backoff"),
             },
@@ -241,6 +241,14 @@ pub async fn run(
     counters_stop.cancel();
     let _ = writer.await;
     let _ = gauges.await;
+}
+
+/// A source as the adapter keeps it, for as long as it is served: without its
+/// `managedFields`, which the API server sends with every object and nothing here reads (a few
+/// KiB a source once the adapter has written its status a few times).
+fn slim(mut source: ImageStreamSource) -> Arc<ImageStreamSource> {
+    source.metadata.managed_fields = None;
+    Arc::new(source)
 }
 
 fn id_of(source: &ImageStreamSource) -> SourceId {
