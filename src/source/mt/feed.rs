@@ -58,7 +58,11 @@ pub enum Fed {
 }
 
 enum Command {
-    Join(SourceId, Option<Vec<String>>, mpsc::UnboundedSender<Arc<Fed>>),
+    Join(
+        SourceId,
+        Option<Vec<String>>,
+        mpsc::UnboundedSender<Arc<Fed>>,
+    ),
     Leave(SourceId),
 }
 
@@ -100,7 +104,10 @@ impl Feed {
         });
         let (commands, commanded) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
-        info!(reading = reading(whole), "ImageStream watch of every namespace started");
+        info!(
+            reading = reading(whole),
+            "ImageStream watch of every namespace started"
+        );
         tokio::spawn(fan_out(rx, commanded, stop.clone()));
         Feed { commands, stop }
     }

@@ -94,8 +94,7 @@ async fn a_source_joining_while_its_namespace_changes_sees_each_state_once_and_i
     .await
     .unwrap_or_else(|_| panic!("the list or the last change never came: {rounds:?}"));
     // Anything still queued comes now (an older state replayed after the list would).
-    while let Ok(Some(next)) = tokio::time::timeout(Duration::from_millis(500), seen.next()).await
-    {
+    while let Ok(Some(next)) = tokio::time::timeout(Duration::from_millis(500), seen.next()).await {
         take(next, &mut rounds);
     }
     changes.await.unwrap();

@@ -168,5 +168,8 @@ async fn a_namespace_the_service_account_may_not_read_sends_nothing() {
         .into_iter()
         .filter(|r| r.resource == "imagestreams" && r.verb == "list" && r.namespace == "ops")
         .count();
-    assert_eq!(lists_of_ops, 1, "only the source allowed to read ops lists it");
+    assert_eq!(
+        lists_of_ops, 1,
+        "only the source allowed to read ops lists it"
+    );
 }

@@ -292,7 +292,10 @@ async fn one_imagestream_watch_of_every_namespace_serves_all_and_each_source_lis
     let watches = asked("watch").await;
     // One watch, of every namespace, for the six sources and their three namespace sets.
     assert_eq!(
-        watches.iter().map(|(ns, _)| ns.as_str()).collect::<Vec<_>>(),
+        watches
+            .iter()
+            .map(|(ns, _)| ns.as_str())
+            .collect::<Vec<_>>(),
         [""],
         "one watch of every namespace, not one per source or per namespace set: {watches:#?}"
     );

@@ -94,9 +94,7 @@ pub async fn run<R: Reading>(
             let mut events = std::pin::pin!(events);
             while let Some(event) = events.next().await {
                 let obj = match event {
-                    Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj)) => {
-                        (obj, false)
-                    }
+                    Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj)) => (obj, false),
                     Ok(WatchEvent::Deleted(obj)) => (obj, true),
                     Ok(WatchEvent::Bookmark(b)) => {
                         from = b.metadata.resource_version;
@@ -169,7 +167,14 @@ mod tests {
     fn a_version_is_a_positive_number_or_none() {
         assert_eq!(version(Some("42")), Some(42));
         assert_eq!(version(Some("18446744073709551615")), Some(u64::MAX));
-        for not in [None, Some(""), Some("0"), Some("-1"), Some("a1"), Some("1.5")] {
+        for not in [
+            None,
+            Some(""),
+            Some("0"),
+            Some("-1"),
+            Some("a1"),
+            Some("1.5"),
+        ] {
             assert_eq!(version(not), None, "{not:?}");
         }
     }

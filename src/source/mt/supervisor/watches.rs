@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use tracing::info;
 
-use super::super::index::{SourceId, WatchKey};
 use super::super::feed::{self, Feed};
+use super::super::index::{SourceId, WatchKey};
 use super::super::sinks::SinkObject;
 use super::super::sinkwatch;
 use super::Supervisor;
@@ -26,7 +26,10 @@ impl Supervisor {
             self.feeds.insert(whole, started);
         }
         if let Some(whole) = change.stop {
-            info!(reading = feed::reading(whole), "ImageStream watch of every namespace stopped");
+            info!(
+                reading = feed::reading(whole),
+                "ImageStream watch of every namespace stopped"
+            );
             self.feeds.remove(&whole);
         }
         self.reports.mt.watches.set(self.feeds.len() as i64);
