@@ -1,8 +1,10 @@
-//! A source joining the feed while its namespace changes: its own list and the feed's changes
-//! queued meanwhile overlap, and the source must see each state once, in order, never an older
-//! one after a newer (the changes its list holds already are dropped by their
-//! resourceVersion). Driven through the library against the emulator: the feed's watch, the
-//! source's list and the changes race for real.
+//! A source on the feed, driven through the library against the emulator (the feed's watch, the
+//! source's lists and the changes race for real):
+//! - joining while its namespace changes: its own list and the feed's changes queued meanwhile
+//!   overlap, and the source must see each state once, in order, never an older one after a
+//!   newer (the changes its list holds already are dropped by their resourceVersion);
+//! - when the feed's watch cannot resume (410) it starts from a new point, and what changed
+//!   while it was out reaches the source only through the source's new list.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +17,7 @@ use imagegate::source::mt::join::{self, Lister};
 use imagegate::source::watch::Seen;
 use imagegate::source::watch::decode::TagsAndLabels;
 use imagegate::watch_errors::Refusals;
+use imagegate_emulator::control::Fault;
 use tokio::sync::Semaphore;
 
 use crate::support::mt::cluster;
@@ -108,4 +111,66 @@ async fn a_source_joining_while_its_namespace_changes_sees_each_state_once_and_i
         rounds[0] > ROUNDS / 3,
         "the list came after the changes queued before it: {rounds:?}"
     );
+}
+
+#[tokio::test]
+async fn after_the_feed_starts_over_a_source_lists_again_and_gets_what_changed_meanwhile() {
+    let emu = cluster().await;
+    let client = emu.client();
+    let metrics = Metrics::register(&mut Default::default());
+    let refusals = Refusals::new(Health::new(), "ImageStream");
+    let feed = Feed::start(&client, false, metrics.clone(), refusals.clone());
+    let lister = Lister {
+        client,
+        permits: Arc::new(Semaphore::new(join::LISTS_IN_FLIGHT)),
+        metrics,
+        refusals,
+    };
+    let fed = feed.join(("ds".into(), "s".into()), Some(vec!["ds".into()]));
+    let mut seen = join::follow::<TagsAndLabels>(fed, vec![Some("ds".into())], lister).boxed();
+    while !matches!(next(&mut seen).await, Seen::Listed { .. }) {}
+
+    // The feed's watch ends, and resuming it is refused with 410: it waits its backoff (0.8 s),
+    // then starts from a new point. A change made meanwhile is behind that point.
+    emu.inject_fault(Fault {
+        verb: Some("watch".into()),
+        resource: Some("imagestreams".into()),
+        count: 1,
+        status: Some(410),
+        message: Some("too old resource version".into()),
+        ..Fault::default()
+    })
+    .await;
+    emu.drop_watches().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    emu.import("ds", "nb", "candidate", &digest(1)).await;
+
+    // It comes as part of the source's new list of ds, then the list ends.
+    let mut relisted = false;
+    loop {
+        let got = next(&mut seen).await;
+        match &got {
+            Seen::Applied { listing, .. } if round(&got) == Some(1) => {
+                assert!(listing, "the change came from the new list, not the watch");
+                relisted = true;
+            }
+            Seen::Listed { .. } if relisted => break,
+            _ => {}
+        }
+    }
+    emu.import("ds", "nb", "candidate", &digest(2)).await;
+    let after = next(&mut seen).await;
+    assert_eq!(
+        round(&after),
+        Some(2),
+        "the watch goes on from its new point"
+    );
+}
+
+/// What the source sees next, within 10 s.
+async fn next(seen: &mut futures::stream::BoxStream<'static, Seen>) -> Seen {
+    tokio::time::timeout(Duration::from_secs(10), seen.next())
+        .await
+        .expect("the source sees something")
+        .expect("the feed lets the source go")
 }
