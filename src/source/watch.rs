@@ -28,7 +28,7 @@ use crate::watch_errors::{Refusals, WatchBackoff};
 
 /// Streams per list page. A page is held as text and as objects until its last stream is
 /// diffed, and that is the peak of the first list: larger pages raise it more than they save.
-const PAGE_SIZE: u32 = 100;
+pub const PAGE_SIZE: u32 = 100;
 
 /// What the watch saw.
 #[derive(Clone, Debug)]
@@ -103,6 +103,19 @@ pub fn start<R: Reading>(
     futures::stream::select_all(watches)
 }
 
+/// Counts a failed ImageStream list or watch of `namespace` (None: every namespace), which is
+/// retried with backoff, and reports it on `/readyz` when it is a refusal (else a warning).
+pub fn failed(metrics: &Metrics, refusals: &Refusals, namespace: Option<&str>, e: &watcher::Error) {
+    metrics.watch_restarts.inc();
+    if refusals.failed(namespace, e).is_none() {
+        warn!(
+            namespace = namespace.unwrap_or_default(),
+            error = %e,
+            "ImageStream list or watch failed; resuming with backoff"
+        );
+    }
+}
+
 /// One scope's watch: the keys of the list in progress.
 struct Listing {
     scope: usize,
@@ -147,14 +160,7 @@ impl Listing {
                 Some(Seen::Deleted { key, last })
             }
             Err(e) => {
-                self.metrics.watch_restarts.inc();
-                if self
-                    .refusals
-                    .failed(self.namespace.as_deref(), &e)
-                    .is_none()
-                {
-                    warn!(error = %e, "ImageStream watch failed; resuming with backoff");
-                }
+                failed(&self.metrics, &self.refusals, self.namespace.as_deref(), &e);
                 None
             }
         }

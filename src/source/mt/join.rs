@@ -21,21 +21,17 @@ use futures::Stream;
 use kube::api::{Api, ListParams};
 use kube::runtime::watcher;
 use tokio::sync::{Semaphore, mpsc};
-use tracing::warn;
 
 use super::feed::follow::version;
 use super::feed::{Fed, namespace_of};
 use crate::source::checkpoint::StreamKey;
 use crate::source::metrics::Metrics;
-use crate::source::watch::Seen;
 use crate::source::watch::decode::{self, Reading, Watched};
+use crate::source::watch::{PAGE_SIZE, Seen, failed};
 use crate::watch_errors::{Refusals, WatchBackoff};
 
 /// Lists of sources' namespaces in flight at once, across the adapter.
 pub const LISTS_IN_FLIGHT: usize = 16;
-
-/// Streams per list page, as the single source's watch asks.
-const PAGE_SIZE: u32 = 100;
 
 /// Which changes pass to the source (pure): those of its namespaces, newer than their lists.
 #[derive(Debug)]
@@ -193,16 +189,13 @@ impl<R: Reading> Joined<R> {
             Err(e) => {
                 // An expired continue token (410) starts the scope's list over.
                 let gone = matches!(&e, kube::Error::Api(s) if s.code == 410);
-                self.lister.metrics.watch_restarts.inc();
                 let e = watcher::Error::InitialListFailed(e);
-                if self
-                    .lister
-                    .refusals
-                    .failed(namespace.as_deref(), &e)
-                    .is_none()
-                {
-                    warn!(namespace = namespace.as_deref().unwrap_or_default(), error = %e, "listing ImageStreams for a source failed; retrying with backoff");
-                }
+                failed(
+                    &self.lister.metrics,
+                    &self.lister.refusals,
+                    namespace.as_deref(),
+                    &e,
+                );
                 tokio::time::sleep(self.backoff.next().unwrap_or_default()).await;
                 self.listing = Some(if gone { Listing::of(l.scope) } else { l });
                 return;

@@ -15,11 +15,10 @@ use futures::StreamExt;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
 use tokio::sync::mpsc;
-use tracing::warn;
 
 use crate::source::metrics::Metrics;
-use crate::source::watch::Seen;
 use crate::source::watch::decode::{self, Reading, Watched};
+use crate::source::watch::{Seen, failed};
 use crate::watch_errors::{Refusals, WatchBackoff};
 
 /// The server-side timeout asked of each watch request, as kube's watcher asks.
@@ -63,13 +62,23 @@ pub async fn run<R: Reading>(
             Ok(list) => match list.metadata.resource_version {
                 Some(rv) if !rv.is_empty() => rv,
                 _ => {
-                    failed(&metrics, &refusals, &watcher::Error::NoResourceVersion);
+                    failed(
+                        &metrics,
+                        &refusals,
+                        None,
+                        &watcher::Error::NoResourceVersion,
+                    );
                     pause(&mut backoff, &to).await;
                     continue 'start;
                 }
             },
             Err(e) => {
-                failed(&metrics, &refusals, &watcher::Error::InitialListFailed(e));
+                failed(
+                    &metrics,
+                    &refusals,
+                    None,
+                    &watcher::Error::InitialListFailed(e),
+                );
                 pause(&mut backoff, &to).await;
                 continue 'start;
             }
@@ -83,7 +92,12 @@ pub async fn run<R: Reading>(
                 Ok(events) => events,
                 Err(e) => {
                     let gone = matches!(&e, kube::Error::Api(s) if s.code == 410);
-                    failed(&metrics, &refusals, &watcher::Error::WatchStartFailed(e));
+                    failed(
+                        &metrics,
+                        &refusals,
+                        None,
+                        &watcher::Error::WatchStartFailed(e),
+                    );
                     pause(&mut backoff, &to).await;
                     if gone {
                         continue 'start;
@@ -102,7 +116,7 @@ pub async fn run<R: Reading>(
                     }
                     Ok(WatchEvent::Error(s)) => {
                         let gone = s.code == 410;
-                        failed(&metrics, &refusals, &watcher::Error::WatchError(s));
+                        failed(&metrics, &refusals, None, &watcher::Error::WatchError(s));
                         pause(&mut backoff, &to).await;
                         if gone {
                             continue 'start;
@@ -110,7 +124,7 @@ pub async fn run<R: Reading>(
                         break;
                     }
                     Err(e) => {
-                        failed(&metrics, &refusals, &watcher::Error::WatchFailed(e));
+                        failed(&metrics, &refusals, None, &watcher::Error::WatchFailed(e));
                         pause(&mut backoff, &to).await;
                         break;
                     }
@@ -139,14 +153,6 @@ pub async fn run<R: Reading>(
                 }
             }
         }
-    }
-}
-
-/// Counts a failed request or watch, and reports it when it is a refusal.
-fn failed(metrics: &Metrics, refusals: &Refusals, e: &watcher::Error) {
-    metrics.watch_restarts.inc();
-    if refusals.failed(None, e).is_none() {
-        warn!(error = %e, "the ImageStream watch failed; resuming with backoff");
     }
 }
 
