@@ -197,21 +197,26 @@ pub fn namespace_of(seen: &Seen) -> &str {
     }
 }
 
+/// A change of the stream `ns/name`, as the feed's watch reports one (for tests).
+#[cfg(test)]
+pub(crate) fn change_of(ns: &str, name: &str) -> Seen {
+    let mut is = crate::api::ImageStream::new(name, Default::default());
+    is.metadata.namespace = Some(ns.into());
+    Seen::Applied {
+        stream: Box::new(is),
+        listing: false,
+        scope: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::ImageStream;
 
     fn applied(ns: &str, name: &str) -> Followed {
-        let mut is = ImageStream::new(name, Default::default());
-        is.metadata.namespace = Some(ns.into());
         Followed::Change {
             version: Some(7),
-            seen: Seen::Applied {
-                stream: Box::new(is),
-                listing: false,
-                scope: 0,
-            },
+            seen: change_of(ns, name),
         }
     }
 

@@ -238,17 +238,7 @@ impl<R: Reading> Joined<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::ImageStream;
-
-    fn applied(ns: &str, name: &str) -> Seen {
-        let mut is = ImageStream::new(name, Default::default());
-        is.metadata.namespace = Some(ns.into());
-        Seen::Applied {
-            stream: Box::new(is),
-            listing: false,
-            scope: 0,
-        }
-    }
+    use crate::source::mt::feed::change_of as applied;
 
     fn scope_of(seen: &Option<Seen>) -> Option<usize> {
         match seen {

@@ -3,7 +3,8 @@
 //!
 //! - [`core`]: one watch fanned out to overlapping sources, sources added and deleted while it
 //!   runs, a restart with changes made meanwhile.
-//! - [`join`]: a source joining while its namespace changes sees each state once, in order.
+//! - [`join`]: a source joining while its namespace changes sees each state once, in order; after
+//!   the feed starts over (410), it lists again and gets what changed meanwhile.
 //! - [`routing`]: events wait for a sink that does not resolve; a namespace the source's
 //!   service account may not read sends it nothing.
 //! - [`harness`]: the emulated cluster of the other modules (our CRD, Knative's released Broker CRD,
