@@ -33,10 +33,25 @@ fn main() {
     common::run(bench());
 }
 
-/// VmRSS and VmHWM of `p`, MiB.
+/// VmRSS and VmHWM of `p`, MiB, and what the resident pages are: anonymous (heap, stacks,
+/// allocator) or file-backed (the binary's and libraries' pages read so far); its threads and
+/// open sockets (each connection holds buffers).
 fn rss(p: &Killed) -> String {
     let mib = |f| rss_kib(p.pid(), f) as f64 / 1024.0;
-    format!("{:.1} / {:.1} MiB", mib("VmRSS:"), mib("VmHWM:"))
+    let sockets = std::fs::read_dir(format!("/proc/{}/fd", p.pid())).map_or(0, |fds| {
+        fds.filter_map(Result::ok)
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .filter(|target| target.to_string_lossy().starts_with("socket:"))
+            .count()
+    });
+    format!(
+        "{:.1} / {:.1} MiB (anon {:.1}, file {:.1}; {} threads, {sockets} sockets)",
+        mib("VmRSS:"),
+        mib("VmHWM:"),
+        mib("RssAnon:"),
+        mib("RssFile:"),
+        rss_kib(p.pid(), "Threads:"),
+    )
 }
 
 fn pct(sorted: &[f64]) -> String {
