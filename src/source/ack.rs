@@ -87,7 +87,7 @@ mod tests {
 
     fn at(generation: i64) -> TagState {
         TagState {
-            digest: Some(format!("sha256:{generation}")),
+            digest: Some(format!("sha256:{generation}").into()),
             generation,
             failure_generation: None,
         }

@@ -19,7 +19,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::change::{ChangeKind, TagChange};
 use super::checkpoint::StreamKey;
-use super::state::{StreamState, TagFilter, TagState, tags_now};
+use super::state::{Digest, StreamState, TagFilter, TagState, tags_now};
 use crate::api::{ImageStream, NamedTagEventList, TagEvent, TagEventCondition};
 
 #[cfg(test)]
@@ -123,7 +123,7 @@ pub fn one_behind(is: &ImageStream, filter: &TagFilter) -> StreamState {
             let (_, current) = history.first()?;
             let (event, digest) = history.iter().find(|(_, d)| d != current)?;
             let state = TagState {
-                digest: Some(digest.to_string()),
+                digest: Some(Digest::new(digest)),
                 generation: event.generation,
                 failure_generation: None,
             };
@@ -163,7 +163,8 @@ impl<'a> Stream<'a> {
             None => history.iter().collect(),
             Some(state) => {
                 let position = history.iter().position(|(event, digest)| {
-                    state.digest.as_deref() == Some(*digest) && event.generation == state.generation
+                    state.digest.as_ref().is_some_and(|d| d.is(digest))
+                        && event.generation == state.generation
                 });
                 match position {
                     Some(position) => history[..position].iter().collect(),
@@ -178,7 +179,9 @@ impl<'a> Stream<'a> {
         };
 
         let mut changes = Vec::new();
-        let mut previous = recorded.and_then(|state| state.digest.as_deref());
+        let recorded_digest =
+            recorded.and_then(|state| state.digest.as_ref().map(|d| d.to_string()));
+        let mut previous = recorded_digest.as_deref();
         for (event, digest) in fresh.into_iter().rev() {
             // Same image as before (openshift's collapse rule bumps only the generation of
             // items[0], or a ref-only change): the tag's image did not change.
@@ -254,7 +257,7 @@ impl<'a> Stream<'a> {
 
     fn deleted(&self, tag: &str, state: &TagState) -> TagChange {
         TagChange {
-            digest: state.digest.clone(),
+            digest: state.digest.as_ref().map(ToString::to_string),
             generation: state.generation,
             ..self.change(ChangeKind::Deleted, tag)
         }

@@ -11,8 +11,10 @@ use serde::{Deserialize, Serialize};
 use super::change::{ChangeKind, TagChange};
 use crate::api::{ImageStream, NamedTagEventList, TagEvent};
 
+mod digest;
 mod tags;
 
+pub use self::digest::Digest;
 pub use self::tags::TagStates;
 
 /// Which tags to consider (the `--tag` flag; empty = all).
@@ -32,7 +34,7 @@ impl TagFilter {
 pub struct TagState {
     /// The digest last delivered as current (`d`), None before the first import.
     #[serde(rename = "d", default, skip_serializing_if = "Option::is_none")]
-    pub digest: Option<String>,
+    pub digest: Option<Digest>,
     /// The generation of the TagEvent last delivered (`g`).
     #[serde(rename = "g", default)]
     pub generation: i64,
@@ -99,7 +101,7 @@ impl<'a> Told<'a> {
 pub fn after(before: Option<&TagState>, told: Told<'_>) -> Option<TagState> {
     match told {
         Told::Updated { digest, generation } => Some(TagState {
-            digest: Some(digest.to_owned()),
+            digest: Some(Digest::new(digest)),
             generation,
             failure_generation: before.and_then(|b| b.failure_generation),
         }),
@@ -107,7 +109,7 @@ pub fn after(before: Option<&TagState>, told: Told<'_>) -> Option<TagState> {
             let mut state = before.cloned().unwrap_or_default();
             state.failure_generation = Some(generation);
             if state.digest.is_none() {
-                state.digest = digest.map(str::to_owned);
+                state.digest = digest.map(Digest::new);
             }
             Some(state)
         }
@@ -241,7 +243,7 @@ mod tests {
 
     fn told(digest: Option<&str>, generation: i64, failure: Option<i64>) -> Option<TagState> {
         Some(TagState {
-            digest: digest.map(str::to_string),
+            digest: digest.map(Digest::new),
             generation,
             failure_generation: failure,
         })

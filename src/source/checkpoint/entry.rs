@@ -24,7 +24,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
 
-use crate::source::state::{StreamState, TagState};
+use crate::source::state::{Digest, StreamState, TagState};
 
 /// The ImageStream a checkpoint entry is about: `(namespace, name)`.
 pub type StreamKey = (String, String);
@@ -94,14 +94,14 @@ pub fn encode(key: &StreamKey, data_key: &str, state: &StreamState) -> String {
         out.push_str(tag);
         out.push('=');
         if let Some(d) = &t.digest {
-            match sha256_bytes(d) {
+            match d.sha256() {
                 Some(bytes) => {
                     out.push('B');
                     URL_SAFE_NO_PAD.encode_string(bytes, &mut out);
                 }
                 None => {
                     out.push('D');
-                    out.push_str(d);
+                    out.push_str(&d.to_string());
                 }
             }
         }
@@ -132,37 +132,13 @@ fn encode_json(key: &StreamKey, data_key: &str, state: &StreamState) -> String {
     v.to_string()
 }
 
-/// The 32 bytes of a canonical `sha256:<64 lowercase hex>` digest.
-fn sha256_bytes(digest: &str) -> Option<[u8; 32]> {
-    let hex = digest.strip_prefix("sha256:")?.as_bytes();
-    if hex.len() != 64 {
-        return None;
-    }
-    let nibble = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    let mut out = [0u8; 32];
-    for (i, pair) in hex.chunks_exact(2).enumerate() {
-        out[i] = nibble(pair[0])? << 4 | nibble(pair[1])?;
-    }
-    Some(out)
-}
-
-fn sha256_digest(b64: &str) -> Option<String> {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
+/// The `sha256:` digest of the 32 bytes written `b64` (URL-safe base64, no padding).
+fn sha256_digest(b64: &str) -> Option<Digest> {
     let mut bytes = [0u8; 32];
     if b64.len() != 43 || URL_SAFE_NO_PAD.decode_slice(b64, &mut bytes).ok()? != 32 {
         return None;
     }
-    let mut s = String::with_capacity(71);
-    s.push_str("sha256:");
-    for b in bytes {
-        s.push(char::from(HEX[usize::from(b >> 4)]));
-        s.push(char::from(HEX[usize::from(b & 15)]));
-    }
-    Some(s)
+    Some(Digest::from_sha256(bytes))
 }
 
 /// An entry back into its stream and state; either form, either kind of key.
@@ -228,7 +204,7 @@ fn decode_compact(value: &str) -> Result<(Option<String>, StreamState), String> 
             d if d.starts_with('B') => Some(
                 sha256_digest(&d[1..]).ok_or_else(|| format!("tag {tag:?}: bad digest {d:?}"))?,
             ),
-            d if d.starts_with('D') && d.len() > 1 => Some(d[1..].to_string()),
+            d if d.starts_with('D') && d.len() > 1 => Some(Digest::new(&d[1..])),
             d => return Err(format!("tag {tag:?}: bad digest {d:?}")),
         };
         let number = |f: Option<&str>| -> Result<Option<i64>, String> {
@@ -271,7 +247,7 @@ mod tests {
             s.tags.insert(
                 tag,
                 TagState {
-                    digest: d.map(str::to_string),
+                    digest: d.map(Digest::new),
                     generation: *g,
                     failure_generation: *f,
                 },

@@ -20,7 +20,7 @@ fn state(uid: &str, tags: &[(&str, &str, i64)]) -> StreamState {
             .iter()
             .map(|(t, d, g)| {
                 let tag = TagState {
-                    digest: Some(format!("sha256:{}", d.repeat(64 / d.len()))),
+                    digest: Some(format!("sha256:{}", d.repeat(64 / d.len())).into()),
                     generation: *g,
                     failure_generation: None,
                 };

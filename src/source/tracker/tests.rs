@@ -65,7 +65,7 @@ fn a_first_start_records_what_exists_and_sends_nothing_then_tracks_changes() {
     // An import of the recorded stream: that change, acknowledging the new state.
     let d = t.applied(&stream("nb", &[(C, 3), (B, 2), (A, 1)], None), false);
     assert_eq!(sent(&d), [(Updated, Some(C), 3)]);
-    assert_eq!(d.send[0].1.as_ref().unwrap().digest.as_deref(), Some(C));
+    assert_eq!(d.send[0].1.as_ref().unwrap().digest, Some(C.into()));
     assert_eq!(t.keys().count(), 2);
 }
 

@@ -200,7 +200,7 @@ async fn checkpoint_holds(admin: &kube::Client, digest: &str) -> bool {
                 .any(|s| {
                     s.tags
                         .iter()
-                        .any(|(_, t)| t.digest.as_deref() == Some(digest))
+                        .any(|(_, t)| t.digest.as_ref().is_some_and(|d| d.is(digest)))
                 })
         })
     })

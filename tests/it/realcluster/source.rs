@@ -87,7 +87,7 @@ async fn the_source_catches_up_and_survives_dropped_watches_410s_and_an_api_serv
         imagegate::source::checkpoint::decode_state(v).is_some_and(|s| {
             s.tags
                 .iter()
-                .any(|(_, t)| t.digest.as_deref() == Some(d[7].as_str()))
+                .any(|(_, t)| t.digest.as_ref().is_some_and(|x| x.is(&d[7])))
         })
     });
     assert!(holds_last, "the checkpoint holds the last digest delivered");
