@@ -4,15 +4,12 @@
 //! sends the change again, with the same id.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use tokio::sync::mpsc;
 
 use super::checkpoint::{Checkpoint, StreamKey};
 use super::deliver::{Delivered, Stopped};
 use super::metrics::Metrics;
 use super::pending::Pending;
-use super::queue::Finished;
+use super::queue::Done;
 use super::state::StreamState;
 
 /// How a queued job's delivery ended.
@@ -37,25 +34,18 @@ pub fn acknowledged(
     Some((stream, state))
 }
 
-/// Records each finished delivery until the queue is done; keeps the queue-depth gauge.
-pub async fn run(
-    mut done: mpsc::UnboundedReceiver<Finished<Pending, Outcome>>,
-    checkpoint: Arc<Checkpoint>,
-    metrics: Metrics,
-    depth: Arc<AtomicUsize>,
-) {
-    while let Some(finished) = done.recv().await {
-        let (job, outcome) = *finished;
-        metrics
-            .queue_depth
-            .set(depth.load(Ordering::Relaxed) as i64);
+/// The queue's [`Done`] for the tag modes: records each finished delivery into `checkpoint`
+/// (a stopped one records nothing) and keeps the queue-depth gauge.
+pub fn recorder(checkpoint: Arc<Checkpoint>, metrics: Metrics) -> Done<Pending, Outcome> {
+    Box::new(move |job, outcome, left| {
+        metrics.queue_depth.set(left as i64);
         if outcome.is_err() {
-            continue;
+            return;
         }
         if let Some((stream, state)) = acknowledged(|key| checkpoint.get(key), job.item) {
             checkpoint.record(stream, state);
         }
-    }
+    })
 }
 
 #[cfg(test)]

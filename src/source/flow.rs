@@ -3,6 +3,7 @@
 //! waits on the sink: it only waits while the queue's hand-off channel is full.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -106,8 +107,11 @@ pub async fn run(
 
 /// Follows `input` (tracker, queue, delivery, acknowledgements into `checkpoint`) until `stop`
 /// is cancelled or the input ends; waits for the acknowledgements of what was delivered.
-#[allow(clippy::too_many_arguments)]
-pub async fn serve(
+///
+/// It returns its future rather than being an `async fn`, whose future would hold its
+/// arguments twice: the multi-tenant adapter holds one for every source it serves.
+#[allow(clippy::too_many_arguments, clippy::manual_async_fn)]
+pub fn serve(
     settings: Arc<Settings>,
     checkpoint: Arc<Checkpoint>,
     loaded: Loaded,
@@ -116,44 +120,45 @@ pub async fn serve(
     input: Input,
     listed: tokio::sync::watch::Sender<bool>,
     stop: CancellationToken,
-) -> anyhow::Result<()> {
-    let sink = Arc::new(SinkClient::shared(
-        settings.sink_timeout,
-        settings.ca_pem.as_deref(),
-    )?);
-    let deliver = Sender {
-        settings: settings.clone(),
-        sink,
-        metrics: metrics.clone(),
-        routes: input.routes,
-        tally,
-        stop: stop.clone(),
-    };
-    let (queue, done) = queue::start(HANDOFF, settings.concurrency, deliver.into_deliver());
-    let acks = tokio::spawn(ack::run(
-        done,
-        checkpoint.clone(),
-        metrics.clone(),
-        queue.depth_counter(),
-    ));
-    let tracking = match Shape::of(settings.mode) {
-        None => Tracking::Tags(Tracker::new(
-            loaded,
-            settings.tags.clone(),
-            settings.emit_existing,
-        )),
-        Some(shape) => Tracking::Objects(Announced::new(settings.emit_existing), shape),
-    };
-    let flow = Flow {
-        settings: settings.clone(),
-        queue,
-        checkpoint,
-        metrics,
-        tracking,
-    };
-    flow.follow(input.seen, input.scopes, listed, stop).await;
-    let _ = acks.await;
-    Ok(())
+) -> impl Future<Output = anyhow::Result<()>> + Send + 'static {
+    async move {
+        let sink = Arc::new(SinkClient::shared(
+            settings.sink_timeout,
+            settings.ca_pem.as_deref(),
+        )?);
+        let deliver = Sender {
+            settings: settings.clone(),
+            sink,
+            metrics: metrics.clone(),
+            routes: input.routes,
+            tally,
+            stop: stop.clone(),
+        };
+        let (queue, dispatcher) = queue::start(
+            HANDOFF,
+            settings.concurrency,
+            deliver.into_deliver(),
+            ack::recorder(checkpoint.clone(), metrics.clone()),
+        );
+        let tracking = match Shape::of(settings.mode) {
+            None => Tracking::Tags(Tracker::new(
+                loaded,
+                settings.tags.clone(),
+                settings.emit_existing,
+            )),
+            Some(shape) => Tracking::Objects(Announced::new(settings.emit_existing), shape),
+        };
+        let flow = Flow {
+            settings: settings.clone(),
+            queue,
+            checkpoint,
+            metrics,
+            tracking,
+        };
+        flow.follow(input.seen, input.scopes, listed, stop).await;
+        let _ = dispatcher.await;
+        Ok(())
+    }
 }
 
 /// What is tracked, by mode.
@@ -175,46 +180,55 @@ struct Flow {
 impl Flow {
     /// Takes what the watch sees until `stop` is cancelled or the watch ends; tells `listed`
     /// once each of the `scopes` has been listed. Dropping the flow closes the queue.
-    async fn follow(
+    /// (A function that returns its future: see [`serve`].)
+    #[allow(clippy::manual_async_fn)]
+    fn follow<S: futures::Stream<Item = Seen> + Unpin + Send>(
         mut self,
-        mut seen: impl futures::Stream<Item = Seen> + Unpin,
+        mut seen: S,
         scopes: usize,
         listed: tokio::sync::watch::Sender<bool>,
         stop: CancellationToken,
-    ) {
-        let mut listed_scopes = HashSet::new();
-        loop {
-            let next = tokio::select! {
-                _ = stop.cancelled() => break,
-                next = seen.next() => next,
-            };
-            let Some(next) = next else { break };
-            self.metrics.queue_depth.set(self.queue.depth() as i64);
-            match next {
-                Seen::Applied {
-                    stream,
-                    listing,
-                    scope,
-                } => {
-                    let first_list = listing && !listed_scopes.contains(&scope);
-                    self.applied(&stream, first_list).await;
-                }
-                Seen::Deleted { key, last } => self.deleted(key, last.as_deref()).await,
-                Seen::Listed {
-                    scope,
-                    namespace,
-                    present,
-                } => {
-                    for key in diff::gone(self.known(), namespace.as_deref(), &present) {
-                        self.deleted(key, None).await;
+    ) -> impl Future<Output = ()> + Send {
+        async move {
+            let mut listed_scopes = HashSet::new();
+            loop {
+                let next = tokio::select! {
+                    _ = stop.cancelled() => break,
+                    next = seen.next() => next,
+                };
+                let Some(next) = next else { break };
+                self.metrics.queue_depth.set(self.queue.depth() as i64);
+                match next {
+                    Seen::Applied {
+                        stream,
+                        listing,
+                        scope,
+                    } => {
+                        let first_list = listing && !listed_scopes.contains(&scope);
+                        // Boxed, as the deletion below: what one change takes to decide and queue
+                        // is large, and inline this loop would hold it while it waits too (a flow
+                        // per source in the multi-tenant adapter).
+                        Box::pin(self.applied(&stream, first_list)).await;
                     }
-                    listed_scopes.insert(scope);
-                    if listed_scopes.len() == scopes && !*listed.borrow() {
-                        if let Tracking::Tags(t) = &mut self.tracking {
-                            t.first_list_done();
+                    Seen::Deleted { key, last } => {
+                        Box::pin(self.deleted(key, last.as_deref())).await
+                    }
+                    Seen::Listed {
+                        scope,
+                        namespace,
+                        present,
+                    } => {
+                        for key in diff::gone(self.known(), namespace.as_deref(), &present) {
+                            Box::pin(self.deleted(key, None)).await;
                         }
-                        listed.send_replace(true);
-                        info!(streams = self.known().count(), "watching ImageStreams");
+                        listed_scopes.insert(scope);
+                        if listed_scopes.len() == scopes && !*listed.borrow() {
+                            if let Tracking::Tags(t) = &mut self.tracking {
+                                t.first_list_done();
+                            }
+                            listed.send_replace(true);
+                            info!(streams = self.known().count(), "watching ImageStreams");
+                        }
                     }
                 }
             }

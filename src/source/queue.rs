@@ -2,10 +2,11 @@
 //! order they happened), many keys in flight at once, and the watch never waiting on a slow
 //! sink (jobs move off the bounded channel into per-key queues at once; only delivery waits).
 //!
-//! Jobs travel boxed, on the hand-off channel and back on the finished channel: a tokio channel
-//! allocates its slots 32 at a time, at its creation and for as long as it lives, and a job is a
-//! few hundred bytes. Unboxed, the two channels of an idle queue allocated some 27 KiB; the
-//! multi-tenant adapter runs a queue per source (BENCHMARKS.md, issue 15).
+//! Jobs travel boxed on the hand-off channel: a tokio channel allocates its slots 32 at a time,
+//! at its creation and for as long as it lives, and a job is a few hundred bytes. Unboxed, the
+//! channels of an idle queue allocated some 27 KiB; the multi-tenant adapter runs a queue per
+//! source (BENCHMARKS.md, issue 15). Finished jobs go to the owner's [`Done`], called on the
+//! dispatcher's task, rather than back over a channel to a task of their own.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
+use tokio::task::{JoinHandle, JoinSet};
 
 /// One event on its way to the sink.
 pub struct Job<A> {
@@ -33,8 +34,10 @@ pub struct Job<A> {
 pub type Deliver<A, O> =
     Arc<dyn Fn(Job<A>) -> Pin<Box<dyn Future<Output = (Job<A>, O)> + Send>> + Send + Sync>;
 
-/// A job whose delivery ended, and how.
-pub type Finished<A, O> = Box<(Job<A>, O)>;
+/// Told of each job whose delivery ended, how, and how many jobs are left undelivered; in
+/// completion order, on the dispatcher's task (it must not wait: the acknowledgement step
+/// records into the checkpoint's memory).
+pub type Done<A, O> = Box<dyn FnMut(Job<A>, O, usize) + Send>;
 
 /// A handle to enqueue jobs.
 pub struct Queue<A> {
@@ -66,44 +69,41 @@ impl<A: Send + 'static> Queue<A> {
     pub fn depth(&self) -> usize {
         self.depth.load(Ordering::Relaxed)
     }
-
-    /// A counter of the jobs not yet delivered that does not keep the queue open (the
-    /// dispatcher ends when every [`Queue`] is dropped).
-    pub fn depth_counter(&self) -> Arc<AtomicUsize> {
-        self.depth.clone()
-    }
 }
 
 /// Starts the dispatcher: at most `concurrency` keys in flight, one job per key at a time.
-/// Finished jobs are reported on the returned receiver, in completion order. The dispatcher
-/// ends when every [`Queue`] handle is dropped and all jobs are done.
+/// Each finished job is handed to `done`, in completion order. The dispatcher (the returned
+/// task) ends when every [`Queue`] handle is dropped and all jobs are done.
+///
+/// One task per queue, and no channel back: the multi-tenant adapter runs a queue per source
+/// (BENCHMARKS.md, issue 15).
 pub fn start<A, O>(
     capacity: usize,
     concurrency: usize,
     deliver: Deliver<A, O>,
-) -> (Queue<A>, mpsc::UnboundedReceiver<Finished<A, O>>)
+    done: Done<A, O>,
+) -> (Queue<A>, JoinHandle<()>)
 where
     A: Send + 'static,
     O: Send + 'static,
 {
     let (tx, rx) = mpsc::channel(capacity.max(1));
-    let (done_tx, done_rx) = mpsc::unbounded_channel();
     let depth = Arc::new(AtomicUsize::new(0));
-    tokio::spawn(dispatch(
+    let dispatcher = tokio::spawn(dispatch(
         rx,
         concurrency.max(1),
         deliver,
-        done_tx,
+        done,
         depth.clone(),
     ));
-    (Queue { tx, depth }, done_rx)
+    (Queue { tx, depth }, dispatcher)
 }
 
 async fn dispatch<A, O>(
     mut rx: mpsc::Receiver<Box<Job<A>>>,
     concurrency: usize,
     deliver: Deliver<A, O>,
-    done: mpsc::UnboundedSender<Finished<A, O>>,
+    mut done: Done<A, O>,
     depth: Arc<AtomicUsize>,
 ) where
     A: Send + 'static,
@@ -129,8 +129,16 @@ async fn dispatch<A, O>(
             in_flight.insert(key);
             running.spawn((deliver)(*job));
         }
-        if !open && running.is_empty() && queues.values().all(VecDeque::is_empty) {
-            return;
+        if running.is_empty() && queues.values().all(VecDeque::is_empty) {
+            if !open {
+                return;
+            }
+            // Idle: give back the room a burst made (a queue per source, mostly idle).
+            queues.clear();
+            queues.shrink_to_fit();
+            waiting.clear();
+            waiting.shrink_to_fit();
+            in_flight.shrink_to_fit();
         }
         tokio::select! {
             job = rx.recv(), if open => match job {
@@ -154,13 +162,13 @@ async fn dispatch<A, O>(
                 if let Ok((job, outcome)) = finished {
                     let key = job.key.clone();
                     in_flight.remove(&key);
-                    depth.fetch_sub(1, Ordering::Relaxed);
+                    let left = depth.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
                     if queues.get(&key).is_some_and(|q| !q.is_empty()) {
                         waiting.push_back(key);
                     } else {
                         queues.remove(&key);
                     }
-                    let _ = done.send(Box::new((job, outcome)));
+                    done(job, outcome, left);
                 }
             }
         }
@@ -170,7 +178,16 @@ async fn dispatch<A, O>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
     use std::time::Duration;
+
+    /// A [`Done`] that records the jobs left as each finished job is told.
+    fn recorded<A, O>() -> (Done<A, O>, Arc<Mutex<Vec<usize>>>) {
+        let lefts = Arc::new(Mutex::new(Vec::new()));
+        let l = lefts.clone();
+        let done = Box::new(move |_: Job<A>, _: O, left: usize| l.lock().unwrap().push(left));
+        (done, lefts)
+    }
 
     #[tokio::test]
     async fn each_key_is_delivered_in_order_while_keys_run_in_parallel() {
@@ -187,7 +204,8 @@ mod tests {
                 (job, ())
             })
         });
-        let (q, mut done) = start(4, 8, deliver);
+        let (done, lefts) = recorded();
+        let (q, dispatcher) = start(4, 8, deliver, done);
         for n in 0..3 {
             q.push(Job {
                 key: "slow".into(),
@@ -207,11 +225,15 @@ mod tests {
             .unwrap();
         }
         drop(q);
-        let mut finished = 0;
-        while done.recv().await.is_some() {
-            finished += 1;
-        }
-        assert_eq!(finished, 6);
+        dispatcher.await.unwrap();
+        let lefts = lefts.lock().unwrap().clone();
+        assert_eq!(lefts.len(), 6, "each job is told done once");
+        // Pushes go on while the first jobs finish: the count left is the gauge's, not a
+        // countdown, but it never counts a finished job and ends at none.
+        assert!(
+            lefts.iter().all(|&left| left < 6) && lefts.last() == Some(&0),
+            "each is told with the jobs left, down to none: {lefts:?}"
+        );
         let log = log.lock().unwrap();
         let order = |k: &str| {
             log.iter()
@@ -247,7 +269,8 @@ mod tests {
                 (job, ())
             })
         });
-        let (q, mut done) = start(20, 3, deliver);
+        let (done, lefts) = recorded();
+        let (q, dispatcher) = start(20, 3, deliver, done);
         for n in 0..20 {
             q.push(Job {
                 key: format!("k{n}").into(),
@@ -269,11 +292,8 @@ mod tests {
         assert_eq!(peak.load(Ordering::SeqCst), 3);
         gate.send_replace(true);
         drop(q);
-        let mut finished = 0;
-        while done.recv().await.is_some() {
-            finished += 1;
-        }
-        assert_eq!(finished, 20);
+        dispatcher.await.unwrap();
+        assert_eq!(lefts.lock().unwrap().len(), 20);
         assert_eq!(
             peak.load(Ordering::SeqCst),
             3,

@@ -82,8 +82,7 @@ impl Gate {
     }
 }
 
-/// What a source lists with.
-#[derive(Clone)]
+/// What the sources list with: one for the adapter, shared (an `Arc`) by every source.
 pub struct Lister {
     /// The adapter's client.
     pub client: kube::Client,
@@ -118,7 +117,7 @@ impl Listing {
 struct Joined<R> {
     fed: mpsc::UnboundedReceiver<Arc<Fed>>,
     gate: Gate,
-    lister: Lister,
+    lister: Arc<Lister>,
     out: VecDeque<Seen>,
     listing: Option<Listing>,
     backoff: WatchBackoff,
@@ -130,7 +129,7 @@ struct Joined<R> {
 pub fn follow<R: Reading>(
     fed: mpsc::UnboundedReceiver<Arc<Fed>>,
     scopes: Vec<Option<String>>,
-    lister: Lister,
+    lister: Arc<Lister>,
 ) -> impl Stream<Item = Seen> + Send + 'static {
     let joined = Joined::<R> {
         fed,

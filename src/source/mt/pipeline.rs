@@ -5,6 +5,7 @@
 //! deliveries along its route and counted in its [`Counters`]. It runs until stopped; a
 //! checkpoint that cannot be read is retried with backoff, the changes waiting meanwhile.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,7 +47,7 @@ pub struct Pipeline {
     /// Whether it reads whole streams (modes `resource` and `reference`).
     pub whole: bool,
     /// What it lists its namespaces with.
-    pub lister: Lister,
+    pub lister: Arc<Lister>,
     /// Where its events go.
     pub routes: Routes,
     /// Its delivery counters.
@@ -56,58 +57,69 @@ pub struct Pipeline {
 }
 
 /// Runs `p` until `stop` is cancelled; its checkpoint is flushed last.
-pub async fn run(client: kube::Client, p: Pipeline, stop: CancellationToken) {
-    let (namespace, name) = p.id.clone();
-    // Boxed: the reads are a large future, done with once the checkpoint is loaded.
-    let Some((checkpoint, loaded)) = Box::pin(load(&client, &p, &stop)).await else {
-        return;
-    };
-    let checkpoint = Arc::new(checkpoint);
-    // The source's own health: /readyz is the adapter's; a source's checkpoint trouble is
-    // in the log and the metrics.
-    let health = Health::new();
-    let (listed, _) = tokio::sync::watch::channel(false);
-    let flushed = CancellationToken::new();
-    let flusher = tokio::spawn(checkpoint.clone().run_once_listed(
-        listed.subscribe(),
-        p.metrics.clone(),
-        health,
-        flushed.clone(),
-    ));
-    let mut filter = Filter::new(p.selector.clone());
-    let scopes = p.scopes.len();
-    let seen = if p.whole {
-        join::follow::<decode::Whole>(p.fed, p.scopes, p.lister).boxed()
-    } else {
-        join::follow::<decode::TagsAndLabels>(p.fed, p.scopes, p.lister).boxed()
-    };
-    let seen = seen
-        .filter_map(move |s| std::future::ready(filter.pass(s)))
-        .boxed();
-    let counters = p.counters.clone();
-    let tally: Tally = Arc::new(move |d| counters.tally(d, chrono::Utc::now()));
-    let input = Input {
-        seen,
-        scopes,
-        routes: p.routes,
-    };
-    let served = flow::serve(
-        p.settings,
-        checkpoint,
-        loaded,
-        p.metrics,
-        Some(tally),
-        input,
-        listed,
-        stop,
-    )
-    .await;
-    flushed.cancel();
-    let _ = flusher.await;
-    match served {
-        Ok(()) => info!(namespace = %namespace, source = %name, "source stopped"),
-        Err(e) => {
-            error!(namespace = %namespace, source = %name, error = %e, "source could not be served")
+///
+/// It returns its future rather than being an `async fn`: an async fn's future holds its
+/// arguments twice (as passed, and moved into its body), and this one is held for every
+/// source for as long as it is served.
+#[allow(clippy::manual_async_fn)]
+pub fn run(
+    client: kube::Client,
+    p: Pipeline,
+    stop: CancellationToken,
+) -> impl Future<Output = ()> + Send + 'static {
+    async move {
+        let (namespace, name) = p.id.clone();
+        // Boxed: the reads are a large future, done with once the checkpoint is loaded.
+        let Some((checkpoint, loaded)) = Box::pin(load(&client, &p, &stop)).await else {
+            return;
+        };
+        let checkpoint = Arc::new(checkpoint);
+        // The source's own health: /readyz is the adapter's; a source's checkpoint trouble is
+        // in the log and the metrics.
+        let health = Health::new();
+        let (listed, _) = tokio::sync::watch::channel(false);
+        let flushed = CancellationToken::new();
+        let flusher = tokio::spawn(checkpoint.clone().run_once_listed(
+            listed.subscribe(),
+            p.metrics.clone(),
+            health,
+            flushed.clone(),
+        ));
+        let mut filter = Filter::new(p.selector.clone());
+        let scopes = p.scopes.len();
+        let seen = if p.whole {
+            join::follow::<decode::Whole>(p.fed, p.scopes, p.lister).boxed()
+        } else {
+            join::follow::<decode::TagsAndLabels>(p.fed, p.scopes, p.lister).boxed()
+        };
+        let seen = seen
+            .filter_map(move |s| std::future::ready(filter.pass(s)))
+            .boxed();
+        let counters = p.counters.clone();
+        let tally: Tally = Arc::new(move |d| counters.tally(d, chrono::Utc::now()));
+        let input = Input {
+            seen,
+            scopes,
+            routes: p.routes,
+        };
+        let served = flow::serve(
+            p.settings,
+            checkpoint,
+            loaded,
+            p.metrics,
+            Some(tally),
+            input,
+            listed,
+            stop,
+        )
+        .await;
+        flushed.cancel();
+        let _ = flusher.await;
+        match served {
+            Ok(()) => info!(namespace = %namespace, source = %name, "source stopped"),
+            Err(e) => {
+                error!(namespace = %namespace, source = %name, error = %e, "source could not be served")
+            }
         }
     }
 }

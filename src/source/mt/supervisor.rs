@@ -93,7 +93,7 @@ struct Supervisor {
     /// The feeds running: of whole streams (`true`), of their tags and labels.
     feeds: BTreeMap<bool, Feed>,
     /// What every source lists its namespaces with.
-    lister: Lister,
+    lister: Arc<Lister>,
     sinks: SinkIndex,
     sink_watches: BTreeMap<SinkKind, SinkWatch>,
     sink_changes: mpsc::UnboundedSender<SinkObject>,
@@ -134,12 +134,12 @@ pub async fn run(
         counters_stop.clone(),
     ));
     let refusals = Refusals::new(reports.health.clone(), "ImageStream");
-    let lister = Lister {
+    let lister = Arc::new(Lister {
         client: client.clone(),
         permits: Arc::new(Semaphore::new(LISTS_IN_FLIGHT)),
         metrics: reports.metrics.clone(),
         refusals: refusals.clone(),
-    };
+    });
     let mut s = Supervisor {
         refusals,
         lister,

@@ -45,12 +45,12 @@ async fn a_source_joining_while_its_namespace_changes_sees_each_state_once_and_i
     let metrics = Metrics::register(&mut Default::default());
     let refusals = Refusals::new(Health::new(), "ImageStream");
     let feed = Feed::start(&client, false, metrics.clone(), refusals.clone());
-    let lister = Lister {
+    let lister = Arc::new(Lister {
         client,
         permits: Arc::new(Semaphore::new(join::LISTS_IN_FLIGHT)),
         metrics,
         refusals,
-    };
+    });
 
     // Changes one after the other; the source joins a third of the way in, and lists only
     // after a pause, so the feed queues for it changes its list will hold too.
@@ -120,12 +120,12 @@ async fn after_the_feed_starts_over_a_source_lists_again_and_gets_what_changed_m
     let metrics = Metrics::register(&mut Default::default());
     let refusals = Refusals::new(Health::new(), "ImageStream");
     let feed = Feed::start(&client, false, metrics.clone(), refusals.clone());
-    let lister = Lister {
+    let lister = Arc::new(Lister {
         client,
         permits: Arc::new(Semaphore::new(join::LISTS_IN_FLIGHT)),
         metrics,
         refusals,
-    };
+    });
     let fed = feed.join(("ds".into(), "s".into()), Some(vec!["ds".into()]));
     let mut seen = join::follow::<TagsAndLabels>(fed, vec![Some("ds".into())], lister).boxed();
     while !matches!(next(&mut seen).await, Seen::Listed { .. }) {}

@@ -85,8 +85,8 @@ impl Supervisor {
     fn then(&mut self, id: &SourceId, task: impl Future<Output = ()> + Send + 'static) {
         let before = self.tails.remove(id);
         // Boxed: a future captured by an async block and awaited there is stored twice in the
-        // block (as the capture and as the awaited value), and a pipeline's is a few KiB, for
-        // every source (BENCHMARKS.md, issue 15's heap profile).
+        // block (as the capture and as the awaited value), and a pipeline's is about 2 KiB, for
+        // every source (BENCHMARKS.md, issue 15).
         let task = Box::pin(task);
         self.tails.insert(
             id.clone(),
