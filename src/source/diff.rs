@@ -98,7 +98,7 @@ pub fn existing(is: &ImageStream, filter: &TagFilter) -> Vec<TagChange> {
     for (tag, (_, list)) in tags_now(is, filter) {
         let history = imported(list);
         if let Some((event, digest)) = history.first() {
-            let previous = history.get(1).map(|(_, digest)| *digest);
+            let previous = history.get(1).map(|(_, digest)| digest.to_string());
             changes.push(stream.updated(tag, event, digest, previous));
         }
         if let Some(failure) = list.import_failure() {
@@ -179,16 +179,26 @@ impl<'a> Stream<'a> {
         };
 
         let mut changes = Vec::new();
-        let recorded_digest =
-            recorded.and_then(|state| state.digest.as_ref().map(|d| d.to_string()));
-        let mut previous = recorded_digest.as_deref();
+        // The image before each fresh entry: the recorded one until an entry is sent, then that
+        // entry's. The recorded digest is written out only for a change that names it (most
+        // streams seen have no fresh entry).
+        let recorded_digest = recorded.and_then(|state| state.digest.as_ref());
+        let mut previous: Option<&str> = None;
         for (event, digest) in fresh.into_iter().rev() {
             // Same image as before (openshift's collapse rule bumps only the generation of
             // items[0], or a ref-only change): the tag's image did not change.
-            if previous == Some(*digest) {
+            let same = match previous {
+                Some(previous) => previous == *digest,
+                None => recorded_digest.is_some_and(|d| d.is(digest)),
+            };
+            if same {
                 continue;
             }
-            changes.push(self.updated(tag, event, digest, previous));
+            let before = match previous {
+                Some(previous) => Some(previous.to_owned()),
+                None => recorded_digest.map(ToString::to_string),
+            };
+            changes.push(self.updated(tag, event, digest, before));
             previous = Some(digest);
         }
 
@@ -224,11 +234,11 @@ impl<'a> Stream<'a> {
         tag: &str,
         event: &TagEvent,
         digest: &str,
-        previous: Option<&str>,
+        previous: Option<String>,
     ) -> TagChange {
         TagChange {
             digest: Some(digest.to_string()),
-            previous_digest: previous.map(str::to_string),
+            previous_digest: previous,
             docker_image_reference: reference(event),
             generation: event.generation,
             time: event.created.as_ref().and_then(rfc3339),
