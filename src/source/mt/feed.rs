@@ -168,7 +168,8 @@ async fn fan_out(
                         (None, list.clone())
                     }
                     Followed::Change { version, seen } => {
-                        (Some(namespace_of(&seen).to_owned()), Arc::new(Fed::Change { version, seen }))
+                        let namespace = namespace_of(&seen).to_owned();
+                        (Some(namespace), Arc::new(Fed::Change { version, seen }))
                     }
                 };
                 // A source that left without saying so (its flow ended) is dropped.
@@ -177,9 +178,9 @@ async fn fan_out(
                     Some(ns) => Box::new(routes.of(ns)),
                 };
                 let closed: Vec<SourceId> = to
-                .filter(|(_, tx)| tx.send(fed.clone()).is_err())
-                .map(|(id, _)| id.clone())
-                .collect();
+                    .filter(|(_, tx)| tx.send(fed.clone()).is_err())
+                    .map(|(id, _)| id.clone())
+                    .collect();
                 for id in closed {
                     routes.leave(&id);
                 }

@@ -38,19 +38,24 @@ fn round(seen: &Seen) -> Option<usize> {
 
 const ROUNDS: usize = 60;
 
-#[tokio::test]
-async fn a_source_joining_while_its_namespace_changes_sees_each_state_once_and_in_order() {
-    let emu = Arc::new(cluster().await);
-    let client = emu.client();
+/// A feed of tags and labels, and a lister, as the adapter starts them.
+fn feed_and_lister(client: &kube::Client) -> (Feed, Arc<Lister>) {
     let metrics = Metrics::register(&mut Default::default());
     let refusals = Refusals::new(Health::new(), "ImageStream");
-    let feed = Feed::start(&client, false, metrics.clone(), refusals.clone());
+    let feed = Feed::start(client, false, metrics.clone(), refusals.clone());
     let lister = Arc::new(Lister {
-        client,
+        client: client.clone(),
         permits: Arc::new(Semaphore::new(join::LISTS_IN_FLIGHT)),
         metrics,
         refusals,
     });
+    (feed, lister)
+}
+
+#[tokio::test]
+async fn a_source_joining_while_its_namespace_changes_sees_each_state_once_and_in_order() {
+    let emu = Arc::new(cluster().await);
+    let (feed, lister) = feed_and_lister(&emu.client());
 
     // Changes one after the other; the source joins a third of the way in, and lists only
     // after a pause, so the feed queues for it changes its list will hold too.
@@ -116,16 +121,7 @@ async fn a_source_joining_while_its_namespace_changes_sees_each_state_once_and_i
 #[tokio::test]
 async fn after_the_feed_starts_over_a_source_lists_again_and_gets_what_changed_meanwhile() {
     let emu = cluster().await;
-    let client = emu.client();
-    let metrics = Metrics::register(&mut Default::default());
-    let refusals = Refusals::new(Health::new(), "ImageStream");
-    let feed = Feed::start(&client, false, metrics.clone(), refusals.clone());
-    let lister = Arc::new(Lister {
-        client,
-        permits: Arc::new(Semaphore::new(join::LISTS_IN_FLIGHT)),
-        metrics,
-        refusals,
-    });
+    let (feed, lister) = feed_and_lister(&emu.client());
     let fed = feed.join(("ds".into(), "s".into()), Some(vec!["ds".into()]));
     let mut seen = join::follow::<TagsAndLabels>(fed, vec![Some("ds".into())], lister).boxed();
     while !matches!(next(&mut seen).await, Seen::Listed { .. }) {}

@@ -58,27 +58,16 @@ pub async fn run<R: Reading>(
     // BOOKMARKs are asked for by default: an idle watch resumes from a recent version.
     let params = WatchParams::default().timeout(WATCH_TIMEOUT_SECS);
     'start: loop {
-        let mut from = match api.list(&ListParams::default().limit(1)).await {
-            Ok(list) => match list.metadata.resource_version {
-                Some(rv) if !rv.is_empty() => rv,
-                _ => {
-                    failed(
-                        &metrics,
-                        &refusals,
-                        None,
-                        &watcher::Error::NoResourceVersion,
-                    );
-                    pause(&mut backoff, &to).await;
-                    continue 'start;
-                }
-            },
+        let start = match api.list(&ListParams::default().limit(1)).await {
+            Ok(list) => (list.metadata.resource_version)
+                .filter(|rv| !rv.is_empty())
+                .ok_or(watcher::Error::NoResourceVersion),
+            Err(e) => Err(watcher::Error::InitialListFailed(e)),
+        };
+        let mut from = match start {
+            Ok(rv) => rv,
             Err(e) => {
-                failed(
-                    &metrics,
-                    &refusals,
-                    None,
-                    &watcher::Error::InitialListFailed(e),
-                );
+                failed(&metrics, &refusals, None, &e);
                 pause(&mut backoff, &to).await;
                 continue 'start;
             }
