@@ -252,6 +252,65 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_queue_that_went_idle_takes_jobs_again_in_order() {
+        // Idle, the dispatcher gives back its per-key room; jobs after that are delivered
+        // as before, each key in order.
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let l = log.clone();
+        let deliver: Deliver<u32, ()> = Arc::new(move |job: Job<u32>| {
+            let l = l.clone();
+            Box::pin(async move {
+                l.lock().unwrap().push((job.key.to_string(), job.item));
+                (job, ())
+            })
+        });
+        let (done, lefts) = recorded();
+        let (q, dispatcher) = start(8, 4, deliver, done);
+        let push = |key: &'static str, item: u32| {
+            let q = q.clone();
+            async move {
+                q.push(Job {
+                    key: key.into(),
+                    item,
+                    seen: Instant::now(),
+                })
+                .await
+                .ok()
+                .unwrap();
+            }
+        };
+        for round in 0..3 {
+            for n in 0..4 {
+                push("a", round * 10 + n).await;
+                push("b", round * 10 + n).await;
+            }
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while lefts.lock().unwrap().len() < 8 * (round as usize + 1) {
+                assert!(Instant::now() < deadline, "round {round} never finished");
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            assert_eq!(
+                q.depth(),
+                0,
+                "round {round} is all delivered: the queue is idle"
+            );
+        }
+        drop(q);
+        dispatcher.await.unwrap();
+        let log = log.lock().unwrap();
+        for key in ["a", "b"] {
+            let items: Vec<u32> = (log.iter())
+                .filter(|(k, _)| k == key)
+                .map(|(_, n)| *n)
+                .collect();
+            let expected: Vec<u32> = (0..3)
+                .flat_map(|r| (0..4).map(move |n| r * 10 + n))
+                .collect();
+            assert_eq!(items, expected, "key {key}: every job once, in order");
+        }
+    }
+
+    #[tokio::test]
     async fn concurrency_bounds_the_keys_in_flight() {
         // Every delivery holds until the gate opens: the keys in flight pile up to the bound,
         // and no further, however long the test waits.
