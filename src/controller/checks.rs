@@ -30,6 +30,10 @@ pub const MAX_SIZE: &str = "maxSize";
 /// `nonRootUser`.
 pub const NON_ROOT_USER: &str = "nonRootUser";
 
+/// How far ahead of the controller's clock a build date may be before `maxAge` refuses it (the
+/// builder's and the controller's clocks differ by seconds, not minutes).
+pub const MAX_CLOCK_SKEW: TimeDelta = TimeDelta::minutes(5);
+
 /// What the checks read about a candidate image.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImageFacts {
@@ -251,16 +255,23 @@ fn max_age(
     };
     let age = now - created;
     let max = TimeDelta::from_std(limit.value).unwrap_or(TimeDelta::MAX);
+    let stamp = created.to_rfc3339_opts(SecondsFormat::Secs, true);
+    if age < -MAX_CLOCK_SKEW {
+        // The build date is the image's own claim: one in the future would pass any limit.
+        let message = format!(
+            "created {stamp}, {} in the future; a build date more than {} ahead of the \
+             controller's clock is refused",
+            human(-age),
+            human(MAX_CLOCK_SKEW)
+        );
+        return CheckOutcome::new(MAX_AGE, false, message);
+    }
     let when = if age < TimeDelta::zero() {
         format!("{} in the future", human(-age))
     } else {
         format!("{} ago", human(age))
     };
-    let message = format!(
-        "created {}, {when}; allowed at most {}",
-        created.to_rfc3339_opts(SecondsFormat::Secs, true),
-        limit.text
-    );
+    let message = format!("created {stamp}, {when}; allowed at most {}", limit.text);
     CheckOutcome::new(MAX_AGE, age <= max, message)
 }
 
@@ -305,22 +316,40 @@ fn binary_size(bytes: u64) -> String {
 
 /// Whether a Docker `User` (`name`, `uid`, `name:group`, `uid:gid`) runs as root: an empty user
 /// part means the runtime's default, root.
-fn runs_as_root(user: &str) -> bool {
-    let name = user.split(':').next().unwrap_or_default();
-    name.is_empty() || name == "root" || name.parse::<u32>() == Ok(0)
+/// The uid of an image config's `User` (`uid` or `uid:gid`), when it is numeric.
+fn numeric_uid(user: &str) -> Option<u32> {
+    let uid = user.split(':').next().unwrap_or_default();
+    uid.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| uid.parse().ok())
+        .flatten()
 }
 
+/// A user passes only as a numeric uid other than 0: a name's uid is in the image's own
+/// `/etc/passwd` (a named user may be uid 0), and the kubelet's `runAsNonRoot` refuses to start
+/// a container whose user is not numeric, so an image that names one would not run as tested.
 fn non_root_user(user: Option<&str>) -> CheckOutcome {
-    match user {
-        None | Some("") => {
-            let message = "the image sets no user, so it runs as root".to_string();
-            CheckOutcome::new(NON_ROOT_USER, false, message)
-        }
-        Some(user) if runs_as_root(user) => {
-            CheckOutcome::new(NON_ROOT_USER, false, format!("user {user:?} is root"))
-        }
-        Some(user) => CheckOutcome::new(NON_ROOT_USER, true, format!("user {user:?} is not root")),
-    }
+    let (passed, message) = match user {
+        None | Some("") => (
+            false,
+            "the image sets no user, so it runs as root".to_string(),
+        ),
+        Some(user) => match numeric_uid(user) {
+            Some(0) => (false, format!("user {user:?} is root")),
+            None if user.split(':').next() == Some("root") => {
+                (false, format!("user {user:?} is root"))
+            }
+            Some(_) => (true, format!("user {user:?} is not root")),
+            None => (
+                false,
+                format!(
+                    "user {user:?} is not a numeric uid, so nothing shows it is not root (the \
+                     kubelet's runAsNonRoot refuses such a user too)"
+                ),
+            ),
+        },
+    };
+    CheckOutcome::new(NON_ROOT_USER, passed, message)
 }
 
 #[cfg(test)]

@@ -146,15 +146,17 @@ pub struct Checks {
     #[serde(rename = "allowedOS", default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_os: Vec<String>,
     /// Maximum age of the candidate image, measured from its build time, as a Go duration
-    /// (`720h`, `30m`; the largest unit is `h`).
+    /// (`720h`, `30m`; the largest unit is `h`). A build time more than 5 minutes ahead of the
+    /// controller's clock fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_age: Option<String>,
     /// Maximum size of the candidate image as a Kubernetes quantity of bytes (`5Gi`, `500M`,
     /// `1200000`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_size: Option<String>,
-    /// Require the image config to name a user other than root (`1001`, `1001:0` and `jovyan`
-    /// pass; unset, `0`, `root`, `0:0` fail).
+    /// Require the image config to name a numeric uid other than 0 (`1001` and `1001:0` pass;
+    /// unset, `0`, `0:0`, `root` and any other name such as `jovyan` fail: a name's uid is
+    /// unknown before the container runs, and the kubelet's `runAsNonRoot` refuses it too).
     #[serde(default, skip_serializing_if = "is_false")]
     pub non_root_user: bool,
 }

@@ -384,6 +384,22 @@ fn an_image_is_too_old_only_past_the_limit() {
             true,
             "created 2026-12-01T00:02:00Z, 2m in the future; allowed at most 30m",
         ),
+        // Beyond the clock skew allowed, a build date in the future is the image's own claim,
+        // not a build time: refused, whatever the limit.
+        (
+            "2026-12-01T01:00:00Z",
+            "720h",
+            false,
+            "created 2026-12-01T01:00:00Z, 1h in the future; a build date more than 5m ahead of \
+             the controller's clock is refused",
+        ),
+        (
+            "2126-12-01T00:00:00Z",
+            "720h",
+            false,
+            "created 2126-12-01T00:00:00Z, 36524 days in the future; a build date more than 5m \
+             ahead of the controller's clock is refused",
+        ),
     ];
     for (created, text, passed, message) in table {
         let value = crate::api::parse_go_duration(text).unwrap();
@@ -457,8 +473,12 @@ fn only_a_set_user_other_than_root_is_non_root() {
     let table: &[(Option<&str>, bool)] = &[
         (Some("1001"), true),
         (Some("1001:0"), true),
-        (Some("jovyan"), true),
-        (Some("nobody:nogroup"), true),
+        (Some("1001:1001"), true),
+        // A name's uid is in the image's /etc/passwd, which nothing reads before the pod runs:
+        // the kubelet's runAsNonRoot refuses such a user, and so does the check.
+        (Some("jovyan"), false),
+        (Some("nobody:nogroup"), false),
+        (Some("toor"), false),
         (Some(""), false),
         (None, false),
         (Some("0"), false),

@@ -232,10 +232,15 @@ fn parse_quantity_bytes(text: &str) -> Result<u64, QuantityError> {
                 .filter(|e| !e.is_empty())
                 .and_then(|e| e.parse().ok())
                 .ok_or(QuantityError::Invalid)?;
+            // Checked: the exponent is anyone's text (an inline spec), and `-i32::MIN` or the
+            // sum with the fraction's digits overflows.
             if exponent >= 0 {
-                (10, exponent as u32)
+                (10, exponent.unsigned_abs())
             } else {
-                scale += -exponent;
+                scale = exponent
+                    .checked_neg()
+                    .and_then(|e| scale.checked_add(e))
+                    .ok_or(QuantityError::Invalid)?;
                 (10, 0)
             }
         }

@@ -92,6 +92,11 @@ pub struct Plan {
 }
 
 /// Every leaf, and what is left to clean up.
+/// The largest epoch a shard may carry. Epochs count splits and merges from 1, so a real one stays
+/// far below this; a larger one (a hand-written or forged annotation) is read as missing, so that
+/// it neither overflows the next epoch nor outranks every shard written after it.
+pub const MAX_EPOCH: u64 = 1 << 53;
+
 #[derive(Debug)]
 pub struct Layout {
     leaves: BTreeMap<Prefix, Leaf>,
@@ -243,7 +248,7 @@ impl Layout {
 
     fn take_epoch(&mut self) -> u64 {
         let e = self.next_epoch;
-        self.next_epoch += 1;
+        self.next_epoch = self.next_epoch.saturating_add(1);
         e
     }
 

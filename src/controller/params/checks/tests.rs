@@ -36,6 +36,11 @@ fn quantities_parse_as_kubernetes_does() {
         ("500m", QuantityError::Milli),
         ("20Ei", QuantityError::TooLarge),
         ("1e30", QuantityError::TooLarge),
+        // Exponents whose negation or sum overflows an i32 (a panic with overflow checks on).
+        ("1e-2147483648", QuantityError::Invalid),
+        ("1.5e-2147483647", QuantityError::Invalid),
+        ("1e2147483648", QuantityError::Invalid),
+        ("1e4294967296", QuantityError::Invalid),
     ] {
         assert_eq!(parse_quantity_bytes(text), Err(error), "{text}");
     }

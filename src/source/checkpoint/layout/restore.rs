@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{Layout, Leaf, MAX_DEPTH, Prefix, ShardId};
+use super::{Layout, Leaf, MAX_DEPTH, MAX_EPOCH, Prefix, ShardId};
 use crate::source::checkpoint::entry::{self, StreamKey, place};
 use crate::source::state::StreamState;
 
@@ -125,13 +125,14 @@ impl Read {
         let mut legacy = BTreeMap::new();
         for f in found {
             match f {
-                // A leaf without its epoch is taken as the oldest leaf, still newer than the
-                // fixed layout.
+                // A leaf without its epoch (or with one past MAX_EPOCH) is taken as the oldest
+                // leaf, still newer than the fixed layout.
                 Found::Leaf {
                     prefix,
                     epoch,
                     data,
                 } => {
+                    let epoch = epoch.filter(|e| *e <= MAX_EPOCH);
                     leaves.insert(prefix, (epoch.unwrap_or(1).max(1), data));
                 }
                 Found::Legacy {
@@ -195,7 +196,13 @@ impl Read {
             })
             .map(|(p, _)| *p)
             .collect();
-        let next_epoch = self.leaves.values().map(|(e, _)| *e).max().unwrap_or(0) + 1;
+        let next_epoch = self
+            .leaves
+            .values()
+            .map(|(e, _)| *e)
+            .max()
+            .unwrap_or(0)
+            .saturating_add(1);
         let mut layout = Layout {
             leaves: BTreeMap::new(),
             max_depth: 0,
@@ -257,7 +264,7 @@ fn fill_gaps(
     states: &HashMap<StreamKey, StreamState>,
 ) {
     let epoch = layout.next_epoch;
-    layout.next_epoch += 1;
+    layout.next_epoch = layout.next_epoch.saturating_add(1);
     let mut fresh = Vec::new();
     gaps(Prefix::ROOT, clean, &mut fresh);
     for p in &fresh {

@@ -441,3 +441,34 @@ fn nothing_read_is_one_empty_leaf_to_write() {
     assert!(r.coverage.is_empty() && r.states.is_empty());
     assert_eq!(r.layout.plan().whole, vec![Prefix::ROOT]);
 }
+
+#[test]
+fn an_epoch_past_the_bound_is_unreadable_and_outranks_no_later_shard() {
+    // A shard annotated with the largest epoch (anyone who may write the checkpoint's
+    // ConfigMaps: a tenant of the multi-tenant adapter, in their own namespace) overflowed the
+    // next epoch (a panic with overflow checks on, a wrap to 0 in release, after which it
+    // outranked every shard written later). Past MAX_EPOCH an epoch reads as missing: the
+    // oldest leaf.
+    let a = streams_in(p("0"), 1);
+    let found = vec![
+        Found::Leaf {
+            prefix: Prefix::ROOT,
+            epoch: Some(u64::MAX),
+            data: data(&[(&a[0], "forged")]),
+        },
+        Found::Leaf {
+            prefix: p("0"),
+            epoch: Some(3),
+            data: data(&[(&a[0], "real")]),
+        },
+    ];
+    let r = restore(found, true);
+    assert_eq!(r.states[&a[0]].uid, "real", "the newer real shard wins");
+    assert!(r.layout.leaves.values().all(|l| l.epoch <= MAX_EPOCH));
+    let next = r.layout.leaves.values().map(|l| l.epoch).max().unwrap();
+    assert!(
+        next > 3 && next < 100,
+        "epochs go on from the real ones: {next}"
+    );
+    assert_partition(&r.layout);
+}
