@@ -371,27 +371,22 @@ impl CustomRun {
         self.status.as_ref().map_or(0, |s| s.retries_status.len())
     }
 
-    /// The PipelineRun the run belongs to: the name and uid of its controlling owner reference
-    /// (kind PipelineRun in `tekton.dev`), else the name in the `tekton.dev/pipelineRun` label
-    /// with no uid; None when it belongs to none.
-    pub fn pipeline_run(&self) -> Option<(String, Option<String>)> {
-        let owner = self.metadata.owner_references.iter().flatten().find(|o| {
-            o.kind == "PipelineRun"
-                && o.api_version.starts_with("tekton.dev/")
-                && o.controller == Some(true)
-        });
-        if let Some(o) = owner {
-            return Some((
-                o.name.clone(),
-                Some(o.uid.clone()).filter(|u| !u.is_empty()),
-            ));
-        }
-        let label = self
-            .metadata
-            .labels
-            .as_ref()?
-            .get(tekton::label::PIPELINE_RUN)?;
-        Some((label.clone(), None)).filter(|(n, _)| !n.is_empty())
+    /// The PipelineRun that controls the run: the name and uid of its controlling owner
+    /// reference (kind PipelineRun in `tekton.dev`, with a uid); None when it has none. The
+    /// `tekton.dev/pipelineRun` label is not read: anyone who creates a CustomRun writes its
+    /// labels, and a name without a uid may be any PipelineRun of that name.
+    pub fn pipeline_run(&self) -> Option<(String, String)> {
+        self.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| {
+                o.kind == "PipelineRun"
+                    && o.api_version.starts_with("tekton.dev/")
+                    && o.controller == Some(true)
+                    && !o.uid.is_empty()
+            })
+            .map(|o| (o.name.clone(), o.uid.clone()))
     }
 
     /// The timeout of one attempt: [`tekton::DEFAULT_TIMEOUT`] when `spec.timeout` is unset,

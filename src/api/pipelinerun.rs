@@ -92,6 +92,22 @@ impl PipelineRun {
         r.name.as_deref().filter(|n| !n.is_empty())
     }
 
+    /// Whether it has finished (its `Succeeded` condition is `True` or `False`).
+    pub fn is_done(&self) -> bool {
+        self.status
+            .iter()
+            .flat_map(|s| &s.conditions)
+            .any(|c| c.type_ == tekton::SUCCEEDED && (c.is_true() || c.is_false()))
+    }
+
+    /// Whether it lists the CustomRun `name` among its children (`status.childReferences`).
+    pub fn lists_custom_run(&self, name: &str) -> bool {
+        self.status
+            .iter()
+            .flat_map(|s| &s.child_references)
+            .any(|c| c.kind.as_deref() == Some("CustomRun") && c.name == name)
+    }
+
     /// The names of the TaskRuns it created for pipeline task `task`.
     pub fn task_runs_of(&self, task: &str) -> Vec<&str> {
         self.status

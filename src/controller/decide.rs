@@ -41,6 +41,10 @@ pub mod annotation {
     /// The digests rolled back from the served tag, comma-separated, oldest first (at most
     /// [`super::ROLLED_BACK_KEPT`]): `promote` refuses them unless `allow-rolled-back`.
     pub const ROLLED_BACK_DIGESTS: &str = "imagegate.dev/rolled-back-digests";
+    /// The digests the gate served on the served tag, comma-separated, oldest first (at most
+    /// [`super::PROMOTED_KEPT`]): the one served before its first promotion, then each it
+    /// promoted. A rollback returns only to one of them.
+    pub const PROMOTED_DIGESTS: &str = "imagegate.dev/promoted-digests";
     /// On the previous tag: the served tag whose previous digest it keeps.
     pub const PREVIOUS_OF: &str = "imagegate.dev/previous-of";
     /// OpenShift's annotation that hides a tag from the console and from spawners' image lists.
@@ -52,6 +56,9 @@ pub mod annotation {
 
 /// How many rolled-back digests the served tag remembers (the oldest is forgotten first).
 pub const ROLLED_BACK_KEPT: usize = 10;
+/// How many digests the gate served the served tag remembers as rollback targets (the oldest
+/// is forgotten first).
+pub const PROMOTED_KEPT: usize = 10;
 
 /// Everything a decision needs besides the stream.
 #[derive(Clone, Debug)]
@@ -64,13 +71,13 @@ pub struct Ask<'a> {
     pub validation_status: &'a str,
     /// What that status means for `promote`.
     pub validation: Validation,
-    /// The checks to run on the candidate image.
-    pub checks: &'a ParsedChecks,
-    /// What counts as proof of validation, when the ImagePromotion names it.
-    pub proof: Option<&'a Proof>,
+    /// The checks to run on the candidate image, one set per ImagePromotion that asks.
+    pub checks: &'a [ParsedChecks],
+    /// Every proof of validation asked for (none: no proof is asked).
+    pub proofs: &'a [Proof],
     /// The hidden tag that keeps the digest served before a promotion.
     pub previous_tag: &'a str,
-    /// Whether `promote` may promote a digest that was rolled back.
+    /// Whether `promote` may promote, and `rollback` return to, a digest that was rolled back.
     pub allow_rolled_back: bool,
     /// How `promote` and `rollback` pin the served tag.
     pub promote_as: PromoteAs,
@@ -102,6 +109,8 @@ pub enum Decision {
     },
     /// The proof of validation needs the run's PipelineRun and its TaskRuns.
     NeedEvidence,
+    /// Nothing to decide yet (the run's PipelineRun has not listed it): look again soon.
+    Wait(String),
     /// Patch the ImageStream (strategic merge with a resourceVersion precondition), then
     /// report the outcome.
     Write {

@@ -17,11 +17,12 @@ use super::reconcile::{Context, deadline};
 /// A reconcile that could not finish; retried with backoff by the error policy.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Reading the ImagePromotion named by `customRef.name`.
-    #[error("reading ImagePromotion {name}: {source}")]
+    /// Listing the ImagePromotions of the run's namespace (the one it names, and those that
+    /// govern its stream).
+    #[error("listing the ImagePromotions of namespace {namespace}: {source}")]
     ReadSpec {
-        /// Its name.
-        name: String,
+        /// The run's namespace.
+        namespace: String,
         /// The API error.
         source: kube::Error,
     },
@@ -73,6 +74,12 @@ pub enum Error {
         /// How many attempts.
         attempts: usize,
     },
+    /// Nothing to decide yet: the run's PipelineRun has not listed it among its children.
+    #[error("waiting: {why}")]
+    NotYet {
+        /// What is awaited.
+        why: String,
+    },
     /// Writing the CustomRun's status.
     #[error("writing the status of CustomRun {name}: {source}")]
     WriteStatus {
@@ -94,6 +101,7 @@ impl Error {
             Error::ReadEvidence { .. } => "read_evidence",
             Error::PatchImageStream { .. } => "patch_imagestream",
             Error::Contended { .. } => "contended",
+            Error::NotYet { .. } => "not_yet",
             Error::WriteStatus { .. } => "write_status",
         }
     }
@@ -110,6 +118,16 @@ pub(super) fn api_message(e: &kube::Error) -> String {
 /// Counts the failure by kind, logs it, and requeues the run after its backoff, never later
 /// than the attempt's deadline (a timeout must be reported when it happens).
 pub fn error_policy(run: Arc<CustomRun>, error: &Error, ctx: Arc<Context>) -> Action {
+    if let Error::NotYet { why } = error {
+        // Not a failure: Tekton lists a child it created within its next status write.
+        tracing::debug!(
+            namespace = %run.namespace().unwrap_or_default(),
+            customrun = %run.name_any(),
+            reason = %why,
+            "waiting"
+        );
+        return Action::requeue(NOT_YET_DELAY);
+    }
     ctx.metrics
         .reconcile_errors
         .get_or_create(&ErrorLabels { kind: error.kind() })
@@ -128,6 +146,9 @@ pub fn error_policy(run: Arc<CustomRun>, error: &Error, ctx: Arc<Context>) -> Ac
     );
     Action::requeue(delay)
 }
+
+/// How soon a run that waits for its PipelineRun ([`Error::NotYet`]) is looked at again.
+pub const NOT_YET_DELAY: Duration = Duration::from_secs(1);
 
 /// The wait after the `failures`-th failure in a row: 0.5 s, doubling up to 60 s.
 pub fn retry_delay(failures: u32) -> Duration {

@@ -2,8 +2,9 @@
 //! ImagePromotion`. One module per step of a run, in the order the data flows:
 //!
 //! CustomRun -> [`reconcile`] (Tekton's fixed order; it only hands off) -> [`params`] (pure:
-//! what the run asks, over its [`crd`] spec, the checks parsed) -> [`authorize`] (may the run's
-//! service account promote: a SubjectAccessReview) -> [`promote`] (the one
+//! what the run asks, over its [`crd`] spec, the checks parsed) -> [`policy`] (pure: judged by
+//! every ImagePromotion that governs the stream, whatever the run names) -> [`authorize`] (may
+//! the run's service account promote through each of them: SubjectAccessReviews) -> [`promote`] (the one
 //! ImageStream write: read, [`decide`] (pure, one function per action, with the candidate's
 //! [`checks`] and the [`proof`] of validation), write conditionally, read again on a
 //! conflict) -> [`status`] (pure: conditions and results), written by [`report`] with a
@@ -23,6 +24,7 @@ pub mod drift;
 pub mod error;
 pub mod metrics;
 pub mod params;
+pub mod policy;
 pub mod preflight;
 pub mod promote;
 pub mod proof;

@@ -102,7 +102,9 @@ pub struct Request {
     pub served_tag: String,
     /// The hidden tag that keeps the digest served before the last promotion.
     pub previous_tag: String,
-    /// Whether `promote` may promote a digest that was rolled back (`allow-rolled-back`).
+    /// Whether `promote` may promote, and `rollback` return to, a digest that was rolled back
+    /// (`spec.allowRolledBack`, or the `allow-rolled-back` param where no ImagePromotion governs
+    /// the stream: [`super::policy`]).
     pub allow_rolled_back: bool,
     /// The digest validated (required except for rollback).
     pub digest: Option<String>,
@@ -112,10 +114,12 @@ pub struct Request {
     pub validation_status: String,
     /// Whether `promote` requires `validation-status` (`spec.validation.required`, default true).
     pub validation_required: bool,
-    /// What counts as proof of validation (`spec.validation.pipeline` and `tasks`), if anything.
-    pub proof: Option<Proof>,
-    /// The checks the candidate image must pass.
-    pub checks: ParsedChecks,
+    /// Each proof of validation asked for (`spec.validation.pipeline` and `tasks` of each
+    /// ImagePromotion that judges the run): all must hold.
+    pub proofs: Vec<Proof>,
+    /// The checks the candidate image must pass, one set per ImagePromotion that asks for
+    /// some: all must pass.
+    pub checks: Vec<ParsedChecks>,
     /// How `promote` and `rollback` pin the served tag (`spec.promoteAs`).
     pub promote_as: PromoteAs,
     /// What the Open Data Hub dashboard is told (`spec.odh`), when enabled.
@@ -230,11 +234,11 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
     let imagestream = imagestream(&values, spec, &namespace)?;
     let (candidate_tag, served_tag) = tags(&values, spec)?;
     let previous_tag = previous_tag(spec, &candidate_tag, &served_tag)?;
-    let allow_rolled_back = flag(&values, names::ALLOW_ROLLED_BACK)?;
+    let allow_rolled_back = spec.allow_rolled_back || flag(&values, names::ALLOW_ROLLED_BACK)?;
     let action = action(&values)?;
     let digest = digest(&values, action)?;
     let checks = spec.checks.parse()?;
-    let proof = proof(&spec.validation)?;
+    let proof = proof(&spec.validation, SPEC_ASKS)?;
     let odh = odh::settings(
         &spec.odh,
         action,
@@ -252,19 +256,19 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
         action,
         validation_status: values.get(names::VALIDATION_STATUS).to_string(),
         validation_required: spec.validation.status_required(),
-        proof,
-        checks,
+        proofs: proof.into_iter().collect(),
+        checks: Some(checks).filter(|c| !c.is_empty()).into_iter().collect(),
         promote_as: spec.promote_as,
         odh,
     })
 }
 
 /// The run's params by name, each a string, trimmed.
-struct Values(BTreeMap<&'static str, String>);
+pub(super) struct Values(BTreeMap<&'static str, String>);
 
 impl Values {
     /// Every param must be one the task takes, given once, as a string.
-    fn read(run: &CustomRun) -> Result<Values, String> {
+    pub(super) fn read(run: &CustomRun) -> Result<Values, String> {
         let mut values = BTreeMap::new();
         for p in &run.spec.params {
             let Some(known) = names::ALL.iter().find(|n| **n == p.name) else {
@@ -285,7 +289,7 @@ impl Values {
     }
 
     /// The param's value (empty when not given).
-    fn get(&self, name: &str) -> &str {
+    pub(super) fn get(&self, name: &str) -> &str {
         self.0.get(name).map(String::as_str).unwrap_or_default()
     }
 
@@ -427,8 +431,12 @@ fn digest(values: &Values, action: Action) -> Result<Option<String>, String> {
     }
 }
 
-/// The proof an ImagePromotion asks for: a Pipeline and its tasks, both or neither.
-fn proof(v: &ValidationSpec) -> Result<Option<Proof>, String> {
+/// Who asks for a proof parsed from a spec alone ([`super::policy`] names the ImagePromotion).
+pub const SPEC_ASKS: &str = "the ImagePromotion spec asks";
+
+/// The proof an ImagePromotion asks for: a Pipeline and its tasks, both or neither; `asked_by`
+/// says who asks, for the message of a proof that does not hold.
+pub(super) fn proof(v: &ValidationSpec, asked_by: &str) -> Result<Option<Proof>, String> {
     let pipeline = v.pipeline.as_deref().unwrap_or_default();
     match (pipeline.is_empty(), v.tasks.is_empty()) {
         (true, true) => return Ok(None),
@@ -461,6 +469,7 @@ fn proof(v: &ValidationSpec) -> Result<Option<Proof>, String> {
     Ok(Some(Proof {
         pipeline: pipeline.to_string(),
         tasks: v.tasks.clone(),
+        asked_by: asked_by.to_string(),
     }))
 }
 

@@ -41,7 +41,7 @@ pub async fn promote(
         validation_status: &request.validation_status,
         validation: request.validation(),
         checks: &request.checks,
-        proof: request.proof.as_ref(),
+        proofs: &request.proofs,
         previous_tag: &request.previous_tag,
         allow_rolled_back: request.allow_rolled_back,
         promote_as: request.promote_as,
@@ -63,11 +63,8 @@ pub async fn promote(
                     }
                 }
                 Decision::NeedEvidence if fetched.evidence.is_none() => {
-                    // decide() asks only when the request names a proof.
-                    let Some(proof) = request.proof.as_ref() else {
-                        break Decision::NeedEvidence;
-                    };
-                    fetched.evidence = Some(proof::read::read(&ctx.client, run, proof).await?);
+                    let read = proof::read::read(&ctx.client, run, &request.proofs).await?;
+                    fetched.evidence = Some(read);
                 }
                 decided => break decided,
             }
@@ -87,6 +84,9 @@ pub async fn promote(
                     "the proof of validation could not be read",
                 ));
             }
+            // Looked at again after the error policy's backoff; the PipelineRun ends (and
+            // the run with it) if it never lists the run.
+            Decision::Wait(why) => return Err(Error::NotYet { why }),
             Decision::Write { patch, outcome } => {
                 // Measured from what was read before the write: the candidate's import time.
                 let waited = (outcome.reason == reason::PROMOTED)
@@ -129,14 +129,14 @@ pub async fn landed_or(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Out
         return fallback;
     };
     let name = run.name_any();
-    let checks = Default::default();
+    let checks = Vec::new();
     let ask = Ask {
         target: &target,
         run_name: &name,
         validation_status: "",
         validation: crate::controller::params::Validation::Passed,
         checks: &checks,
-        proof: None,
+        proofs: &[],
         previous_tag: "",
         allow_rolled_back: false,
         promote_as: Default::default(),

@@ -1,15 +1,21 @@
 //! Proof of validation: when an ImagePromotion names a Pipeline and its tasks
-//! (`spec.validation.pipeline`, `spec.validation.tasks`), a `promote` run must belong to a
-//! PipelineRun of that Pipeline in which each of those tasks succeeded with an `image` param
-//! naming exactly the digest promoted. The PipelineRun and its TaskRuns are what the pipeline
-//! controller wrote, so a hand-made CustomRun, or a PipelineRun that validated another image,
-//! cannot pass for a validation.
+//! (`spec.validation.pipeline`, `spec.validation.tasks`), a `promote` run must be a child of a
+//! running PipelineRun of that Pipeline in which each of those tasks succeeded with an `image`
+//! param naming exactly the digest promoted. The PipelineRun and its TaskRuns are what the
+//! pipeline controller wrote, so a hand-made CustomRun, or a PipelineRun that validated another
+//! image, cannot pass for a validation.
 //!
-//! Pure: [`Proof`] is the requirement (parsed by [`super::params`]), [`Evidence`] what was read
-//! ([`read`] reads it), and [`verify`] says what is missing. A TaskRun counts only as a child
-//! the PipelineRun lists in `status.childReferences` and that the PipelineRun controls (its
-//! owner reference's uid), so a stale TaskRun of the same name cannot stand in. Every TaskRun of
-//! a required task must have succeeded with the digest (a `matrix` over other images fails).
+//! Pure: [`Proof`] is the requirement (parsed by [`super::params`], one per ImagePromotion that
+//! asks, [`super::policy`]), [`Evidence`] what was read ([`read`] reads it), [`standing`] says
+//! whether the run is the PipelineRun's own child and [`verify`] what is missing of one proof.
+//! The run must be controlled by the PipelineRun (an owner reference with its uid: the
+//! `tekton.dev/pipelineRun` label alone proves nothing), the PipelineRun must not have finished
+//! (an old run's proof is not replayed) and it must list the run in `status.childReferences`
+//! (a CustomRun someone made with an owner reference the PipelineRun never created is not its
+//! child; until Tekton lists a new child the run waits). A TaskRun counts only as a child the
+//! PipelineRun lists and controls (its owner reference's uid), so a stale TaskRun of the same
+//! name cannot stand in. Every TaskRun of a required task must have succeeded with the digest (a
+//! `matrix` over other images fails).
 
 pub mod read;
 
@@ -25,12 +31,68 @@ pub struct Proof {
     pub pipeline: String,
     /// The pipeline tasks that must have succeeded with the digest.
     pub tasks: Vec<String>,
+    /// Who asks for it, as the start of a sentence (`ImagePromotion "gov" governs nb and asks`).
+    pub asked_by: String,
+}
+
+impl Proof {
+    /// What it asks for, for messages: `<who> asks for proof from Pipeline "<name>"`.
+    pub fn asks(&self) -> String {
+        format!(
+            "{} for proof from Pipeline {:?}",
+            self.asked_by, self.pipeline
+        )
+    }
+}
+
+/// Whether the run is the own, running child of the PipelineRun the evidence is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// It is: the proofs can be verified.
+    Child,
+    /// The PipelineRun runs and controls it but has not listed it yet: a moment, not a failure.
+    NotListedYet(String),
+    /// It is not, for the reason given: nothing it shows is proof.
+    Outside(String),
+}
+
+/// Whether `evidence` is about the running PipelineRun that created the CustomRun `run`.
+pub fn standing(evidence: &Evidence, run: &str) -> Standing {
+    let pr = match evidence {
+        Evidence::NoPipelineRun => {
+            return Standing::Outside(
+                "the CustomRun belongs to no PipelineRun (it has no controlling PipelineRun owner \
+                 reference with a uid; a tekton.dev/pipelineRun label alone proves nothing)"
+                    .into(),
+            );
+        }
+        Evidence::PipelineRunGone { name } => {
+            return Standing::Outside(format!(
+                "its PipelineRun {name:?} does not exist (deleted, or replaced by another of that \
+                 name)"
+            ));
+        }
+        Evidence::Found { pipeline_run, .. } => pipeline_run,
+    };
+    let name = pr.metadata.name.clone().unwrap_or_default();
+    if pr.is_done() {
+        return Standing::Outside(format!(
+            "PipelineRun {name:?} has finished; only the running PipelineRun that created a \
+             CustomRun proves it"
+        ));
+    }
+    if !pr.lists_custom_run(run) {
+        return Standing::NotListedYet(format!(
+            "PipelineRun {name:?} does not list CustomRun {run:?} among its children yet"
+        ));
+    }
+    Standing::Child
 }
 
 /// What the API server holds about the run's PipelineRun.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Evidence {
-    /// The run belongs to no PipelineRun (no owner reference, no `tekton.dev/pipelineRun` label).
+    /// The run belongs to no PipelineRun (no controlling owner reference with a uid).
     NoPipelineRun,
     /// The PipelineRun the run names does not exist (or is another one now: its uid differs).
     PipelineRunGone {

@@ -1,6 +1,7 @@
 //! The reconciler, in the fixed order of Tekton's custom tasks: not ours -> done -> cancelled
 //! -> timed out -> start and validate input -> work. It only orders the steps and hands off:
-//! [`super::params`] reads the input, [`super::authorize`] asks whether the run's service account
+//! [`super::params`] reads the input and [`super::policy`] judges it by every ImagePromotion
+//! that governs the stream, [`super::authorize`] asks whether the run's service account
 //! may promote (before the start, so that a refused run ends in one write), [`super::promote`]
 //! makes the one ImageStream write and [`super::report`] writes the statuses [`super::status`]
 //! computes: at most one status write to start, one ImageStream write, one status write to
@@ -10,15 +11,16 @@ use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 use kube::runtime::controller::Action;
 
 use crate::api::CustomRun;
 
-use super::crd::{ImagePromotion, ImagePromotionSpec};
+use super::crd::ImagePromotion;
 use super::error::Error;
 use super::metrics::Metrics;
-use super::params::{self, Request, SpecSource};
+use super::params::{self, SpecSource};
+use super::policy::{self, Judged, Own};
 use super::runs::{RunKey, RunStates};
 use super::status::{Outcome, Target, reason};
 use super::{authorize, promote, report};
@@ -72,8 +74,8 @@ async fn reconcile_ours(run: &CustomRun, ctx: &Context) -> Result<Action, Error>
         return report::finish(run, ctx, outcome, now).await;
     }
     // The input is validated before the first write, so that a bad run ends in one write.
-    let request = match read_input(run, ctx).await {
-        Ok(Ok(request)) => request,
+    let judged = match read_input(run, ctx).await {
+        Ok(Ok(judged)) => judged,
         Ok(Err(outcome)) => return report::finish(run, ctx, outcome, now).await,
         Err(e) => {
             // Start the clock anyway, so that a run the API keeps failing times out.
@@ -83,7 +85,7 @@ async fn reconcile_ours(run: &CustomRun, ctx: &Context) -> Result<Action, Error>
             return Err(e);
         }
     };
-    if let Some(forbidden) = authorize::authorize(run, ctx).await? {
+    if let Some(forbidden) = authorize::authorize(run, ctx, &judged).await? {
         // A write of this run that landed before its permission went is still reported.
         let outcome = promote::landed_or(run, ctx, forbidden).await;
         return report::finish(run, ctx, outcome, now).await;
@@ -91,11 +93,11 @@ async fn reconcile_ours(run: &CustomRun, ctx: &Context) -> Result<Action, Error>
     let (run, target) = match Target::recorded(run) {
         Some(target) if run.has_started() => (run.clone(), target),
         recorded => {
-            let target = recorded.unwrap_or_else(|| Target::of(&request));
+            let target = recorded.unwrap_or_else(|| Target::of(&judged.request));
             (report::started(run, ctx, &target, now).await?, target)
         }
     };
-    let outcome = promote::promote(&run, ctx, &request, &target).await?;
+    let outcome = promote::promote(&run, ctx, &judged.request, &target).await?;
     report::finish(&run, ctx, outcome, (ctx.clock)()).await
 }
 
@@ -138,27 +140,45 @@ pub fn deadline(run: &CustomRun) -> Result<Option<Timestamp>, String> {
     Ok(start.0.checked_add(span).ok())
 }
 
-/// Reads the params over the ImagePromotion spec. The outer error is an API failure (retried),
-/// the inner one a run that cannot proceed (terminal, `InvalidParams`).
-async fn read_input(run: &CustomRun, ctx: &Context) -> Result<Result<Request, Outcome>, Error> {
+/// Reads the params over the ImagePromotion spec the run names or inlines, judged by every
+/// ImagePromotion that governs its stream ([`policy`]). The outer error is an API failure
+/// (retried), the inner one a run that cannot proceed (terminal: `InvalidParams`,
+/// `ParamOverridesPolicy`, `PolicyConflict`).
+async fn read_input(run: &CustomRun, ctx: &Context) -> Result<Result<Judged, Outcome>, Error> {
     let invalid = |message: String| Outcome::failed(reason::INVALID_PARAMS, message);
     let ns = run.namespace().unwrap_or_default();
-    let spec = match params::spec_source(run) {
+    let source = match params::spec_source(run) {
         Err(message) => return Ok(Err(invalid(message))),
-        Ok(SpecSource::Defaults) => ImagePromotionSpec::default(),
-        Ok(SpecSource::Inline(spec)) => *spec,
-        Ok(SpecSource::Named(name)) => {
-            let api: Api<ImagePromotion> = Api::namespaced(ctx.client.clone(), &ns);
-            match api.get(&name).await {
-                Ok(p) => p.spec,
-                Err(e) if api_status(&e) == Some(404) => {
-                    return Ok(Err(invalid(format!(
-                        "customRef names ImagePromotion {name:?}, which does not exist in namespace {ns:?}"
-                    ))));
-                }
-                Err(source) => return Err(Error::ReadSpec { name, source }),
-            }
+        Ok(source) => source,
+    };
+    // Every run reads them all: the policy of its stream is in them whatever it names.
+    let api: Api<ImagePromotion> = Api::namespaced(ctx.client.clone(), &ns);
+    let all = match api.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        // The resource is not served (its CRD was deleted, and every ImagePromotion with it):
+        // nothing governs the stream. The preflight refuses to start without the CRD.
+        Err(e) if api_status(&e) == Some(404) => Vec::new(),
+        Err(source) => {
+            return Err(Error::ReadSpec {
+                namespace: ns,
+                source,
+            });
         }
     };
-    Ok(params::parse(run, &spec).map_err(invalid))
+    let own = match source {
+        SpecSource::Defaults => Own::Defaults,
+        SpecSource::Inline(spec) => Own::Inline(*spec),
+        SpecSource::Named(name) => {
+            let found = all
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(&*name));
+            let Some(found) = found else {
+                return Ok(Err(invalid(format!(
+                    "customRef names ImagePromotion {name:?}, which does not exist in namespace {ns:?}"
+                ))));
+            };
+            Own::Named(name, found.spec.clone())
+        }
+    };
+    Ok(policy::judge(run, &own, &all).map_err(policy::Refusal::outcome))
 }

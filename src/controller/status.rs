@@ -41,8 +41,17 @@ pub mod reason {
     pub const REJECTED: &str = "Rejected";
     /// Params or the ImagePromotion spec are unusable.
     pub const INVALID_PARAMS: &str = "InvalidParams";
-    /// `promote` of a digest that was rolled back, without `allow-rolled-back`: nothing written.
+    /// `promote` of, or `rollback` to, a digest that was rolled back, where nothing allows it:
+    /// nothing written.
     pub const DIGEST_ROLLED_BACK: &str = "DigestRolledBack";
+    /// A param or an inline spec names another stream or tag than the ImagePromotion that
+    /// governs the stream (or the one the run names) sets, or asks for what it does not allow.
+    pub const PARAM_OVERRIDES_POLICY: &str = "ParamOverridesPolicy";
+    /// Two ImagePromotions that govern the stream disagree on a tag or on how to promote.
+    pub const POLICY_CONFLICT: &str = "PolicyConflict";
+    /// A rollback to a digest the gate never served on the served tag (neither promoted by it
+    /// nor served before its first promotion).
+    pub const NOT_SERVED_BY_GATE: &str = "NotServedByGate";
     /// The ImageStream does not exist (a missing named ImagePromotion is `InvalidParams`).
     pub const IMAGESTREAM_NOT_FOUND: &str = "ImageStreamNotFound";
     /// `spec.status: RunCancelled` (Tekton's exact reason, which PipelineRuns classify).

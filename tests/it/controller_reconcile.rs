@@ -29,6 +29,8 @@ async fn harness() -> Harness {
     imagegate::tls::install_crypto_provider();
     let emu = Emulator::start(Config::default()).await.unwrap();
     crate::support::upstream::install_released_customrun_crd(emu.client().unwrap()).await;
+    emu.seed_str(&imagegate::controller::crd::crd_yaml())
+        .unwrap();
     emu.seed_str(
         r#"
 apiVersion: image.openshift.io/v1
@@ -142,13 +144,14 @@ async fn a_promotion_reads_writes_and_finishes_in_the_fixed_order() {
     assert_eq!(
         h.take_requests(),
         vec![
+            "list imagepromotions",
             "create subjectaccessreviews",
             "update customruns/status",
             "get imagestreams",
             "patch imagestreams",
             "update customruns/status"
         ],
-        "may the run's account promote, start, read, the one write, finish"
+        "the policy, may the run's account promote, start, read, the one write, finish"
     );
     let run = h.get().await;
     assert_eq!(condition(&run), ("True".into(), "Promoted".into()));
@@ -174,7 +177,10 @@ async fn bad_params_end_the_run_in_one_write() {
         .await;
     h.take_requests();
     reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
-    assert_eq!(h.take_requests(), vec!["update customruns/status"]);
+    assert_eq!(
+        h.take_requests(),
+        vec!["list imagepromotions", "update customruns/status"]
+    );
     let run = h.get().await;
     assert_eq!(condition(&run), ("False".into(), "InvalidParams".into()));
     let names: Vec<_> = run
@@ -206,8 +212,12 @@ async fn a_run_whose_service_account_may_not_promote_ends_forbidden_in_one_write
     reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
     assert_eq!(
         h.take_requests(),
-        vec!["create subjectaccessreviews", "update customruns/status"],
-        "asked, refused, no ImageStream request at all"
+        vec![
+            "list imagepromotions",
+            "create subjectaccessreviews",
+            "update customruns/status"
+        ],
+        "the policy, asked, refused, no ImageStream request at all"
     );
     let run = h.get().await;
     assert_eq!(condition(&run), ("False".into(), "Forbidden".into()));

@@ -118,14 +118,14 @@ async fn a_run_from_a_service_account_without_promote_is_forbidden_whatever_its_
 }
 
 #[tokio::test]
-async fn promote_on_one_imagepromotion_does_not_cover_another_or_an_inline_spec() {
+async fn promote_on_one_imagepromotion_does_not_cover_a_stream_another_governs() {
     let s = Setup::new().await;
     let before = s.served_tag().await;
-    for name in ["notebooks", "other"] {
+    for (name, stream) in [("notebooks", "nb"), ("other", "other-nb")] {
         s.emu
             .seed(json!({
                 "apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
-                "metadata": {"name": name, "namespace": "ds"}, "spec": {}
+                "metadata": {"name": name, "namespace": "ds"}, "spec": {"imageStream": stream}
             }))
             .await;
     }
@@ -151,12 +151,26 @@ subjects:
 "#,
         )
         .await;
+    let other_stream: Vec<(&str, &str)> = VALIDATED_B
+        .iter()
+        .map(|(n, v)| {
+            if *n == "imagestream" {
+                (*n, "other-nb")
+            } else {
+                (*n, *v)
+            }
+        })
+        .collect();
     let as_pipeline = |custom: serde_json::Value| json!({"spec": {"serviceAccountName": "pipeline", "customRef": custom}});
-    s.create_run("other", VALIDATED_B, as_pipeline(json!({"name": "other"})))
-        .await;
+    s.create_run(
+        "other",
+        &other_stream,
+        as_pipeline(json!({"name": "other"})),
+    )
+    .await;
     s.create_run(
         "inline",
-        VALIDATED_B,
+        &other_stream,
         json!({"spec": {"serviceAccountName": "pipeline", "customRef": null,
                         "customSpec": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion", "spec": {}}}}),
     )
@@ -167,12 +181,14 @@ subjects:
             ("False".into(), "Forbidden".into()),
             "{name}"
         );
+        let message = s.message(name).await;
+        assert!(
+            message.contains(
+                "for ImagePromotion \"other\" in namespace \"ds\" (it governs ImageStream \"other-nb\")"
+            ),
+            "{name}: {message}"
+        );
     }
-    assert!(
-        s.message("inline")
-            .await
-            .contains("every ImagePromotion of namespace \"ds\"")
-    );
     s.assert_served_untouched(&before).await;
     s.create_run(
         "notebooks",
@@ -206,14 +222,17 @@ async fn image_of_b(s: &Setup) -> String {
     format!("{repository}@{B}")
 }
 
-/// A promote CustomRun of B through `notebooks`, created as the pipeline controller creates it
-/// for `pr` (None: a CustomRun that belongs to no PipelineRun).
-async fn promote_in(s: &Setup, name: &str, pr: Option<&PipelineRunStandIn>) {
+/// A promote CustomRun of B through `notebooks`, created and listed as the pipeline controller
+/// creates and lists it for `pr` (None: a CustomRun that belongs to no PipelineRun).
+async fn promote_in(s: &Setup, name: &str, pr: Option<&mut PipelineRunStandIn>) {
     let mut extra = json!({"spec": {"customRef": {"name": "notebooks"}}});
-    if let Some(pr) = pr {
+    if let Some(pr) = &pr {
         json_patch::merge(&mut extra, &pr.child_metadata("promote"));
     }
     s.create_run(name, VALIDATED_B, extra).await;
+    if let Some(pr) = pr {
+        pr.list_custom_run(name, "promote").await;
+    }
 }
 
 #[tokio::test]
@@ -223,7 +242,7 @@ async fn a_promotion_its_pipelinerun_proves_validated_is_promoted() {
     let image = image_of_b(&s).await;
     let mut pr = PipelineRunStandIn::create(&s.client, "ds", "run-b", "imagegate-promote").await;
     pr.task_run("validate", Some(&image), true).await;
-    promote_in(&s, "run-b-promote", Some(&pr)).await;
+    promote_in(&s, "run-b-promote", Some(&mut pr)).await;
     let run = s.done("run-b-promote").await;
     assert_eq!(
         reason(&run),
@@ -271,8 +290,8 @@ async fn a_promotion_nothing_proves_validated_is_unverified_and_the_served_tag_u
         "runs Pipeline \"my-own\", not \"imagegate-promote\"".into(),
     ));
     cases.push(("orphan", None, "belongs to no PipelineRun".into()));
-    for (name, pr, _) in &cases {
-        promote_in(&s, &format!("{name}-promote"), pr.as_ref()).await;
+    for (name, pr, _) in &mut cases {
+        promote_in(&s, &format!("{name}-promote"), pr.as_mut()).await;
     }
     for (name, _, want) in &cases {
         let run_name = format!("{name}-promote");

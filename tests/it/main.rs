@@ -22,6 +22,9 @@
 //!   the served tag described, failures noted, always an image, the DockerImage pin).
 //! - [`controller_trust`]: the controller's refusals end to end (fail closed, the promoter's
 //!   permission, the proof of validation, rolled-back digests), each leaving the served tag alone.
+//! - [`controller_gate`]: the gate cannot be walked around: the governing ImagePromotion judges
+//!   every run, params never widen it, a proof only from the run's own running PipelineRun, a
+//!   rollback only to what the gate served.
 //! - [`notebook_validation`]: the notebook validation Task's script against a stand-in server.
 //! - [`ops`]: the operator commands (`status`, `promote`, `rollback`, `reject`, `import`) and the
 //!   kubectl plugin, end to end with the real controller.
@@ -40,6 +43,7 @@ mod api_types;
 mod bad_config;
 mod cli;
 mod controller_e2e;
+mod controller_gate;
 mod controller_odh;
 mod controller_reconcile;
 mod controller_scope;

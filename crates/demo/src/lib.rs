@@ -291,7 +291,7 @@ impl World {
         let workbenches = dashboard::started(&seeded, &served_tag);
         create_namespaced(&admin, promotion).await?;
         // The pipeline's identity and its permission to promote, as `kubectl apply -k tekton/`.
-        for kind in ["ServiceAccount", "RoleBinding"] {
+        for kind in ["ServiceAccount", "Role", "RoleBinding"] {
             for obj in files.all(kind) {
                 create_namespaced(&admin, obj.clone()).await?;
             }
@@ -302,7 +302,7 @@ impl World {
                 "API emulator at {} with {} objects from examples/notebook-imagestreams.yaml, \
                  the CustomRun, PipelineRun, TaskRun and ImagePromotion CRDs, the ClusterRole imagegate-promoter from \
                  config/, and from tekton/ ImagePromotion notebooks and the pipeline's service \
-                 account, bound to imagegate-promoter",
+                 account, with the Role imagegate-promoter (promote on notebooks only)",
                 emulator.url(),
                 streams.len()
             ),

@@ -20,6 +20,7 @@ fn every_field_uses_its_documented_json_name() {
         candidate_tag: Some("candidate".into()),
         served_tag: Some("latest".into()),
         previous_tag: Some("latest-before".into()),
+        allow_rolled_back: true,
         checks: Checks {
             required_labels: vec!["vcs-ref".into()],
             allowed_registries: vec!["quay.io/org".into()],
@@ -54,7 +55,7 @@ fn every_field_uses_its_documented_json_name() {
                 "maxAge": "720h", "maxSize": "5Gi", "nonRootUser": true
             },
             "validation": {"required": false, "pipeline": "imagegate-promote", "tasks": ["validate"]},
-            "promoteAs": "DockerImage",
+            "promoteAs": "DockerImage", "allowRolledBack": true,
             "odh": {"enabled": true, "buildCommitLabels": ["vcs-ref"], "softwareLabel": "sw", "pythonDependenciesLabel": "deps"}
         })
     );

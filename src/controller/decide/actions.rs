@@ -6,15 +6,17 @@
 use crate::api::ImageStream;
 use crate::controller::checks::{self, CheckOutcome, ImageFacts};
 use crate::controller::params::Validation;
-use crate::controller::proof;
+use crate::controller::params::checks::ParsedChecks;
+use crate::controller::proof::{self, Standing};
 use crate::controller::status::{Outcome, phase, reason};
 
 use super::served::{
     already_serving, candidate_moved, current_digest, display, mark, mark_failed, outcome, patch,
-    pin, pinned_digest, previous_in_history, reference_of, served_annotations, served_before,
+    pin, pinned_digest, reference_of, served_annotations,
 };
 use super::way_back::{
-    keep_previous, kept_previous, rolled_back, with_rolled_back, without_rolled_back,
+    gate_served, keep_previous, kept_previous, rolled_back, with_promoted, with_rolled_back,
+    without_rolled_back,
 };
 use super::{Ask, Decision, Fetched, annotation};
 
@@ -99,8 +101,9 @@ pub(super) fn promote(
         return Decision::Final(Outcome::failed(
             reason::DIGEST_ROLLED_BACK,
             format!(
-                "{digest} was rolled back from {served} ({} lists it); promote it again only with \
-                 the param allow-rolled-back: \"true\"; {served} keeps {}",
+                "{digest} was rolled back from {served} ({} lists it); promote it again only \
+                 where the ImagePromotion that governs the stream sets allowRolledBack (or, where \
+                 none governs it, with the param allow-rolled-back: \"true\"); {served} keeps {}",
                 annotation::ROLLED_BACK_DIGESTS,
                 display(&served_now)
             ),
@@ -109,19 +112,8 @@ pub(super) fn promote(
     if current_digest(is, &t.candidate_tag) != Some(digest.as_str()) {
         return candidate_moved(is, t, &digest);
     }
-    if let Some(proof) = ask.proof {
-        let Some(evidence) = &fetched.evidence else {
-            return Decision::NeedEvidence;
-        };
-        if let Err(missing) = proof::verify(proof, evidence, &digest) {
-            return Decision::Final(Outcome::failed(
-                reason::UNVERIFIED,
-                format!(
-                    "nothing proves that {digest} was validated: {missing}; {served} keeps {}",
-                    display(&served_now)
-                ),
-            ));
-        }
+    if let Some(decided) = proven(ask, fetched, &digest, &served_now) {
+        return decided;
     }
     let checks_done = match run_checks(ask, is, fetched.image.as_ref(), now, &digest) {
         Checked::Passed(outcomes) => outcomes,
@@ -151,6 +143,8 @@ pub(super) fn promote(
         let rest = without_rolled_back(&rolled, &digest);
         marks.push((annotation::ROLLED_BACK_DIGESTS, rest));
     }
+    let gate_served = with_promoted(is, served, &served_now, &digest);
+    marks.push((annotation::PROMOTED_DIGESTS, Some(gate_served)));
     let mut write = patch(is, served, &marks, Some(pin(ask, is, &digest)));
     if !served_now.is_empty() {
         let tags = (t.candidate_tag.as_str(), served, ask.previous_tag);
@@ -170,6 +164,40 @@ pub(super) fn promote(
     }
 }
 
+/// The decision when the proofs asked for are not shown (None: shown, or none asked): read the
+/// evidence first, wait for the PipelineRun to list the run, or `Unverified` with all that is
+/// missing.
+fn proven(ask: &Ask, fetched: &Fetched, digest: &str, served_now: &str) -> Option<Decision> {
+    let first = ask.proofs.first()?;
+    let Some(evidence) = &fetched.evidence else {
+        return Some(Decision::NeedEvidence);
+    };
+    let missing = match proof::standing(evidence, ask.run_name) {
+        Standing::NotListedYet(why) => return Some(Decision::Wait(why)),
+        Standing::Outside(why) => format!("{}, but {why}", first.asks()),
+        Standing::Child => {
+            let missing: Vec<String> = (ask.proofs.iter())
+                .filter_map(|p| {
+                    let why = proof::verify(p, evidence, digest).err()?;
+                    Some(format!("{}: {why}", p.asks()))
+                })
+                .collect();
+            if missing.is_empty() {
+                return None;
+            }
+            missing.join("; ")
+        }
+    };
+    let served = &ask.target.served_tag;
+    Some(Decision::Final(Outcome::failed(
+        reason::UNVERIFIED,
+        format!(
+            "nothing proves that {digest} was validated: {missing}; {served} keeps {}",
+            display(served_now)
+        ),
+    )))
+}
+
 /// What the checks say about the candidate.
 enum Checked {
     /// All configured checks passed (none configured: no outcomes).
@@ -185,7 +213,7 @@ fn run_checks(
     now: chrono::DateTime<chrono::Utc>,
     digest: &str,
 ) -> Checked {
-    if ask.checks.is_empty() {
+    if ask.checks.iter().all(ParsedChecks::is_empty) {
         return Checked::Passed(Vec::new());
     }
     let t = ask.target;
@@ -195,7 +223,9 @@ fn run_checks(
             digest: digest.to_string(),
         });
     };
-    let done = checks::evaluate(ask.checks, facts, now);
+    let done: Vec<CheckOutcome> = (ask.checks.iter())
+        .flat_map(|set| checks::evaluate(set, facts, now))
+        .collect();
     if checks::all_passed(&done) {
         return Checked::Passed(done);
     }
@@ -216,31 +246,46 @@ fn run_checks(
 }
 
 /// `rollback`: points the served tag back at the digest given, else the one it served before
-/// (its annotation, the previous tag, its history), and records the digest it leaves.
+/// (its annotation, the previous tag), and records the digest it leaves. It returns only to a
+/// digest the gate served on the tag, and never to one rolled back unless that is allowed.
 pub(super) fn rollback(ask: &Ask, is: &ImageStream) -> Decision {
     let t = ask.target;
     let served = t.served_tag.as_str();
     let served_now = current_digest(is, served).unwrap_or_default().to_string();
-    let kept = kept_previous(is, ask.previous_tag);
+    let kept = kept_previous(is, ask.previous_tag, served);
     let to = t
         .digest
         .clone()
         .or_else(|| served_annotations(is, served).remove(annotation::PREVIOUS_DIGEST))
-        .or_else(|| kept.map(str::to_string))
-        .or_else(|| previous_in_history(is, served, &served_now));
+        .or_else(|| kept.map(str::to_string));
     let Some(to) = to.filter(|d| !d.is_empty()) else {
         return Decision::Final(Outcome::failed(
             reason::INVALID_PARAMS,
             format!("{served} has no previous digest to roll back to; give the digest param"),
         ));
     };
-    // The previous tag holds only what the served tag served before a promotion.
-    if !served_before(is, served, &to) && kept != Some(to.as_str()) {
+    let keeps = format!("{served} keeps {}", display(&served_now));
+    if !gate_served(is, served, ask.previous_tag).contains(&to) {
         return Decision::Final(Outcome::failed(
-            reason::INVALID_PARAMS,
+            reason::NOT_SERVED_BY_GATE,
             format!(
-                "{to} is not in the history of {}:{served} nor kept in {}; a rollback returns only to a digest the served tag served before",
-                t.imagestream, ask.previous_tag
+                "{to} was never served by the gate on {}:{served} (it lists what it served in \
+                 {}); a rollback returns only to a digest the gate promoted, or to the one served \
+                 before its first promotion; {keeps}",
+                t.imagestream,
+                annotation::PROMOTED_DIGESTS
+            ),
+        ));
+    }
+    let rolled = rolled_back(is, served);
+    let was_rolled_back = rolled.contains(&to);
+    if was_rolled_back && !ask.allow_rolled_back {
+        return Decision::Final(Outcome::failed(
+            reason::DIGEST_ROLLED_BACK,
+            format!(
+                "{to} was rolled back from {served} ({} lists it); a rollback serves it again only \
+                 where the ImagePromotion that governs the stream sets allowRolledBack; {keeps}",
+                annotation::ROLLED_BACK_DIGESTS
             ),
         ));
     }
@@ -257,9 +302,16 @@ pub(super) fn rollback(ask: &Ask, is: &ImageStream) -> Decision {
         (annotation::MESSAGE, Some(message.clone())),
         (annotation::CUSTOMRUN, Some(ask.run_name.to_string())),
     ];
+    let rolled = if was_rolled_back {
+        without_rolled_back(&rolled, &to).map(|rest| rest.split(',').map(str::to_string).collect())
+    } else {
+        Some(rolled)
+    };
     if !served_now.is_empty() {
-        let rolled = with_rolled_back(&rolled_back(is, served), &served_now);
+        let rolled = with_rolled_back(&rolled.unwrap_or_default(), &served_now);
         marks.push((annotation::ROLLED_BACK_DIGESTS, Some(rolled)));
+    } else if was_rolled_back {
+        marks.push((annotation::ROLLED_BACK_DIGESTS, rolled.map(|r| r.join(","))));
     }
     Decision::Write {
         patch: patch(is, served, &marks, Some(pin(ask, is, &to))),

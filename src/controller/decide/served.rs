@@ -27,32 +27,6 @@ pub(super) fn served_annotations(is: &ImageStream, served: &str) -> BTreeMap<Str
         .unwrap_or_default()
 }
 
-/// Whether the served tag has served `digest` before (a rollback only returns to those: a
-/// digest that was only ever a candidate was never validated for users).
-pub(super) fn served_before(is: &ImageStream, served: &str, digest: &str) -> bool {
-    is.status.as_ref().is_some_and(|s| {
-        s.tags
-            .iter()
-            .filter(|t| t.tag == served)
-            .any(|t| t.items.iter().flatten().any(|e| e.digest() == Some(digest)))
-    })
-}
-
-/// The digest the served tag pointed at before its current one.
-pub(super) fn previous_in_history(is: &ImageStream, served: &str, current: &str) -> Option<String> {
-    is.status
-        .as_ref()?
-        .tags
-        .iter()
-        .find(|t| t.tag == served)?
-        .items
-        .iter()
-        .flatten()
-        .filter_map(|e| e.digest())
-        .find(|d| *d != current)
-        .map(str::to_string)
-}
-
 /// The pull spec of `digest`, from the candidate tag's history first (that is the reference
 /// the scheduled import resolved), else from any tag's.
 pub(super) fn reference_of(is: &ImageStream, candidate: &str, digest: &str) -> Option<String> {

@@ -254,15 +254,16 @@ fn the_proof_needs_a_pipeline_and_its_tasks_with_valid_names() {
             &spec,
         )
     };
-    assert_eq!(with(None, &[]).unwrap().proof, None);
+    assert_eq!(with(None, &[]).unwrap().proofs, vec![]);
     assert_eq!(
         with(Some("imagegate-promote"), &["validate", "scan"])
             .unwrap()
-            .proof,
-        Some(Proof {
+            .proofs,
+        vec![Proof {
             pipeline: "imagegate-promote".into(),
             tasks: vec!["validate".into(), "scan".into()],
-        })
+            asked_by: SPEC_ASKS.into(),
+        }]
     );
     for (pipeline, tasks, want) in [
         (

@@ -1,6 +1,6 @@
-//! Reads the [`Evidence`] of a run: the PipelineRun that owns it (by its owner reference, whose
-//! uid must still match, else by the `tekton.dev/pipelineRun` label), then each TaskRun the
-//! PipelineRun lists for a required task. Only `get`s, in the run's namespace; a 404 is
+//! Reads the [`Evidence`] of a run: the PipelineRun that controls it (by its owner reference,
+//! whose uid must still match; a label proves nothing), then each TaskRun the PipelineRun lists
+//! for a task of any proof asked for. Only `get`s, in the run's namespace; a 404 is
 //! evidence (something is missing), any other failure an API error to retry.
 
 use kube::ResourceExt;
@@ -15,7 +15,7 @@ use super::{Evidence, Proof};
 pub async fn read(
     client: &kube::Client,
     run: &CustomRun,
-    proof: &Proof,
+    proofs: &[Proof],
 ) -> Result<Evidence, Error> {
     let Some((name, uid)) = run.pipeline_run() else {
         return Ok(Evidence::NoPipelineRun);
@@ -33,12 +33,15 @@ pub async fn read(
             });
         }
     };
-    if uid.is_some() && pipeline_run.metadata.uid != uid {
+    if pipeline_run.metadata.uid.as_deref() != Some(uid.as_str()) {
         return Ok(Evidence::PipelineRunGone { name });
     }
     let task_runs_api: Api<TaskRun> = Api::namespaced(client.clone(), &namespace);
     let mut task_runs = Vec::new();
-    for task in &proof.tasks {
+    let mut tasks: Vec<&String> = proofs.iter().flat_map(|p| &p.tasks).collect();
+    tasks.sort();
+    tasks.dedup();
+    for task in tasks {
         for child in pipeline_run.task_runs_of(task) {
             let read = match task_runs_api.get_opt(child).await {
                 Ok(found) => found,

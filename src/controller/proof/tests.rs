@@ -11,6 +11,7 @@ fn proof() -> Proof {
     Proof {
         pipeline: "imagegate-promote".into(),
         tasks: vec!["validate".into()],
+        asked_by: "ImagePromotion \"notebooks\" asks".into(),
     }
 }
 
@@ -142,6 +143,7 @@ fn every_problem_is_reported_together() {
     let two = Proof {
         pipeline: "imagegate-promote".into(),
         tasks: vec!["validate".into(), "scan".into()],
+        asked_by: "ImagePromotion \"notebooks\" asks".into(),
     };
     let evidence = found(
         json!({"pipelineRef": {"name": "other"}}),

@@ -46,17 +46,23 @@ fn a_customrun_the_pipeline_created_belongs_to_its_pipelinerun() {
         run.pipeline_run(),
         Some((
             "promote-nb-x7k2p".to_string(),
-            Some("6f1d2b7a-93c4-4e0b-8a5f-0c9e3d2b1a77".to_string())
+            "6f1d2b7a-93c4-4e0b-8a5f-0c9e3d2b1a77".to_string()
         ))
     );
-    // Without the owner reference, the label names it (with no uid to compare).
+    // The label alone names no PipelineRun: anyone who creates a CustomRun writes its labels.
     let mut labelled = run.clone();
     labelled.metadata.owner_references = None;
-    assert_eq!(
-        labelled.pipeline_run(),
-        Some(("promote-nb-x7k2p".to_string(), None))
+    assert!(
+        labelled
+            .metadata
+            .labels
+            .as_ref()
+            .unwrap()
+            .contains_key("tekton.dev/pipelineRun")
     );
-    let mut alone = labelled;
-    alone.metadata.labels = None;
-    assert_eq!(alone.pipeline_run(), None);
+    assert_eq!(labelled.pipeline_run(), None);
+    // Nor does an owner reference without a uid.
+    let mut no_uid = run.clone();
+    no_uid.metadata.owner_references.as_mut().unwrap()[0].uid = String::new();
+    assert_eq!(no_uid.pipeline_run(), None);
 }

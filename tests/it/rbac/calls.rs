@@ -177,9 +177,10 @@ async fn the_shipped_promoter_role_lets_the_pipelines_account_promote_and_no_oth
     let pipeline = "system:serviceaccount:notebooks:imagegate-pipeline";
     assert!(may_promote(&emu, pipeline, "notebooks", Some("notebooks")).await);
     assert!(
-        may_promote(&emu, pipeline, "notebooks", None).await,
-        "an inline spec: every ImagePromotion of its namespace"
+        !may_promote(&emu, pipeline, "notebooks", None).await,
+        "not every ImagePromotion of its namespace: one someone adds is not covered"
     );
+    assert!(!may_promote(&emu, pipeline, "notebooks", Some("added-later")).await);
     assert!(!may_promote(&emu, pipeline, "other", Some("notebooks")).await);
     for other in [
         "system:serviceaccount:notebooks:default",

@@ -424,6 +424,7 @@ async fn the_controller_makes_only_the_calls_config_grants_and_uses_every_grant(
         serde_json::from_value(pr.child_metadata("promote")["metadata"].clone()).unwrap();
     promote.metadata.owner_references = owned.owner_references;
     promote.metadata.labels = owned.labels;
+    pr.list_custom_run("promote-b", "promote").await;
     assert_eq!(
         run_to_end(&runs, &controller, promote).await,
         ("True".into(), "Promoted".into())

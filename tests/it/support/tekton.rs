@@ -66,6 +66,55 @@ impl PipelineRunStandIn {
         }})
     }
 
+    /// Lists the CustomRun `name` of pipeline task `task` among the PipelineRun's children, as
+    /// the pipeline controller does right after it creates it.
+    pub async fn list_custom_run(&mut self, name: &str, task: &str) {
+        self.children.push(json!({
+            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun", "name": name, "pipelineTaskName": task
+        }));
+        self.write_children().await;
+    }
+
+    /// Ends the PipelineRun: its `Succeeded` condition is `True` or `False`.
+    pub async fn finish(&self, succeeded: bool) {
+        let (status, reason) = if succeeded {
+            ("True", "Succeeded")
+        } else {
+            ("False", "Failed")
+        };
+        let condition = json!({"status": {"conditions": [{
+            "type": "Succeeded", "status": status, "reason": reason, "message": "Tasks Completed: 3"
+        }], "completionTime": "2026-12-01T00:00:00Z"}});
+        self.pipeline_runs()
+            .patch_status(
+                &self.name,
+                &PatchParams::default(),
+                &Patch::Merge(&condition),
+            )
+            .await
+            .unwrap();
+    }
+
+    fn pipeline_runs(&self) -> Api<DynamicObject> {
+        Api::namespaced_with(
+            self.client.clone(),
+            &self.namespace,
+            &resource("PipelineRun", "pipelineruns"),
+        )
+    }
+
+    async fn write_children(&self) {
+        let children = json!({"status": {"childReferences": self.children}});
+        self.pipeline_runs()
+            .patch_status(
+                &self.name,
+                &PatchParams::default(),
+                &Patch::Merge(&children),
+            )
+            .await
+            .unwrap();
+    }
+
     /// Creates the TaskRun `<pr>-<task>` of pipeline task `task` with the param `image`
     /// (None: no such param), finished with `Succeeded` = `succeeded`, and lists it among the
     /// PipelineRun's children. Returns its name.
@@ -103,20 +152,7 @@ impl PipelineRunStandIn {
         self.children.push(json!({
             "apiVersion": "tekton.dev/v1", "kind": "TaskRun", "name": name, "pipelineTaskName": task
         }));
-        let pipeline_runs: Api<DynamicObject> = Api::namespaced_with(
-            self.client.clone(),
-            &self.namespace,
-            &resource("PipelineRun", "pipelineruns"),
-        );
-        let children = json!({"status": {"childReferences": self.children}});
-        pipeline_runs
-            .patch_status(
-                &self.name,
-                &PatchParams::default(),
-                &Patch::Merge(&children),
-            )
-            .await
-            .unwrap();
+        self.write_children().await;
         name
     }
 }

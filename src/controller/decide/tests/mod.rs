@@ -50,8 +50,8 @@ fn ask<'a>(t: &'a Target, status: &'a str, checks: &'a ParsedChecks) -> Ask<'a> 
             "" => Validation::Missing,
             _ => Validation::Failed,
         },
-        checks,
-        proof: None,
+        checks: std::slice::from_ref(checks),
+        proofs: &[],
         previous_tag: "latest-previous",
         allow_rolled_back: false,
         promote_as: PromoteAs::ImageStreamImage,
@@ -308,13 +308,17 @@ fn rollback_returns_to_the_previous_digest() {
 }
 
 #[test]
-fn rollback_to_a_digest_outside_the_history_is_refused() {
-    let is = stream(B, B, json!(null));
+fn rollback_to_a_digest_the_gate_never_served_is_refused() {
+    let is = stream(
+        B,
+        B,
+        json!({annotation::PROMOTED_DIGESTS: format!("{A},{B}")}),
+    );
     let unknown = "sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd";
     let t = target(Action::Rollback, Some(unknown));
     let checks = no_checks();
     match decide(&ask(&t, "", &checks), &is, &nothing(), now()) {
-        Decision::Final(o) => assert_eq!(o.reason, reason::INVALID_PARAMS),
+        Decision::Final(o) => assert_eq!(o.reason, reason::NOT_SERVED_BY_GATE),
         other => panic!("{other:?}"),
     }
 }
@@ -331,18 +335,77 @@ fn begin_for_a_digest_already_served_leaves_no_validating_mark() {
 }
 
 #[test]
-fn rollback_only_returns_to_a_digest_the_served_tag_served() {
-    // C is only in no history; A is in both; B only in the candidate's.
-    let is = stream(B, A, json!(null));
+fn rollback_only_returns_to_a_digest_the_gate_served_not_to_the_tags_history() {
+    // A is in the served tag's history (anyone with `oc tag` writes that), but the gate served
+    // only C and B; B is only in the candidate's history.
+    let served = json!({annotation::PROMOTED_DIGESTS: format!("{C},{B}")});
+    let is = stream(B, B, served);
     let checks = no_checks();
-    let only_candidate = target(Action::Rollback, Some(B));
-    match decide(&ask(&only_candidate, "", &checks), &is, &nothing(), now()) {
-        Decision::Final(o) => {
-            assert_eq!(o.reason, reason::INVALID_PARAMS);
-            assert!(o.message.contains("served before"), "{}", o.message);
+    for digest in [
+        A,
+        "sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd",
+    ] {
+        let t = target(Action::Rollback, Some(digest));
+        match decide(&ask(&t, "", &checks), &is, &nothing(), now()) {
+            Decision::Final(o) => {
+                assert_eq!(o.reason, reason::NOT_SERVED_BY_GATE);
+                assert_eq!(
+                    o.message,
+                    format!(
+                        "{digest} was never served by the gate on nb:latest (it lists what it \
+                         served in imagegate.dev/promoted-digests); a rollback returns only to a \
+                         digest the gate promoted, or to the one served before its first \
+                         promotion; latest keeps {B}"
+                    )
+                );
+            }
+            other => panic!("{other:?}"),
         }
-        other => panic!("{other:?}"),
     }
+    let t = target(Action::Rollback, Some(C));
+    assert_eq!(
+        written(&decide(&ask(&t, "", &checks), &is, &nothing(), now()))
+            .1
+            .reason,
+        reason::ROLLED_BACK
+    );
+    // With no list (a tag promoted before the gate kept one), its last way back counts.
+    let legacy = stream(B, B, json!({annotation::PREVIOUS_DIGEST: A}));
+    let t = target(Action::Rollback, Some(A));
+    assert_eq!(
+        written(&decide(&ask(&t, "", &checks), &legacy, &nothing(), now()))
+            .1
+            .reason,
+        reason::ROLLED_BACK
+    );
+    let t = target(Action::Rollback, Some(C));
+    assert!(
+        matches!(decide(&ask(&t, "", &checks), &legacy, &nothing(), now()),
+        Decision::Final(o) if o.reason == reason::NOT_SERVED_BY_GATE)
+    );
+}
+
+#[test]
+fn a_promotion_records_what_the_gate_served_starting_with_the_digest_before_it() {
+    let checks = no_checks();
+    let t = target(Action::Promote, Some(B));
+    let first = stream(B, A, json!(null));
+    let d = decide(&ask(&t, "Succeeded", &checks), &first, &nothing(), now());
+    assert_eq!(
+        written(&d).0["spec"]["tags"][0]["annotations"][annotation::PROMOTED_DIGESTS],
+        format!("{A},{B}")
+    );
+    let many: Vec<String> = (0..PROMOTED_KEPT)
+        .map(|i| format!("sha256:{i:064}"))
+        .collect();
+    let full = stream(B, A, json!({annotation::PROMOTED_DIGESTS: many.join(",")}));
+    let d = decide(&ask(&t, "Succeeded", &checks), &full, &nothing(), now());
+    let list = written(&d).0["spec"]["tags"][0]["annotations"][annotation::PROMOTED_DIGESTS]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(list.split(',').count(), PROMOTED_KEPT, "bounded");
+    assert!(list.ends_with(B) && !list.contains(&many[0]), "{list}");
 }
 
 #[test]

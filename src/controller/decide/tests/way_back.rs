@@ -102,6 +102,14 @@ fn a_rollback_after_the_history_was_pruned_returns_to_the_previous_tag() {
     kept.tag = "latest-previous".into();
     kept.items.as_mut().unwrap()[0].image = A.into();
     status.tags.push(kept);
+    let mut previous = is.spec.tags[1].clone();
+    previous.name = "latest-previous".into();
+    previous.annotations = Some(
+        [(annotation::PREVIOUS_OF.to_string(), "latest".to_string())]
+            .into_iter()
+            .collect(),
+    );
+    is.spec.tags.push(previous.clone());
     let t = target(Action::Rollback, None);
     let checks = no_checks();
     let d = decide(&ask(&t, "", &checks), &is, &nothing(), now());
@@ -111,6 +119,13 @@ fn a_rollback_after_the_history_was_pruned_returns_to_the_previous_tag() {
         (reason::ROLLED_BACK, A)
     );
     assert_eq!(patch["spec"]["tags"][0]["from"]["name"], format!("nb@{A}"));
+    // A previous tag the gate did not write for this served tag is no way back.
+    let mut foreign = is.clone();
+    foreign.spec.tags[2].annotations = None;
+    match decide(&ask(&t, "", &checks), &foreign, &nothing(), now()) {
+        Decision::Final(o) => assert_eq!(o.reason, reason::INVALID_PARAMS),
+        other => panic!("{other:?}"),
+    }
     // Without the previous tag, nothing is left to return to.
     let mut bare = is.clone();
     bare.status.as_mut().unwrap().tags.pop();
@@ -118,4 +133,40 @@ fn a_rollback_after_the_history_was_pruned_returns_to_the_previous_tag() {
         Decision::Final(o) => assert_eq!(o.reason, reason::INVALID_PARAMS),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_rollback_to_a_rolled_back_digest_is_refused_unless_the_policy_allows_it() {
+    // B was promoted, then rolled back to A: B is listed as rolled back.
+    let served = json!({
+        annotation::PROMOTED_DIGESTS: format!("{A},{B}"),
+        annotation::PREVIOUS_DIGEST: B,
+        annotation::ROLLED_BACK_DIGESTS: B,
+    });
+    let is = stream(B, A, served);
+    let checks = no_checks();
+    // Named, or the default target (the digest the last rollback left): refused.
+    for t in [
+        target(Action::Rollback, Some(B)),
+        target(Action::Rollback, None),
+    ] {
+        match decide(&ask(&t, "", &checks), &is, &nothing(), now()) {
+            Decision::Final(o) => {
+                assert_eq!(o.reason, reason::DIGEST_ROLLED_BACK);
+                assert!(o.message.contains("allowRolledBack"), "{}", o.message);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let t = target(Action::Rollback, Some(B));
+    let mut allowed = ask(&t, "", &checks);
+    allowed.allow_rolled_back = true;
+    let d = decide(&allowed, &is, &nothing(), now());
+    let (patch, outcome) = written(&d);
+    assert_eq!(outcome.reason, reason::ROLLED_BACK);
+    assert_eq!(
+        patch["spec"]["tags"][0]["annotations"][annotation::ROLLED_BACK_DIGESTS],
+        A,
+        "B is served again on purpose; A is the digest left"
+    );
 }

@@ -109,7 +109,7 @@ const STREAM: &str = "/apis/image.openshift.io/v1/namespaces/ds/imagestreams/nb"
 /// The candidate's ImageStreamImage in `ds` (the digest [`digest`]`('b')`).
 const IMAGE: &str = "/apis/image.openshift.io/v1/namespaces/ds/imagestreamimages/nb@sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 const RUN_STATUS: &str = "/apis/tekton.dev/v1beta1/namespaces/ds/customruns/promote/status";
-const PROMOTION: &str = "/apis/imagegate.dev/v1alpha1/namespaces/ds/imagepromotions/notebooks";
+const PROMOTIONS: &str = "/apis/imagegate.dev/v1alpha1/namespaces/ds/imagepromotions";
 const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/ds/events";
 const EVENT: &str = "/apis/events.k8s.io/v1/namespaces/ds/events/promote.1";
 const REVIEWS: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
@@ -181,8 +181,8 @@ pub fn rows() -> Vec<Row> {
         row(
             RUNS,
             ("imagegate.dev", "imagepromotions", &[]),
-            "get",
-            ("GET", PROMOTION),
+            "list",
+            ("GET", PROMOTIONS),
         ),
         row(RUNS, STREAMS, "get", ("GET", STREAM)),
         row(RUNS, STREAMS, "list", ("GET", all_streams)),
