@@ -72,7 +72,8 @@ pub async fn play(w: &World) -> anyhow::Result<(Vec<Expect>, usize)> {
 
     played += 1;
     w.timeline.heading(
-        "3. A new build of jupyter-trustyai-notebook fails the smoke test: the pipeline rejects it",
+        "3. A new build of jupyter-trustyai-notebook fails the smoke test: the pipeline rejects it; \
+         a hand-made run claiming it passed is refused",
     );
     let trusty_new = digest('9');
     w.smoke.plan(
@@ -86,6 +87,7 @@ pub async fn play(w: &World) -> anyhow::Result<(Vec<Expect>, usize)> {
         served: digest('8'),
         phase: "UpdateFailed",
     });
+    walk_around(w, "jupyter-trustyai-notebook", &trusty_new).await?;
 
     played += 1;
     w.timeline.heading(
@@ -147,6 +149,84 @@ pub async fn play(w: &World) -> anyhow::Result<(Vec<Expect>, usize)> {
     played += 1;
     forbidden(w).await?;
     Ok((expect, played))
+}
+
+/// The name of the hand-made CustomRun of scenario 3 ([`walk_around_run`]).
+pub const WALK_AROUND: &str = "by-hand-inline";
+
+/// What someone who may create CustomRuns in the namespace makes to walk around the gate right
+/// after a build failed validation: a CustomRun with an inline spec that asks for nothing
+/// (`spec: {}`), as the pipeline's own service account, claiming the rejected `digest` of
+/// `stream` succeeded. The ImagePromotion `notebooks` governs every stream of the namespace, so
+/// the run is held to its proof, which no hand-made run can give: `Unverified`, nothing written.
+pub fn walk_around_run(stream: &str, digest: &str, service_account: &str) -> Value {
+    json!({
+        "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+        "metadata": {"name": WALK_AROUND, "namespace": NAMESPACE},
+        "spec": {
+            "customSpec": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion", "spec": {}},
+            "serviceAccountName": service_account,
+            "params": [
+                {"name": "imagestream", "value": stream},
+                {"name": "digest", "value": digest},
+                {"name": "action", "value": "promote"},
+                {"name": "validation-status", "value": "Succeeded"},
+            ],
+        },
+    })
+}
+
+/// The timeline's line for creating [`walk_around_run`].
+pub fn walk_around_line(stream: &str, digest: &str, service_account: &str) -> String {
+    format!(
+        "create CustomRun {WALK_AROUND} as {service_account}: an inline spec that asks for nothing \
+         and validation-status Succeeded, to promote {stream}@{}, which was just rejected",
+        crate::timeline::short_digest(digest)
+    )
+}
+
+/// Fails unless the hand-made run ended `Unverified` (the governing ImagePromotion's proof).
+pub fn walk_around_refused(reason: &str, message: &str) -> anyhow::Result<()> {
+    if reason == "Unverified" && message.contains("ImagePromotion \"notebooks\" governs") {
+        Ok(())
+    } else {
+        bail!(
+            "the hand-made inline run should have been refused Unverified, not {reason}: {message}"
+        )
+    }
+}
+
+/// 3, after the rejection: the hand-made inline run of [`walk_around_run`], created through the
+/// API as kubectl would.
+async fn walk_around(w: &World, stream: &str, digest: &str) -> anyhow::Result<()> {
+    let template = w.files.single("TriggerTemplate")?;
+    let account = str_at(
+        template,
+        "/spec/resourcetemplates/0/spec/taskRunTemplate/serviceAccountName",
+    )?;
+    let run: imagegate::api::CustomRun =
+        serde_json::from_value(walk_around_run(stream, digest, account))?;
+    let runs: kube::Api<imagegate::api::CustomRun> =
+        kube::Api::namespaced(w.admin.clone(), NAMESPACE);
+    runs.create(&kube::api::PostParams::default(), &run).await?;
+    w.timeline
+        .line("kubectl", walk_around_line(stream, digest, account));
+    let done = kube::runtime::wait::await_condition(
+        runs,
+        WALK_AROUND,
+        |r: Option<&imagegate::api::CustomRun>| r.is_some_and(imagegate::api::CustomRun::is_done),
+    );
+    let finished = tokio::time::timeout(Duration::from_secs(20), done)
+        .await
+        .map_err(|_| anyhow!("CustomRun {WALK_AROUND} did not finish within 20 s"))??
+        .ok_or_else(|| anyhow!("CustomRun {WALK_AROUND} was deleted"))?;
+    let c = finished.succeeded_condition().cloned().unwrap_or_default();
+    let (reason, message) = (c.reason.unwrap_or_default(), c.message.unwrap_or_default());
+    w.timeline.line(
+        "controller",
+        format!("{WALK_AROUND}: FAILED ({reason}): {message}"),
+    );
+    walk_around_refused(&reason, &message)
 }
 
 /// 6: a PipelineRun of the promote Pipeline started by hand, without the TriggerTemplate's

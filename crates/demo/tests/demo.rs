@@ -142,6 +142,9 @@ fn the_demo_runs_every_scenario_and_ends_with_the_served_table() {
         "failed nonRootUser",
         // The smoke test failed, so the finally `reject` ran.
         "reject: FAILED (Rejected)",
+        // A hand-made inline run claiming the rejected build passed: held to notebooks' proof.
+        "by-hand-inline: FAILED (Unverified): nothing proves that",
+        "ImagePromotion \"notebooks\" governs jupyter-trustyai-notebook and asks for proof",
         // The candidate moved: the older digest was refused by the controller.
         "promote: FAILED (CandidateMoved)",
         "rollback: ok (RolledBack)",

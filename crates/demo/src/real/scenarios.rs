@@ -14,7 +14,7 @@ use super::observe::{finished, run_for, succeeded, task_of};
 use super::stages;
 use super::{NAMESPACE, World};
 use crate::digest;
-use crate::scenarios::Expect;
+use crate::scenarios::{self, Expect};
 use crate::timeline::short_digest;
 
 /// How long a scenario may take on a busy machine before the demo gives up on it.
@@ -71,7 +71,8 @@ pub async fn play(w: &mut World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
     ));
 
     w.timeline.heading(
-        "3. A new build of jupyter-trustyai-notebook fails the smoke test: the pipeline rejects it",
+        "3. A new build of jupyter-trustyai-notebook fails the smoke test: the pipeline rejects it; \
+         a hand-made run claiming it passed is refused",
     );
     let trusty_new = digest('9');
     // The smoke test of this build exits 127, as `jupyter: command not found` would.
@@ -89,6 +90,7 @@ pub async fn play(w: &mut World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
         digest('8'),
         "UpdateFailed",
     ));
+    walk_around(w, "jupyter-trustyai-notebook", &trusty_new).await?;
 
     w.timeline.heading(
         "4. jupyter-pytorch-notebook's candidate moves while a build is being validated: \
@@ -151,6 +153,36 @@ pub async fn play(w: &mut World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
 
     timings.push(super::knative::play(w, &mut expect).await?);
     Ok((expect, timings))
+}
+
+/// 3, after the rejection: the hand-made inline run of [`scenarios::walk_around_run`], created
+/// with kubectl as the pipeline's service account (`tekton/420`'s `taskRunTemplate`).
+async fn walk_around(w: &World, stream: &str, digest: &str) -> anyhow::Result<()> {
+    let account = "imagegate-pipeline";
+    let run = scenarios::walk_around_run(stream, digest, account);
+    w.cluster
+        .kubectl_in(&["create", "-n", NAMESPACE, "-f", "-"], &run.to_string())
+        .await?;
+    w.timeline.line(
+        "kubectl",
+        scenarios::walk_around_line(stream, digest, account),
+    );
+    let name = scenarios::WALK_AROUND;
+    let done = w
+        .observer
+        .wait(
+            &format!("the end of CustomRun {name}"),
+            "CustomRun",
+            LIMIT,
+            |c| c["metadata"]["name"] == name && finished(c),
+        )
+        .await?;
+    let (_, reason, message) = succeeded(&done).unwrap_or(("", "", ""));
+    w.timeline.line(
+        "controller",
+        format!("{name}: FAILED ({reason}): {message}"),
+    );
+    scenarios::walk_around_refused(reason, message)
 }
 
 /// 6: the promote Pipeline started by hand without the TriggerTemplate's `taskRunTemplate` runs
