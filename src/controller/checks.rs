@@ -51,6 +51,9 @@ pub struct ImageFacts {
     pub size_bytes: Option<u64>,
     /// The image config's `User`, if set.
     pub user: Option<String>,
+    /// When the image is an index (a manifest list, imported with `importMode:
+    /// PreserveOriginal`): each platform it holds, as `os/architecture[/variant]`, with its digest.
+    pub platforms: Vec<(String, String)>,
 }
 
 impl ImageFacts {
@@ -72,6 +75,18 @@ impl ImageFacts {
                 .and_then(|m| m.size)
                 .and_then(|s| u64::try_from(s).ok()),
             user: image.user().map(str::to_string),
+            platforms: image
+                .docker_image_manifests
+                .iter()
+                .map(|m| {
+                    let mut platform = format!("{}/{}", m.os, m.architecture);
+                    if let Some(v) = m.variant.as_deref().filter(|v| !v.is_empty()) {
+                        platform.push('/');
+                        platform.push_str(v);
+                    }
+                    (platform, m.digest.clone())
+                })
+                .collect(),
         }
     }
 }

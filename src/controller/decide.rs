@@ -133,7 +133,7 @@ pub fn decide(
         return Decision::Final(done);
     }
     let decision = match ask.target.action {
-        Action::Begin => actions::begin(ask, is),
+        Action::Begin => actions::begin(ask, is, fetched),
         Action::Promote => actions::promote(ask, is, fetched, now),
         Action::Reject => actions::reject(ask, is),
         Action::Rollback => actions::rollback(ask, is),

@@ -52,6 +52,9 @@ pub mod reason {
     /// A rollback to a digest the gate never served on the served tag (neither promoted by it
     /// nor served before its first promotion).
     pub const NOT_SERVED_BY_GATE: &str = "NotServedByGate";
+    /// The candidate is an image index (a manifest list): validation runs one platform, so the
+    /// others would be served unvalidated; the served tag is marked UpdateFailed.
+    pub const UNVALIDATED_PLATFORMS: &str = "UnvalidatedPlatforms";
     /// The ImageStream does not exist (a missing named ImagePromotion is `InvalidParams`).
     pub const IMAGESTREAM_NOT_FOUND: &str = "ImageStreamNotFound";
     /// `spec.status: RunCancelled` (Tekton's exact reason, which PipelineRuns classify).

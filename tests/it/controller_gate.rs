@@ -384,3 +384,62 @@ async fn a_rollback_returns_only_to_a_digest_the_gate_served_and_never_to_one_ro
     let (from, _) = served(&s.stream().await);
     assert_eq!(from, format!("nb@{A}"));
 }
+
+/// Makes the Image of `digest` an OCI index of two platforms, as the real image API records a
+/// candidate imported with `importMode: PreserveOriginal`
+/// (tests/fixtures/real-openshift_ml_isimage-index.json): sub-manifests, no config metadata.
+async fn make_index(s: &Setup, digest: &str) {
+    let images: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+        s.client.clone(),
+        &kube::api::ApiResource {
+            group: "image.openshift.io".into(),
+            version: "v1".into(),
+            api_version: "image.openshift.io/v1".into(),
+            kind: "Image".into(),
+            plural: "images".into(),
+        },
+    );
+    let sub = |arch: &str, d: char| {
+        json!({"architecture": arch, "os": "linux", "digest": format!("sha256:{}", d.to_string().repeat(64)),
+               "manifestSize": 401, "mediaType": "application/vnd.oci.image.manifest.v1+json"})
+    };
+    let index = json!({
+        "dockerImageManifestMediaType": "application/vnd.oci.image.index.v1+json",
+        "dockerImageManifests": [sub("amd64", 'e'), sub("arm64", 'f')],
+        "dockerImageMetadata": null,
+    });
+    images
+        .patch(digest, &PatchParams::default(), &Patch::Merge(index))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_image_index_is_refused_at_begin_and_the_served_tag_keeps_its_image() {
+    let s = Setup::new().await;
+    make_index(&s, B).await;
+    let before = s.served_tag().await;
+    s.create_run(
+        "begin-b",
+        &[("imagestream", "nb"), ("digest", B), ("action", "begin")],
+        json!({}),
+    )
+    .await;
+    assert_refused(
+        &s,
+        &[(
+            "begin-b",
+            "UnvalidatedPlatforms",
+            "is an image index of 2 platforms (linux/amd64, linux/arm64); a validation runs on one of them",
+        )],
+    )
+    .await;
+    let after = s.served_tag().await;
+    assert_eq!(after.from, before.from, "the served tag keeps its image");
+    let (_, annotations) = served(&s.stream().await);
+    assert_eq!(annotations["imagegate.dev/phase"], "UpdateFailed");
+    // A promote of it, validated or not, is refused the same way.
+    s.create_run("promote-b", VALIDATED_B, json!({})).await;
+    assert_refused(&s, &[("promote-b", "UnvalidatedPlatforms", "linux/arm64")]).await;
+    assert_eq!(s.stream().await.current_digest("latest"), Some(A));
+}

@@ -148,10 +148,12 @@ async fn a_promotion_reads_writes_and_finishes_in_the_fixed_order() {
             "create subjectaccessreviews",
             "update customruns/status",
             "get imagestreams",
+            "get imagestreamimages",
             "patch imagestreams",
             "update customruns/status"
         ],
-        "the policy, may the run's account promote, start, read, the one write, finish"
+        "the policy, may the run's account promote, start, read the stream and the candidate \
+         (one image, not an index), the one write, finish"
     );
     let run = h.get().await;
     assert_eq!(condition(&run), ("True".into(), "Promoted".into()));

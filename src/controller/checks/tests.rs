@@ -38,6 +38,7 @@ fn facts() -> ImageFacts {
         created: Some(at("2026-10-01T00:00:00Z")),
         size_bytes: Some(300 << 20),
         user: Some("1001".into()),
+        platforms: Vec::new(),
     }
 }
 
@@ -76,7 +77,33 @@ fn facts_from_the_docker_hub_python_image_have_no_user_and_no_labels() {
             created: Some(at("2021-12-03T01:53:41Z")),
             size_bytes: Some(347_487_141),
             user: None,
+            platforms: Vec::new(),
         }
+    );
+}
+
+#[test]
+fn an_image_index_the_real_image_api_imported_names_each_platform_and_has_no_config() {
+    let image = fixture("real-openshift_ml_isimage-index.json");
+    let facts = ImageFacts::from_image("127.0.0.1:5000/ml@sha256:8a8c", &image);
+    assert_eq!(
+        facts.platforms,
+        vec![
+            (
+                "linux/amd64".to_string(),
+                "sha256:e64d140c1525b1aa24b1c9971415dd1856d5c5aa272712f7c02f31181fee3c0c"
+                    .to_string()
+            ),
+            (
+                "linux/arm64".to_string(),
+                "sha256:84b49d25e5d3cc3e4fd029ee89008df4659ab815eacf719a2654274b5743bc5d"
+                    .to_string()
+            ),
+        ]
+    );
+    assert_eq!(
+        (facts.architecture, facts.user, facts.size_bytes),
+        (None, None, None)
     );
 }
 

@@ -21,7 +21,7 @@ use super::way_back::{
 use super::{Ask, Decision, Fetched, annotation};
 
 /// `begin`: marks the served tag `Validating` for the candidate, which it keeps serving.
-pub(super) fn begin(ask: &Ask, is: &ImageStream) -> Decision {
+pub(super) fn begin(ask: &Ask, is: &ImageStream, fetched: &Fetched) -> Decision {
     let t = ask.target;
     let served = t.served_tag.as_str();
     let served_now = current_digest(is, served).unwrap_or_default().to_string();
@@ -32,6 +32,10 @@ pub(super) fn begin(ask: &Ask, is: &ImageStream) -> Decision {
     if served_now == digest {
         // Nothing to validate for users: leave no Validating mark a promote would not clear.
         return already_serving(is, served, &digest, phase::PROMOTED, vec![]);
+    }
+    // Fail fast: an index would be refused at promote after the whole validation.
+    if let Some(refused) = one_platform(ask, is, fetched, &digest) {
+        return refused;
     }
     let marks = [
         (annotation::PHASE, Some(phase::VALIDATING.to_string())),
@@ -115,6 +119,9 @@ pub(super) fn promote(
     if let Some(decided) = proven(ask, fetched, &digest, &served_now) {
         return decided;
     }
+    if let Some(refused) = one_platform(ask, is, fetched, &digest) {
+        return refused;
+    }
     let checks_done = match run_checks(ask, is, fetched.image.as_ref(), now, &digest) {
         Checked::Passed(outcomes) => outcomes,
         Checked::Decided(decision) => return decision,
@@ -196,6 +203,35 @@ fn proven(ask: &Ask, fetched: &Fetched, digest: &str, served_now: &str) -> Optio
             display(served_now)
         ),
     )))
+}
+
+/// The decision when the candidate is an image index (None: one image): a validation runs on
+/// one platform, so promoting an index would serve every other platform unvalidated. Its
+/// metadata is asked for first when it was not read.
+fn one_platform(ask: &Ask, is: &ImageStream, fetched: &Fetched, digest: &str) -> Option<Decision> {
+    let t = ask.target;
+    let Some(facts) = &fetched.image else {
+        return Some(Decision::NeedImage {
+            reference: reference_of(is, &t.candidate_tag, digest).unwrap_or_default(),
+            digest: digest.to_string(),
+        });
+    };
+    if facts.platforms.is_empty() {
+        return None;
+    }
+    let platforms: Vec<&str> = facts.platforms.iter().map(|(p, _)| p.as_str()).collect();
+    let served_now = current_digest(is, &t.served_tag).unwrap_or_default();
+    let message = format!(
+        "{digest} is an image index of {} platforms ({}); a validation runs on one of them, so \
+         promoting it would serve the others unvalidated; import the candidate tag with \
+         importMode: Legacy (one platform); {} keeps {}",
+        platforms.len(),
+        platforms.join(", "),
+        t.served_tag,
+        display(served_now)
+    );
+    let why = reason::UNVALIDATED_PLATFORMS;
+    Some(mark_failed(is, ask, digest, why, message, vec![]))
 }
 
 /// What the checks say about the candidate.

@@ -59,7 +59,16 @@ fn ask<'a>(t: &'a Target, status: &'a str, checks: &'a ParsedChecks) -> Ask<'a> 
     }
 }
 
+/// What the decisions read before they decide: the candidate's image (one platform).
 fn nothing() -> Fetched {
+    Fetched {
+        image: Some(ImageFacts::default()),
+        ..Fetched::default()
+    }
+}
+
+/// Nothing read yet.
+fn unread() -> Fetched {
     Fetched::default()
 }
 
@@ -205,7 +214,7 @@ fn checks_need_the_image_then_a_failing_check_marks_update_failed() {
     }
     .parse()
     .unwrap();
-    match decide(&ask(&t, "Succeeded", &checks), &is, &nothing(), now()) {
+    match decide(&ask(&t, "Succeeded", &checks), &is, &unread(), now()) {
         Decision::NeedImage { digest, reference } => {
             assert_eq!(digest, B);
             assert_eq!(reference, format!("quay.io/org/nb@{B}"));
@@ -536,4 +545,45 @@ fn begin_reports_the_candidate_by_digest_through_the_streams_repository() {
     );
     let again = landed(&ask(&t, "", &checks), &marked).unwrap();
     assert_eq!(again.image, format!("quay.io/org/nb@{B}"));
+}
+
+#[test]
+fn an_image_index_is_refused_at_begin_and_at_promote_and_marked_update_failed() {
+    let is = stream(B, A, json!(null));
+    let checks = no_checks();
+    let index = with_image(&ImageFacts {
+        reference: format!("quay.io/org/nb@{B}"),
+        platforms: vec![
+            ("linux/amd64".into(), C.into()),
+            ("linux/arm64/v8".into(), A.into()),
+        ],
+        ..ImageFacts::default()
+    });
+    for (action, status) in [(Action::Begin, ""), (Action::Promote, "Succeeded")] {
+        let t = target(action, Some(B));
+        let a = ask(&t, status, &checks);
+        // The image is read first, whatever the checks.
+        assert!(
+            matches!(decide(&a, &is, &unread(), now()), Decision::NeedImage { ref digest, .. } if digest == B),
+            "{action:?}"
+        );
+        let d = decide(&a, &is, &index, now());
+        let (patch, outcome) = written(&d);
+        assert_eq!(
+            (outcome.reason, outcome.succeeded),
+            (reason::UNVALIDATED_PLATFORMS, false),
+            "{action:?}"
+        );
+        assert_eq!(
+            outcome.message,
+            format!(
+                "{B} is an image index of 2 platforms (linux/amd64, linux/arm64/v8); a validation \
+                 runs on one of them, so promoting it would serve the others unvalidated; import \
+                 the candidate tag with importMode: Legacy (one platform); latest keeps {A}"
+            )
+        );
+        let tag = &patch["spec"]["tags"][0];
+        assert_eq!(tag["annotations"][annotation::PHASE], "UpdateFailed");
+        assert!(tag.get("from").is_none(), "the served tag keeps its image");
+    }
 }

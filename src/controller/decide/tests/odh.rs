@@ -87,7 +87,7 @@ fn a_promotion_asks_for_the_image_then_describes_it_on_the_served_tag() {
     let s = odh(r#"[{"name":"Python","version":"v3.12"}]"#);
     let a = with_odh(ask(&t, "Succeeded", &checks), &s);
     assert_eq!(
-        decide(&a, &is, &nothing(), now()),
+        decide(&a, &is, &unread(), now()),
         Decision::NeedImage {
             digest: B.into(),
             reference: format!("quay.io/org/nb@{B}")
@@ -301,7 +301,7 @@ fn a_rollback_describes_the_build_it_returns_to() {
     let (checks, s) = (no_checks(), odh(""));
     let a = with_odh(ask(&t, "", &checks), &s);
     assert!(matches!(
-        decide(&a, &is, &nothing(), now()),
+        decide(&a, &is, &unread(), now()),
         Decision::NeedImage { digest, .. } if digest == A
     ));
     let image = with_image(&ImageFacts {

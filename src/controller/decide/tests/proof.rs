@@ -57,7 +57,7 @@ fn evidence_of(
 fn with_evidence(e: Evidence) -> Fetched {
     Fetched {
         evidence: Some(e),
-        ..Fetched::default()
+        ..nothing()
     }
 }
 
