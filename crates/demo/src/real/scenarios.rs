@@ -52,6 +52,7 @@ pub async fn play(w: &mut World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
         minimal_new,
         "Promoted",
     ));
+    validation_runs_powerless(w, &run).await?;
 
     w.timeline.heading(
         "2. A new build of jupyter-datascience-notebook runs as root: the nonRootUser check fails, \
@@ -153,6 +154,63 @@ pub async fn play(w: &mut World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
 
     timings.push(super::knative::play(w, &mut expect).await?);
     Ok((expect, timings))
+}
+
+/// The pod that ran the candidate in PipelineRun `run` (its `validate` task) ran as
+/// `imagegate-validation` with no service-account token, while the run's `promote` CustomRun
+/// carried `imagegate-pipeline`: the candidate never holds the promoter's power.
+async fn validation_runs_powerless(w: &World, run: &Value) -> anyhow::Result<()> {
+    let name = run["metadata"]["name"].as_str().unwrap_or("");
+    let selector = format!("tekton.dev/pipelineRun={name},tekton.dev/pipelineTask=validate");
+    let pods = w
+        .cluster
+        .kubectl(&[
+            "get", "pods", "-n", NAMESPACE, "-l", &selector, "-o", "json",
+        ])
+        .await?;
+    let pods: Value = serde_json::from_str(&pods)?;
+    let pod = pods["items"]
+        .get(0)
+        .ok_or_else(|| anyhow!("no pod of {name}'s validate task"))?;
+    let spec = &pod["spec"];
+    let tokens = spec["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| {
+            v["projected"]["sources"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|p| p.get("serviceAccountToken").is_some()))
+        })
+        .count();
+    if spec["serviceAccountName"] != "imagegate-validation"
+        || spec["automountServiceAccountToken"] != false
+        || tokens != 0
+    {
+        bail!(
+            "{name}'s validate pod should run as imagegate-validation with no token: \
+             serviceAccountName {}, automountServiceAccountToken {}, {tokens} token volume(s)",
+            spec["serviceAccountName"],
+            spec["automountServiceAccountToken"]
+        );
+    }
+    let promote = w
+        .observer
+        .find("CustomRun", |c| task_of(c, name, "promote"))
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow!("{name} made no promote CustomRun"))?;
+    if promote["spec"]["serviceAccountName"] != "imagegate-pipeline" {
+        bail!("{name}'s promote should carry imagegate-pipeline: {promote:#}");
+    }
+    w.timeline.line(
+        "kubectl",
+        format!(
+            "{name}: the validate pod ran as imagegate-validation with no service-account token; \
+             promote carried imagegate-pipeline"
+        ),
+    );
+    Ok(())
 }
 
 /// 3, after the rejection: the hand-made inline run of [`scenarios::walk_around_run`], created
