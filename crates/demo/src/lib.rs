@@ -127,7 +127,11 @@ impl SmokeTests {
             async move {
                 let image = call.params.get("image").cloned().unwrap_or_default();
                 let digest = image.rsplit_once('@').map(|(_, d)| d.to_string());
-                let command = call.params.get("command").cloned().unwrap_or_default();
+                let command = call
+                    .params
+                    .get("command")
+                    .cloned()
+                    .unwrap_or_else(|| call.env.get("SMOKE_TEST").cloned().unwrap_or_default());
                 let plan = digest
                     .as_deref()
                     .and_then(|d| {

@@ -85,6 +85,8 @@ pub struct TaskCall {
     pub task: String,
     /// Its params, resolved.
     pub params: BTreeMap<String, String>,
+    /// The literal environment its Task's steps set (a `$(...)` value as written).
+    pub env: BTreeMap<String, String>,
 }
 
 /// Runs a container Task in the demo (which has no containers): decides its outcome.
@@ -328,10 +330,19 @@ impl Runner {
                         bail!("task {name} passes {p:?}, which Task {task_name} does not declare");
                     }
                 }
+                let env = list_at(declared, "/spec/steps")
+                    .iter()
+                    .flat_map(|step| list_at(step, "/env"))
+                    .filter_map(|e| {
+                        let name = e.get("name")?.as_str()?;
+                        Some((name.to_string(), e.get("value")?.as_str()?.to_string()))
+                    })
+                    .collect();
                 let outcome = (self.0.validator)(TaskCall {
                     pipeline_run: run.to_string(),
                     task: name.to_string(),
                     params: resolved.clone(),
+                    env,
                 })
                 .await;
                 objects
