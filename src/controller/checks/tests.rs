@@ -84,7 +84,12 @@ fn facts_from_the_docker_hub_python_image_have_no_user_and_no_labels() {
 
 #[test]
 fn an_image_index_the_real_image_api_imported_names_each_platform_and_has_no_config() {
-    let image = fixture("real-openshift_ml_isimage-index.json");
+    let path = format!(
+        "{}/tests/fixtures/real-openshift_ml_isimage-index.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let image: Image = serde_json::from_value(file["object"]["image"].clone()).unwrap();
     let facts = ImageFacts::from_image("127.0.0.1:5000/ml@sha256:8a8c", &image);
     assert_eq!(
         facts.platforms,
