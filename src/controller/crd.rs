@@ -93,9 +93,35 @@ pub struct ImagePromotionSpec {
     /// CustomRun param `allow-rolled-back` counts only for a stream none governs.
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_rolled_back: bool,
+    /// What the controller does when a tag it served (the served tag, the previous tag) is found
+    /// moved by someone else, an `oc tag` by an editor say: `Report` (default: phase `Tampered`
+    /// on the tag, a Warning Event, the metric `imagegate_controller_tampered_tags`; the tag keeps
+    /// what it was moved to) or `Revert` (the tag is put back to the digest the gate served, and
+    /// the same Event and metric say so). Revert applies when any ImagePromotion that governs
+    /// the stream asks for it.
+    #[serde(default, skip_serializing_if = "OnTamper::is_default")]
+    pub on_tamper: OnTamper,
     /// Open Data Hub / OpenShift AI: what the dashboard shows about the stream (off by default).
     #[serde(default, skip_serializing_if = "Odh::is_default")]
     pub odh: Odh,
+}
+
+/// What the controller does with a tag it served that someone else moved.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, JsonSchema, PartialEq, Eq)]
+pub enum OnTamper {
+    // Mark the tag `Tampered` (phase), publish a Warning Event, count it; leave it where it was
+    // moved. (Plain comments: a documented variant would turn the schema's `enum` into a `oneOf`.)
+    #[default]
+    Report,
+    // Put the tag back to the digest the gate served, and say so the same way.
+    Revert,
+}
+
+impl OnTamper {
+    /// True for the default.
+    pub fn is_default(&self) -> bool {
+        *self == OnTamper::Report
+    }
 }
 
 /// The evidence of validation a `promote` run needs.

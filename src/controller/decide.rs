@@ -28,7 +28,7 @@ use self::served::{current_digest, outcome, pull_spec, served_annotations};
 
 /// The served-tag annotations imagegate maintains.
 pub mod annotation {
-    /// `Validating`, `Promoted`, `UpdateFailed` or `RolledBack`.
+    /// `Validating`, `Promoted`, `UpdateFailed`, `RolledBack` or `Tampered`.
     pub const PHASE: &str = "imagegate.dev/phase";
     /// The candidate digest the phase is about.
     pub const CANDIDATE_DIGEST: &str = "imagegate.dev/candidate-digest";
@@ -45,6 +45,12 @@ pub mod annotation {
     /// [`super::PROMOTED_KEPT`]): the one served before its first promotion, then each it
     /// promoted. A rollback returns only to one of them.
     pub const PROMOTED_DIGESTS: &str = "imagegate.dev/promoted-digests";
+    /// On the served tag and the previous tag: the digest the gate pinned the tag to with its last
+    /// write. A `from` that pins another digest was moved by someone else: tampered
+    /// ([`crate::controller::tamper`]).
+    pub const SERVED_DIGEST: &str = "imagegate.dev/served-digest";
+    /// On a tampered tag: the digest it was found pinned to (the tamper already reported).
+    pub const TAMPERED_DIGEST: &str = "imagegate.dev/tampered-digest";
     /// On the previous tag: the served tag whose previous digest it keeps.
     pub const PREVIOUS_OF: &str = "imagegate.dev/previous-of";
     /// OpenShift's annotation that hides a tag from the console and from spawners' image lists.

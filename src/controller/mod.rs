@@ -14,7 +14,8 @@
 //! the controller remembers per run (bounded; [`watch`] forgets deleted runs). [`run`]
 //! reconciles CustomRuns inside the shared [`crate::runtime`] (admin server, leader election,
 //! shutdown), after the [`preflight`] checks of the APIs it needs. Beside the runs, [`drift`]
-//! watches the adopted ImageStreams for a lost candidate tag.
+//! watches the adopted ImageStreams for a lost candidate tag, and [`tamper`] every ImageStream for
+//! a tag the gate served that someone else moved.
 
 pub mod authorize;
 pub mod checks;
@@ -32,6 +33,7 @@ pub mod reconcile;
 pub mod report;
 pub mod runs;
 pub mod status;
+pub mod tamper;
 pub mod watch;
 
 use std::sync::Arc;
@@ -83,6 +85,7 @@ pub async fn run(
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let drift_metrics = drift::DriftMetrics::register(&mut registry);
+    let tamper_metrics = tamper::TamperMetrics::register(&mut registry);
     let health = Health::new();
     let wiring = runtime::Settings {
         admin_addr: settings.admin_addr,
@@ -105,6 +108,14 @@ pub async fn run(
                     stop,
                 ));
             }
+            // Only the gate moves a tag it served: noticed, reported or put back.
+            tokio::spawn(tamper::watch(
+                client.clone(),
+                settings.namespaces.clone(),
+                tamper_metrics,
+                Recorder::new(client.clone(), reporter()),
+                stop.clone(),
+            ));
             let scopes = Scopes {
                 namespaces: settings.namespaces,
                 concurrency: settings.concurrency,

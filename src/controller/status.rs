@@ -73,6 +73,8 @@ pub mod phase {
     pub const UPDATE_FAILED: &str = "UpdateFailed";
     /// The served tag points at the previous digest again.
     pub const ROLLED_BACK: &str = "RolledBack";
+    /// The tag was moved by someone other than the gate (reported, not undone).
+    pub const TAMPERED: &str = "Tampered";
 }
 
 /// Result names.

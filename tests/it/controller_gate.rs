@@ -443,3 +443,128 @@ async fn an_image_index_is_refused_at_begin_and_the_served_tag_keeps_its_image()
     assert_refused(&s, &[("promote-b", "UnvalidatedPlatforms", "linux/arm64")]).await;
     assert_eq!(s.stream().await.current_digest("latest"), Some(A));
 }
+
+/// The value of the metric line `name` (exactly, with its labels) on the controller's `/metrics`.
+async fn metric(s: &Setup, name: &str) -> Option<String> {
+    let text = reqwest::get(format!("http://127.0.0.1:{}/metrics", s.admin))
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_string))
+}
+
+/// The `Tampered` Events on ImageStream `nb`.
+async fn tamper_events(s: &Setup) -> Vec<String> {
+    let events: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(s.client.clone(), "ds");
+    let list = events.list(&Default::default()).await.unwrap();
+    list.items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some("Tampered")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("nb")
+        })
+        .filter_map(|e| e.note)
+        .collect()
+}
+
+/// Waits up to 10 s (the bound on noticing) for `check`.
+async fn within_10s<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !check().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not within 10 s: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_served_tag_moved_by_hand_is_reported_within_seconds_and_put_back_where_the_policy_says_so()
+ {
+    let s = Setup::new().await;
+    s.create_run("promote-b", VALIDATED_B, json!({})).await;
+    assert_eq!(reason(&s.done("promote-b").await).1, "Promoted");
+    crate::support::wait_ready(s.admin).await;
+    assert_eq!(
+        metric(&s, "imagegate_controller_tampered_tags")
+            .await
+            .as_deref(),
+        Some("0")
+    );
+    // An editor's `oc tag` serves C, which no validation proved.
+    s.emu.import("ds", "nb", "candidate", C).await;
+    tag_by_hand(&s, C).await;
+    within_10s("the served tag reported Tampered", || async {
+        let (_, ann) = served(&s.stream().await);
+        ann.get("imagegate.dev/phase").map(String::as_str) == Some("Tampered")
+    })
+    .await;
+    let (from, ann) = served(&s.stream().await);
+    assert_eq!(
+        from,
+        format!("nb@{C}"),
+        "reported, not moved (no policy says Revert)"
+    );
+    assert_eq!(ann["imagegate.dev/tampered-digest"], format!("nb@{C}"));
+    assert!(
+        ann["imagegate.dev/message"].starts_with(&format!(
+            "nb:latest was moved to nb@{C} outside the gate (the gate served {B})"
+        )),
+        "{ann:?}"
+    );
+    within_10s("the gauge and the counter", || async {
+        metric(&s, "imagegate_controller_tampered_tags")
+            .await
+            .as_deref()
+            == Some("1")
+            && metric(
+                &s,
+                "imagegate_controller_tampers_total{action=\"reported\"}",
+            )
+            .await
+            .as_deref()
+                == Some("1")
+    })
+    .await;
+    within_10s("a Tampered Event on nb", || async {
+        !tamper_events(&s).await.is_empty()
+    })
+    .await;
+
+    // The platform asks for Revert: the next move is put back to what the gate served.
+    policy(
+        &s,
+        "gov",
+        json!({"imageStream": "nb", "onTamper": "Revert"}),
+    )
+    .await;
+    tag_by_hand(&s, A).await;
+    within_10s("the served tag put back to B", || async {
+        served(&s.stream().await).0 == format!("nb@{B}")
+    })
+    .await;
+    within_10s("the reverted counter and the gauge at 0", || async {
+        metric(
+            &s,
+            "imagegate_controller_tampers_total{action=\"reverted\"}",
+        )
+        .await
+        .as_deref()
+            == Some("1")
+            && metric(&s, "imagegate_controller_tampered_tags")
+                .await
+                .as_deref()
+                == Some("0")
+    })
+    .await;
+    assert_eq!(s.stream().await.current_digest("latest"), Some(B));
+}

@@ -21,6 +21,7 @@ fn every_field_uses_its_documented_json_name() {
         served_tag: Some("latest".into()),
         previous_tag: Some("latest-before".into()),
         allow_rolled_back: true,
+        on_tamper: OnTamper::Revert,
         checks: Checks {
             required_labels: vec!["vcs-ref".into()],
             allowed_registries: vec!["quay.io/org".into()],
@@ -55,7 +56,7 @@ fn every_field_uses_its_documented_json_name() {
                 "maxAge": "720h", "maxSize": "5Gi", "nonRootUser": true
             },
             "validation": {"required": false, "pipeline": "imagegate-promote", "tasks": ["validate"]},
-            "promoteAs": "DockerImage", "allowRolledBack": true,
+            "promoteAs": "DockerImage", "allowRolledBack": true, "onTamper": "Revert",
             "odh": {"enabled": true, "buildCommitLabels": ["vcs-ref"], "softwareLabel": "sw", "pythonDependenciesLabel": "deps"}
         })
     );

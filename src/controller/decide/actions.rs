@@ -144,6 +144,8 @@ pub(super) fn promote(
         ),
         (annotation::MESSAGE, Some(message.clone())),
         (annotation::CUSTOMRUN, Some(ask.run_name.to_string())),
+        (annotation::SERVED_DIGEST, Some(digest.clone())),
+        (annotation::TAMPERED_DIGEST, None),
     ];
     if was_rolled_back {
         // Promoted again on purpose: no longer refused.
@@ -337,6 +339,8 @@ pub(super) fn rollback(ask: &Ask, is: &ImageStream) -> Decision {
         ),
         (annotation::MESSAGE, Some(message.clone())),
         (annotation::CUSTOMRUN, Some(ask.run_name.to_string())),
+        (annotation::SERVED_DIGEST, Some(to.clone())),
+        (annotation::TAMPERED_DIGEST, None),
     ];
     let rolled = if was_rolled_back {
         without_rolled_back(&rolled, &to).map(|rest| rest.split(',').map(str::to_string).collect())

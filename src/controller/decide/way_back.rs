@@ -121,7 +121,11 @@ pub(super) fn keep_previous(
 ) {
     let (candidate, served, previous_tag) = tags;
     let name = is.metadata.name.clone().unwrap_or_default();
-    let mut annotations = json!({annotation::HIDDEN: "true", annotation::PREVIOUS_OF: served});
+    let mut annotations = json!({
+        annotation::HIDDEN: "true",
+        annotation::PREVIOUS_OF: served,
+        annotation::SERVED_DIGEST: digest,
+    });
     let outdated = is
         .spec_tag(candidate)
         .and_then(|t| t.annotations.as_ref())

@@ -50,6 +50,8 @@ pub fn series() -> Series {
         .reconcile_errors
         .get_or_create(&ErrorLabels { kind: "k" })
         .inc();
+    // The tamper watch registers its own beside them (its counter starts at 0 for each action).
+    imagegate::controller::tamper::TamperMetrics::register(&mut registry);
     read(&registry, &mut out);
     out
 }

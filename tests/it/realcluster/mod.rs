@@ -15,6 +15,8 @@
 //! - [`runs`]: the controller's scenarios' setup; [`controller`]: the scenarios.
 //! - [`source`]: the source's scenarios.
 //! - [`ops`]: the operator CLI's import, promote and status through the real server.
+//! - [`tamper`]: a served tag moved with kubectl, reported within 10 s, put back where the
+//!   policy says so.
 //! - [`namespaced`]: the namespace-scoped install (`config/namespaced/`), both programs with only
 //!   its Roles.
 //! - [`differential`]: the same requests to the real server and to the emulator, compared.
@@ -30,3 +32,4 @@ mod ops;
 mod rbac;
 mod runs;
 mod source;
+mod tamper;

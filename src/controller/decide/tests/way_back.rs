@@ -14,7 +14,7 @@ fn a_promotion_keeps_the_digest_it_replaces_in_the_hidden_previous_tag() {
         patch["spec"]["tags"][1],
         json!({
             "name": "latest-previous",
-            "annotations": {"hidden": "true", "imagegate.dev/previous-of": "latest"},
+            "annotations": {"hidden": "true", "imagegate.dev/previous-of": "latest", "imagegate.dev/served-digest": A},
             "from": {"kind": "ImageStreamImage", "name": format!("nb@{A}"), "namespace": "ds"}
         })
     );
@@ -37,6 +37,7 @@ fn the_previous_tag_is_hidden_from_open_data_hub_where_the_candidate_tag_is() {
         json!({
             "hidden": "true",
             "imagegate.dev/previous-of": "latest",
+            "imagegate.dev/served-digest": A,
             "opendatahub.io/image-tag-outdated": "true"
         })
     );

@@ -186,6 +186,7 @@ pub fn rows() -> Vec<Row> {
         ),
         row(RUNS, STREAMS, "get", ("GET", STREAM)),
         row(RUNS, STREAMS, "list", ("GET", all_streams)),
+        row(RUNS, STREAMS, "watch", ("GET", watch_streams)),
         row(RUNS, STREAMS, "patch", ("PATCH", STREAM)).body(Body::Json(STRATEGIC, touch)),
         row(
             RUNS,
