@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(customrun imagepromotion_spec watch_object checkpoint_entry ce_overrides durations retry_after label_selector)
+[ ${#targets[@]} -gt 0 ] || targets=(customrun imagepromotion_spec watch_object checkpoint_entry ce_overrides durations retry_after label_selector imagestreamsource checkpoint_shards controller_decision recorded_target)
 sysroot="$(rustc +nightly --print sysroot)"
 llvm_cov="$(find "$sysroot/lib/rustlib" -name llvm-cov -type f | head -1)"
 if [ -z "$llvm_cov" ]; then

@@ -12,7 +12,7 @@ failed=0
 mkdir -p logs
 # The same dependency versions as the workspace (libfuzzer-sys is added on the first build).
 [ -f Cargo.lock ] || cp ../Cargo.lock Cargo.lock
-for target in customrun imagepromotion_spec watch_object checkpoint_entry ce_overrides durations retry_after label_selector; do
+for target in customrun imagepromotion_spec watch_object checkpoint_entry ce_overrides durations retry_after label_selector imagestreamsource checkpoint_shards controller_decision recorded_target; do
   ./seed.sh "$target"
   before="$(find "corpus/$target" -type f | wc -l)"
   if cargo +nightly fuzz run "$target" "corpus/$target" -- -max_total_time="$secs" -rss_limit_mb=2048 > "logs/$target.log" 2>&1; then

@@ -21,7 +21,7 @@ quiet_needed="${2:-2}"
 max_chunks="${3:-15}"
 shift $(( $# < 3 ? $# : 3 ))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(customrun imagepromotion_spec watch_object checkpoint_entry ce_overrides durations retry_after label_selector)
+[ ${#targets[@]} -gt 0 ] || targets=(customrun imagepromotion_spec watch_object checkpoint_entry ce_overrides durations retry_after label_selector imagestreamsource checkpoint_shards controller_decision recorded_target)
 mkdir -p logs
 [ -f Cargo.lock ] || cp ../Cargo.lock Cargo.lock
 failed=0

@@ -123,3 +123,166 @@ pub fn retry_after(data: &[u8]) -> bool {
 pub fn label_selector(data: &[u8]) -> bool {
     std::str::from_utf8(data).is_ok_and(|text| crate::cli::selector::check(text).is_ok())
 }
+
+/// An ImageStreamSource as a tenant writes it, with the object its sink ref would read
+/// (`{"source": <ImageStreamSource>, "sinkObject": <object or absent>}`): its spec checked as the
+/// reconciler checks it, its settings made as the multi-tenant adapter makes them, its sink
+/// planned and resolved. Taken: the spec is valid and the sink resolves.
+pub fn imagestreamsource(data: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Input {
+        source: crate::source::crd::ImageStreamSource,
+        #[serde(default)]
+        sink_object: Option<serde_json::Value>,
+    }
+    use crate::source::sink::resolve::{DEFAULT_CLUSTER_DOMAIN, Plan, plan, resolve};
+    let Ok(input) = serde_json::from_slice::<Input>(data) else {
+        return false;
+    };
+    let source = &input.source;
+    if crate::source::reconcile::invalid(&source.spec).is_some() {
+        return false;
+    }
+    let shared = crate::source::mt::settings::Shared {
+        events: crate::source::event::EventSettings::new("https://imagegate.dev/schemas/")
+            .expect("the default schema base"),
+        api_server_url: "https://api.example:6443".into(),
+    };
+    let settings = crate::source::mt::settings::of(source, &shared).is_ok();
+    let namespace = source.metadata.namespace.as_deref().unwrap_or("ns");
+    let sink = match plan(&source.spec.sink, namespace) {
+        Ok(Plan::Uri(_)) => true,
+        Ok(Plan::Read(target)) => resolve(
+            &source.spec.sink,
+            &target,
+            input.sink_object.as_ref(),
+            DEFAULT_CLUSTER_DOMAIN,
+        )
+        .is_ok(),
+        Err(_) => false,
+    };
+    settings && sink
+}
+
+/// The checkpoint's ConfigMaps as listed (a JSON list of ConfigMaps, any names, annotations and
+/// data: a tenant writes them in their own namespace), read back as a start reads them: each
+/// shard recognised by its name, the layout restored, the next flush planned. Taken: some
+/// shard was recognised.
+pub fn checkpoint_shards(data: &[u8]) -> bool {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let Ok(maps) = serde_json::from_slice::<Vec<ConfigMap>>(data) else {
+        return false;
+    };
+    let found: Vec<_> = maps
+        .into_iter()
+        .filter_map(|cm| crate::source::checkpoint::found_shard("imagegate-source-checkpoint", cm))
+        .collect();
+    let taken = !found.is_empty();
+    let restored = crate::source::checkpoint::layout::restore(found, true);
+    let _ = restored.layout.plan();
+    taken
+}
+
+/// One decision of the controller over objects anyone who may create CustomRuns, write
+/// ImageStreams or run pipelines can shape:
+/// `{"run", "promotions": [...], "stream", "image", "pipelineRun", "taskRuns": [...]}`: the run
+/// judged by the ImagePromotions ([`crate::controller::policy::judge`]), its recorded target read
+/// back, each action decided over the stream with the image and the evidence given, as often as
+/// the decision asks for more. Taken: the run was judged and decided.
+pub fn controller_decision(data: &[u8]) -> bool {
+    use crate::api::{Image, ImageStream, PipelineRun, TaskRun};
+    use crate::controller::checks::ImageFacts;
+    use crate::controller::crd::ImagePromotion;
+    use crate::controller::decide::{self, Ask, Decision, Fetched};
+    use crate::controller::policy::{self, Own};
+    use crate::controller::proof::Evidence;
+    use crate::controller::status::Target;
+
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Input {
+        run: CustomRun,
+        #[serde(default)]
+        promotions: Vec<ImagePromotion>,
+        stream: ImageStream,
+        #[serde(default)]
+        image: Option<Image>,
+        #[serde(default)]
+        pipeline_run: Option<PipelineRun>,
+        #[serde(default)]
+        task_runs: Vec<TaskRun>,
+    }
+    let Ok(input) = serde_json::from_slice::<Input>(data) else {
+        return false;
+    };
+    let own = match params::spec_source(&input.run) {
+        Ok(SpecSource::Defaults) => Own::Defaults,
+        Ok(SpecSource::Inline(spec)) => Own::Inline(*spec),
+        Ok(SpecSource::Named(name)) => {
+            match input
+                .promotions
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(&*name))
+            {
+                Some(p) => Own::Named(name, p.spec.clone()),
+                None => return false,
+            }
+        }
+        Err(_) => return false,
+    };
+    let Ok(judged) = policy::judge(&input.run, &own, &input.promotions) else {
+        return false;
+    };
+    let request = &judged.request;
+    let target = Target::recorded(&input.run).unwrap_or_else(|| Target::of(request));
+    let ask = Ask {
+        target: &target,
+        run_name: input.run.metadata.name.as_deref().unwrap_or("r"),
+        validation_status: &request.validation_status,
+        validation: request.validation(),
+        checks: &request.checks,
+        proofs: &request.proofs,
+        previous_tag: &request.previous_tag,
+        allow_rolled_back: request.allow_rolled_back,
+        promote_as: request.promote_as,
+        odh: request.odh.as_ref(),
+    };
+    let evidence = match input.pipeline_run {
+        None => Evidence::NoPipelineRun,
+        Some(pr) => Evidence::Found {
+            pipeline_run: Box::new(pr),
+            task_runs: input
+                .task_runs
+                .into_iter()
+                .map(|t| (t.metadata.name.clone().unwrap_or_default(), Some(t)))
+                .collect(),
+        },
+    };
+    let now: chrono::DateTime<Utc> = DateTime::from_timestamp(1_800_000_000, 0).expect("a time");
+    let mut fetched = Fetched::default();
+    let _ = decide::landed(&ask, &input.stream);
+    for _ in 0..4 {
+        match decide::decide(&ask, &input.stream, &fetched, now) {
+            Decision::NeedImage { reference, .. } if fetched.image.is_none() => {
+                let image = input.image.clone().unwrap_or_default();
+                fetched.image = Some(ImageFacts::from_image(&reference, &image));
+            }
+            Decision::NeedEvidence if fetched.evidence.is_none() => {
+                fetched.evidence = Some(evidence.clone());
+            }
+            _ => break,
+        }
+    }
+    true
+}
+
+/// The target a restarted controller reads back from a run's status
+/// (`status.extraFields.target`, which anyone with `customruns/status` write shapes): taken when
+/// it reads as one.
+pub fn recorded_target(data: &[u8]) -> bool {
+    serde_json::from_slice::<CustomRun>(data)
+        .ok()
+        .and_then(|run| crate::controller::status::Target::recorded(&run))
+        .is_some()
+}

@@ -609,7 +609,7 @@ impl Checkpoint {
 }
 
 /// A listed ConfigMap as a shard, if it is one.
-fn found_shard(prefix: &str, cm: ConfigMap) -> Option<Found> {
+pub(crate) fn found_shard(prefix: &str, cm: ConfigMap) -> Option<Found> {
     let id = ShardId::parse(prefix, cm.metadata.name.as_deref()?)?;
     let annotation =
         |name: &str| -> Option<u64> { cm.metadata.annotations.as_ref()?.get(name)?.parse().ok() };

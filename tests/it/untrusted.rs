@@ -293,3 +293,31 @@ fn label_selectors() {
         |data| taken(untrusted::label_selector(data)),
     );
 }
+
+#[test]
+fn imagestreamsources_and_their_sinks() {
+    never_panics("imagestreamsource", &[], |data| {
+        taken(untrusted::imagestreamsource(data))
+    });
+}
+
+#[test]
+fn checkpoint_shards_as_listed() {
+    never_panics("checkpoint_shards", &[], |data| {
+        taken(untrusted::checkpoint_shards(data))
+    });
+}
+
+#[test]
+fn controller_decisions_over_hostile_objects() {
+    never_panics("controller_decision", &[], |data| {
+        taken(untrusted::controller_decision(data))
+    });
+}
+
+#[test]
+fn recorded_targets() {
+    never_panics("recorded_target", &[], |data| {
+        taken(untrusted::recorded_target(data))
+    });
+}
