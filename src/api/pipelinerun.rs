@@ -147,6 +147,11 @@ pub struct TaskRunSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskRunStatus {
+    /// The Task's spec as the pipeline controller ran it (`status.taskSpec`): resolved, with
+    /// its defaults and the run's params substituted. What a pin of the proof binds
+    /// ([`crate::controller::proof::pin`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_spec: Option<serde_json::Value>,
     /// Conditions; `Succeeded=True` once every step exited 0.
     #[serde(
         default,

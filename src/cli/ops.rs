@@ -38,6 +38,24 @@ pub enum OpsCommand {
     /// Import the candidate tag now (an ImageStreamImport, what `oc import-image` sends)
     /// instead of waiting for the scheduled import. Exit status 3 when the import fails.
     Import(ImportArgs),
+    /// Print the pins of what a PipelineRun's tasks ran (`spec.validation.pins` of an
+    /// ImagePromotion), read from what Tekton recorded: pin a run that validated as it should.
+    Pin(PinArgs),
+}
+
+/// `imagegate pin`.
+#[derive(Debug, Args)]
+pub struct PinArgs {
+    /// The PipelineRun (`NAME` or `NAMESPACE/NAME`) whose TaskRuns to pin.
+    #[arg(value_name = "PIPELINERUN")]
+    pub pipelinerun: String,
+
+    /// Only these pipeline tasks (default: every task that ran a TaskRun).
+    #[arg(long = "task", value_name = "NAME")]
+    pub tasks: Vec<String>,
+
+    #[command(flatten)]
+    pub kube: KubeArgs,
 }
 
 /// How to reach the cluster, as kubectl's flags of the same names.

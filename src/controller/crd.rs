@@ -144,6 +144,14 @@ pub struct Validation {
     /// with `pipeline`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<String>,
+    /// The content each task of `tasks` must have run, by task: the pin (`sha256:<64 hex>`) of
+    /// the Task's spec as Tekton recorded it for the run, with the `image` param's value put
+    /// back as `$(params.image)`. `imagegate pin pipelinerun <name>` prints the pins of a run
+    /// that validated as it should. A TaskRun that ran anything else (an edited Task, another
+    /// command, a TaskRun made again by hand) is not proof. A task without a pin is proven by
+    /// name only.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub pins: std::collections::BTreeMap<String, String>,
 }
 
 impl Validation {

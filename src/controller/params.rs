@@ -466,10 +466,25 @@ pub(super) fn proof(v: &ValidationSpec, asked_by: &str) -> Result<Option<Proof>,
             ));
         }
     }
+    for (task, pin) in &v.pins {
+        if !v.tasks.contains(task) {
+            return Err(format!(
+                "validation.pins: {task:?} is not one of validation.tasks ({})",
+                v.tasks.join(", ")
+            ));
+        }
+        if !is_digest(pin) {
+            return Err(format!(
+                "validation.pins.{task}: {pin:?} is not a pin (sha256: and 64 hex digits; \
+                 `imagegate pin pipelinerun <name>` prints them)"
+            ));
+        }
+    }
     Ok(Some(Proof {
         pipeline: pipeline.to_string(),
         tasks: v.tasks.clone(),
         asked_by: asked_by.to_string(),
+        pins: v.pins.clone(),
     }))
 }
 

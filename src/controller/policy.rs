@@ -288,7 +288,7 @@ fn requirements(
         if let Some(p) = proof
             && !proofs
                 .iter()
-                .any(|q| q.pipeline == p.pipeline && q.tasks == p.tasks)
+                .any(|q| q.pipeline == p.pipeline && q.tasks == p.tasks && q.pins == p.pins)
         {
             proofs.push(p);
         }

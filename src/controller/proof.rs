@@ -17,6 +17,7 @@
 //! name cannot stand in. Every TaskRun of a required task must have succeeded with the digest (a
 //! `matrix` over other images fails).
 
+pub mod pin;
 pub mod read;
 
 use crate::api::{PipelineRun, TaskRun, digest_from_reference};
@@ -33,6 +34,9 @@ pub struct Proof {
     pub tasks: Vec<String>,
     /// Who asks for it, as the start of a sentence (`ImagePromotion "gov" governs nb and asks`).
     pub asked_by: String,
+    /// The content each task must have run ([`pin`]), by task; a task without one is proven by
+    /// name.
+    pub pins: std::collections::BTreeMap<String, String>,
 }
 
 impl Proof {
@@ -156,7 +160,12 @@ pub fn verify(proof: &Proof, evidence: &Evidence, digest: &str) -> Result<String
         }
         for name in children {
             let read = task_runs.iter().find(|(n, _)| n == name).map(|(_, t)| t);
-            if let Err(why) = task_proves(task, name, read.and_then(Option::as_ref), &uid, digest) {
+            let run = read.and_then(Option::as_ref);
+            if let Err(why) = task_proves(task, name, run, &uid, digest) {
+                missing.push(why);
+            } else if let (Some(want), Some(run)) = (proof.pins.get(task), run)
+                && let Err(why) = pinned(task, name, run, want)
+            {
                 missing.push(why);
             }
         }
@@ -169,6 +178,19 @@ pub fn verify(proof: &Proof, evidence: &Evidence, digest: &str) -> Result<String
         ))
     } else {
         Err(missing.join("; "))
+    }
+}
+
+/// Whether the TaskRun ran the pinned content `want`.
+fn pinned(task: &str, name: &str, run: &TaskRun, want: &str) -> Result<(), String> {
+    let which = format!("task {task:?} (TaskRun {name:?})");
+    match pin::of_task_run(run) {
+        Ok(got) if got == want => Ok(()),
+        Ok(got) => Err(format!(
+            "{which} ran content {got}, not the pinned {want} (the Task, its command or its \
+             params differ from what was pinned)"
+        )),
+        Err(why) => Err(format!("{which} cannot be held to its pin: {why}")),
     }
 }
 

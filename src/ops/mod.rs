@@ -1,4 +1,4 @@
-//! The operator commands (`imagegate status|promote|rollback|reject|import`, also
+//! The operator commands (`imagegate status|promote|rollback|reject|import|pin`, also
 //! `kubectl imagegate ...`): what a platform engineer runs to see and act on gated streams. They
 //! never write an ImageStream's tags themselves: `promote`, `rollback` and `reject` create the
 //! same ImagePromotion CustomRun a pipeline would, so the controller's checks, proof and
@@ -10,6 +10,7 @@
 //! - [`runs`]: the CustomRun a command creates (pure), and which ImagePromotion it names.
 //! - [`wait`]: create the run and follow it to its verdict, with progress lines.
 //! - [`import`]: the ImageStreamImport of the candidate tag, and its answer.
+//! - [`pin`]: the pins of what a PipelineRun's tasks ran, for an ImagePromotion's proof.
 //! - [`plugin`]: running as `kubectl-imagegate`.
 //!
 //! Exit status, for every command: 0 done; 1 error (API, configuration, timeout); 2 usage;
@@ -18,6 +19,7 @@
 
 pub mod connect;
 pub mod import;
+pub mod pin;
 pub mod plugin;
 pub mod render;
 pub mod runs;
@@ -57,6 +59,7 @@ pub async fn run(command: OpsCommand) -> anyhow::Result<Verdict> {
         OpsCommand::Rollback(args) => wait::rollback(args).await,
         OpsCommand::Reject(args) => wait::reject(args).await,
         OpsCommand::Import(args) => import::run(args).await,
+        OpsCommand::Pin(args) => pin::run(args).await,
     }
 }
 

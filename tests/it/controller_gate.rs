@@ -357,6 +357,12 @@ async fn a_rollback_returns_only_to_a_digest_the_gate_served_and_never_to_one_ro
     // C was served once, by hand, never by the gate: the served tag's history is no way back.
     s.emu.import("ds", "nb", "candidate", C).await;
     tag_by_hand(&s, C).await;
+    // The tamper check reports the move (its one write) before the tag goes back by hand.
+    within_10s("the move to C reported", || async {
+        let (_, ann) = served(&s.stream().await);
+        ann.get("imagegate.dev/tampered-digest") == Some(&format!("nb@{C}"))
+    })
+    .await;
     tag_by_hand(&s, A).await;
     assert!(
         s.stream()
@@ -567,4 +573,118 @@ async fn a_served_tag_moved_by_hand_is_reported_within_seconds_and_put_back_wher
     })
     .await;
     assert_eq!(s.stream().await.current_digest("latest"), Some(B));
+}
+
+/// What Tekton records as `status.taskSpec` for a run of the shipped smoke-test Task
+/// (`tekton/200`) on `image`: its spec with `$(params.image)` substituted. `edit` changes it
+/// first, as an edited Task would.
+fn recorded_smoke_test(image: &str, edit: impl FnOnce(&mut Value)) -> Value {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tekton/200-task-smoke-test.yaml"
+    ))
+    .unwrap();
+    let task: Value = serde_yaml::from_str(&text).unwrap();
+    let mut spec: Value =
+        serde_json::from_str(&task["spec"].to_string().replace("$(params.image)", image)).unwrap();
+    edit(&mut spec);
+    spec
+}
+
+#[tokio::test]
+async fn a_pinned_proof_holds_only_for_the_content_that_was_pinned() {
+    let s = Setup::new().await;
+    install_released_pipelinerun_crds(s.client.clone()).await;
+    let image = format!(
+        "{}@{B}",
+        s.stream().await.status.unwrap().docker_image_repository
+    );
+    let pin =
+        imagegate::controller::proof::pin::of_spec(&recorded_smoke_test(&image, |_| {}), &image);
+    policy(
+        &s,
+        "gov",
+        json!({"imageStream": "nb", "validation": {
+            "pipeline": "imagegate-promote", "tasks": ["validate"], "pins": {"validate": pin}
+        }}),
+    )
+    .await;
+    let before = s.served_tag().await;
+    // The three forgeries of F-2: another command, a TaskRun made again with a trivial spec, and
+    // a TaskRun whose content Tekton never recorded.
+    let forged: [(&str, Option<Value>, &str); 3] = [
+        (
+            "command",
+            Some(recorded_smoke_test(&image, |spec| {
+                spec["steps"][0]["env"][0]["value"] = json!("true");
+            })),
+            "not the pinned",
+        ),
+        (
+            "remade",
+            Some(json!({"steps": [{"name": "x", "image": image, "script": "exit 0"}]})),
+            "not the pinned",
+        ),
+        (
+            "unrecorded",
+            None,
+            "cannot be held to its pin: Tekton recorded no taskSpec",
+        ),
+    ];
+    for (name, spec, _) in &forged {
+        let mut pr = PipelineRunStandIn::create(&s.client, "ds", name, "imagegate-promote").await;
+        pr.task_run_that_ran("validate", Some(&image), true, spec.clone())
+            .await;
+        promote_child(&s, &format!("{name}-promote"), Some(&pr), json!({})).await;
+        pr.list_custom_run(&format!("{name}-promote"), "promote")
+            .await;
+    }
+    let refusals: Vec<(String, &str, &str)> = forged
+        .iter()
+        .map(|(name, _, want)| (format!("{name}-promote"), "Unverified", *want))
+        .collect();
+    let refusals: Vec<(&str, &str, &str)> = refusals
+        .iter()
+        .map(|(n, r, w)| (n.as_str(), *r, *w))
+        .collect();
+    assert_refused(&s, &refusals).await;
+    s.assert_served_untouched(&before).await;
+
+    // What was pinned, run again on this candidate: proof.
+    let mut pr = PipelineRunStandIn::create(&s.client, "ds", "pinned", "imagegate-promote").await;
+    pr.task_run_that_ran(
+        "validate",
+        Some(&image),
+        true,
+        Some(recorded_smoke_test(&image, |_| {})),
+    )
+    .await;
+    // `imagegate pin` prints the same pin from what the run recorded.
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    s.emu.write_kubeconfig(&kubeconfig, "admin");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_imagegate"))
+        .args(["pin", "ds/pinned"])
+        .env("KUBECONFIG", &kubeconfig)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("validation:\n  pins:\n    validate: {pin}\n")
+    );
+    promote_child(&s, "pinned-promote", Some(&pr), json!({})).await;
+    pr.list_custom_run("pinned-promote", "promote").await;
+    let run = s.done("pinned-promote").await;
+    assert_eq!(
+        reason(&run),
+        ("True".into(), "Promoted".into()),
+        "{:?}",
+        run.status
+    );
 }

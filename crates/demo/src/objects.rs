@@ -92,13 +92,14 @@ impl RunObjects {
     }
 
     /// Records the TaskRun of container task `task` (Task `task_ref`), which ran with `params`
-    /// and ended as `outcome`.
+    /// (the Task's spec as it ran: `ran`) and ended as `outcome`.
     pub async fn task_run(
         &self,
         task: &str,
         task_ref: &str,
         params: &BTreeMap<String, String>,
         outcome: &TaskOutcome,
+        ran: Value,
     ) -> anyhow::Result<()> {
         let name = format!("{}-{task}", self.name);
         let body: DynamicObject = serde_json::from_value(json!({
@@ -120,7 +121,7 @@ impl RunObjects {
         };
         let status = json!({"status": {"podName": format!("{name}-pod"), "conditions": [{
             "type": "Succeeded", "status": succeeded, "reason": outcome.reason, "message": outcome.message,
-        }]}});
+        }], "taskSpec": ran}});
         self.task_runs
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
             .await

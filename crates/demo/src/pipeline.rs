@@ -345,8 +345,9 @@ impl Runner {
                     env,
                 })
                 .await;
+                let ran = recorded_spec(&declared["spec"], &resolved);
                 objects
-                    .task_run(name, task_name, &resolved, &outcome)
+                    .task_run(name, task_name, &resolved, &outcome, ran)
                     .await?;
                 Ok(outcome)
             }
@@ -418,6 +419,50 @@ impl Runner {
                 .map(|s| s.results.into_iter().map(|r| (r.name, r.value)).collect())
                 .unwrap_or_default(),
         })
+    }
+}
+
+/// The Task's spec as Tekton records it for a run (`status.taskSpec`): each `$(params.<name>)`
+/// replaced by the run's value (else the param's default) and each `$(results.<name>.path)` by
+/// `/tekton/results/<name>`. Tekton v1.15 records exactly this for the Tasks of `tekton/` (the
+/// real-cluster demo compares their pins), so the pins of `tekton/100` hold in the demo too.
+pub fn recorded_spec(spec: &Value, params: &BTreeMap<String, String>) -> Value {
+    let mut values: Vec<(String, String)> = list_at(spec, "/params")
+        .iter()
+        .filter_map(|p| {
+            let name = p.get("name")?.as_str()?;
+            let value = params
+                .get(name)
+                .cloned()
+                .or_else(|| p.get("default")?.as_str().map(str::to_string))?;
+            Some((format!("$(params.{name})"), value))
+        })
+        .collect();
+    for r in list_at(spec, "/results") {
+        if let Some(name) = r.get("name").and_then(Value::as_str) {
+            values.push((
+                format!("$(results.{name}.path)"),
+                format!("/tekton/results/{name}"),
+            ));
+        }
+    }
+    let mut out = spec.clone();
+    substitute(&mut out, &values);
+    out
+}
+
+fn substitute(v: &mut Value, values: &[(String, String)]) {
+    match v {
+        Value::String(s) => {
+            for (from, to) in values {
+                if s.contains(from.as_str()) {
+                    *s = s.replace(from.as_str(), to);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| substitute(i, values)),
+        Value::Object(fields) => fields.values_mut().for_each(|f| substitute(f, values)),
+        _ => {}
     }
 }
 

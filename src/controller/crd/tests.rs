@@ -35,6 +35,7 @@ fn every_field_uses_its_documented_json_name() {
             required: Some(false),
             pipeline: Some("imagegate-promote".into()),
             tasks: vec!["validate".into()],
+            pins: Default::default(),
         },
         promote_as: PromoteAs::DockerImage,
         odh: Odh {

@@ -263,6 +263,7 @@ fn the_proof_needs_a_pipeline_and_its_tasks_with_valid_names() {
             pipeline: "imagegate-promote".into(),
             tasks: vec!["validate".into(), "scan".into()],
             asked_by: SPEC_ASKS.into(),
+            pins: Default::default(),
         }]
     );
     for (pipeline, tasks, want) in [

@@ -12,6 +12,7 @@ fn proof() -> Proof {
         pipeline: "imagegate-promote".into(),
         tasks: vec!["validate".into()],
         asked_by: "ImagePromotion \"notebooks\" asks".into(),
+        pins: Default::default(),
     }
 }
 
@@ -144,6 +145,7 @@ fn every_problem_is_reported_together() {
         pipeline: "imagegate-promote".into(),
         tasks: vec!["validate".into(), "scan".into()],
         asked_by: "ImagePromotion \"notebooks\" asks".into(),
+        pins: Default::default(),
     };
     let evidence = found(
         json!({"pipelineRef": {"name": "other"}}),

@@ -29,6 +29,7 @@ mod model;
 mod monitoring;
 mod monitoring_cases;
 mod network;
+mod pins;
 mod promql;
 mod tekton;
 mod triggers;

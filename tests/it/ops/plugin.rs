@@ -139,7 +139,9 @@ async fn kubectl_runs_the_plugin_with_its_flags_and_exit_status() {
         .collect();
     assert_eq!(
         commands,
-        ["status", "promote", "rollback", "reject", "import", "help"],
+        [
+            "status", "promote", "rollback", "reject", "import", "pin", "help"
+        ],
         "{help}"
     );
     let unknown = kubectl(&path, None, &["imagegate", "controller"]).await;

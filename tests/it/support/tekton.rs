@@ -119,6 +119,18 @@ impl PipelineRunStandIn {
     /// (None: no such param), finished with `Succeeded` = `succeeded`, and lists it among the
     /// PipelineRun's children. Returns its name.
     pub async fn task_run(&mut self, task: &str, image: Option<&str>, succeeded: bool) -> String {
+        self.task_run_that_ran(task, image, succeeded, None).await
+    }
+
+    /// [`PipelineRunStandIn::task_run`], with the `status.taskSpec` Tekton records for what it
+    /// ran (the Task's spec with the run's params substituted).
+    pub async fn task_run_that_ran(
+        &mut self,
+        task: &str,
+        image: Option<&str>,
+        succeeded: bool,
+        task_spec: Option<Value>,
+    ) -> String {
         let name = format!("{}-{task}", self.name);
         let api: Api<DynamicObject> = Api::namespaced_with(
             self.client.clone(),
@@ -142,10 +154,13 @@ impl PipelineRunStandIn {
         } else {
             ("False", "Failed")
         };
-        let condition = json!({"status": {"podName": format!("{name}-pod"), "conditions": [{
+        let mut condition = json!({"status": {"podName": format!("{name}-pod"), "conditions": [{
             "type": "Succeeded", "status": status, "reason": reason,
             "message": if succeeded { "All Steps have completed executing" } else { "\"step-smoke-test\" exited with code 1" }
         }]}});
+        if let Some(spec) = task_spec {
+            condition["status"]["taskSpec"] = spec;
+        }
         api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&condition))
             .await
             .unwrap();

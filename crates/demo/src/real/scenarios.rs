@@ -152,6 +152,7 @@ pub async fn play(w: &mut World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
     forbidden(w).await?;
     timings.push(w.done_timing(t).await?);
 
+    validations_ran_one_content(w)?;
     timings.push(super::knative::play(w, &mut expect).await?);
     Ok((expect, timings))
 }
@@ -208,6 +209,47 @@ async fn validation_runs_powerless(w: &World, run: &Value) -> anyhow::Result<()>
         format!(
             "{name}: the validate pod ran as imagegate-validation with no service-account token; \
              promote carried imagegate-pipeline"
+        ),
+    );
+    Ok(())
+}
+
+/// Every `validate` TaskRun the real Tekton ran in scenarios 1 to 6, each on another candidate,
+/// recorded one content: the same pin ([`imagegate::controller::proof::pin`]), which the
+/// timeline prints (what `imagegate pin` prints for any of these runs). With
+/// `IMAGEGATE_REALDEMO_DUMP_TASKSPEC` set to a path, the first recorded spec is written there.
+fn validations_ran_one_content(w: &World) -> anyhow::Result<()> {
+    let runs = w.observer.find("TaskRun", |t| {
+        t["metadata"]["labels"]["tekton.dev/pipelineTask"] == "validate"
+    });
+    let mut pins = std::collections::BTreeMap::new();
+    for run in &runs {
+        let run: imagegate::api::TaskRun = serde_json::from_value(run.clone())?;
+        let name = run.metadata.name.clone().unwrap_or_default();
+        let pin = imagegate::controller::proof::pin::of_task_run(&run)
+            .map_err(|why| anyhow!("TaskRun {name}: {why}"))?;
+        if let (Ok(path), Some(spec)) = (
+            std::env::var("IMAGEGATE_REALDEMO_DUMP_TASKSPEC"),
+            run.status.as_ref().and_then(|s| s.task_spec.as_ref()),
+        ) {
+            std::fs::write(path, serde_json::to_string_pretty(spec)?)?;
+        }
+        pins.insert(name, pin);
+    }
+    let distinct: std::collections::BTreeSet<&String> = pins.values().collect();
+    if runs.len() < 2 || distinct.len() != 1 {
+        bail!("the validate TaskRuns should have run one content, found {pins:?}");
+    }
+    w.timeline.line(
+        "kubectl",
+        format!(
+            "the {} validate TaskRuns, each on another candidate, ran one content: pin {}",
+            runs.len(),
+            distinct
+                .into_iter()
+                .next()
+                .map(String::as_str)
+                .unwrap_or("")
         ),
     );
     Ok(())

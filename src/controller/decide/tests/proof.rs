@@ -9,6 +9,7 @@ fn proof() -> Proof {
         pipeline: "imagegate-promote".into(),
         tasks: vec!["validate".into()],
         asked_by: "ImagePromotion \"gov\" governs nb and asks".into(),
+        pins: Default::default(),
     }
 }
 
@@ -180,6 +181,7 @@ fn every_proof_asked_for_must_hold() {
             pipeline: "imagegate-promote".into(),
             tasks: vec!["scan".into()],
             asked_by: "ImagePromotion \"security\" governs nb and asks".into(),
+            pins: Default::default(),
         },
     ];
     let mut a = ask(&t, "Succeeded", &checks);
