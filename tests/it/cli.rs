@@ -44,6 +44,7 @@ fn help_lists_the_product_subcommands_only() {
             "rollback",
             "reject",
             "import",
+            "pin",
             "help"
         ],
         "{help}"

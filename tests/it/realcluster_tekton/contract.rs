@@ -383,4 +383,59 @@ fn a_validated_promotion_on_real_tekton_hands_its_results_downstream_and_ends_as
         "imagegate wrote nothing more to the finished run"
     );
     assert_eq!(served(&k), (digest('e'), "Promoted".to_string()));
+
+    the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(&k, &emu);
+}
+
+/// The ImagePromotion pins `validate` with the pin `tekton/100` ships: a run of the shipped Task
+/// on real Tekton proves (the pin is of what Tekton records), and once the Task is edited (its
+/// command made `true`, as someone with `update` on Tasks could) the next run's `validate`
+/// succeeds but runs other content: `promote` ends `Unverified` and the served tag stays.
+fn the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(k: &Kubectl, emu: &EmulatorServer) {
+    let shipped: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(format!("{ROOT}/tekton/100-imagepromotion.yaml")).unwrap(),
+    )
+    .unwrap();
+    let pins = json!({"spec": {"validation": {"pins": shipped["spec"]["validation"]["pins"]}}});
+    k.ok(&[
+        "patch",
+        "-n",
+        NS,
+        "imagepromotion",
+        "notebooks",
+        "--type=merge",
+        "-p",
+        &pins.to_string(),
+    ]);
+    block_on(emu.import(NS, "nb", "candidate", &digest('f')));
+    k.create(NS, &pipelinerun("pinned", &digest('f')));
+    let run = k.wait(NS, "pipelinerun/pinned", 90, finished);
+    assert_eq!(succeeded(&run), Some("True"), "{run:#}");
+    assert_eq!(served(k), (digest('f'), "Promoted".to_string()));
+
+    let edited = json!({"spec": {"steps": [{
+        "name": "smoke-test", "image": "$(params.image)",
+        "env": [{"name": "SMOKE_TEST", "value": "true"}, {"name": "HOME", "value": "/tmp"}],
+        "command": ["/bin/sh", "-c"], "args": ["sh -c \"$SMOKE_TEST\""]
+    }]}});
+    k.ok(&[
+        "patch",
+        "-n",
+        NS,
+        "task",
+        "imagegate-smoke-test",
+        "--type=merge",
+        "-p",
+        &edited.to_string(),
+    ]);
+    block_on(emu.import(NS, "nb", "candidate", &digest('g')));
+    k.create(NS, &pipelinerun("edited", &digest('g')));
+    let promote = k.wait(NS, "customrun/edited-promote", 90, finished);
+    let done = condition(&promote, "Succeeded").unwrap();
+    assert_eq!(done["reason"], "Unverified", "{promote:#}");
+    assert!(
+        done["message"].as_str().unwrap().contains("not the pinned"),
+        "{promote:#}"
+    );
+    assert_eq!(served(k).0, digest('f'), "the served tag stays");
 }
