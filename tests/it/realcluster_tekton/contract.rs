@@ -407,11 +407,11 @@ fn the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(k: &Kubectl, emu
         "-p",
         &pins.to_string(),
     ]);
-    block_on(emu.import(NS, "nb", "candidate", &digest('f')));
-    k.create(NS, &pipelinerun("pinned", &digest('f')));
+    block_on(emu.import(NS, "nb", "candidate", &digest('1')));
+    k.create(NS, &pipelinerun("pinned", &digest('1')));
     let run = k.wait(NS, "pipelinerun/pinned", 90, finished);
     assert_eq!(succeeded(&run), Some("True"), "{run:#}");
-    assert_eq!(served(k), (digest('f'), "Promoted".to_string()));
+    assert_eq!(served(k), (digest('1'), "Promoted".to_string()));
 
     let edited = json!({"spec": {"steps": [{
         "name": "smoke-test", "image": "$(params.image)",
@@ -428,8 +428,8 @@ fn the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(k: &Kubectl, emu
         "-p",
         &edited.to_string(),
     ]);
-    block_on(emu.import(NS, "nb", "candidate", &digest('g')));
-    k.create(NS, &pipelinerun("edited", &digest('g')));
+    block_on(emu.import(NS, "nb", "candidate", &digest('2')));
+    k.create(NS, &pipelinerun("edited", &digest('2')));
     let promote = k.wait(NS, "customrun/edited-promote", 90, finished);
     let done = condition(&promote, "Succeeded").unwrap();
     assert_eq!(done["reason"], "Unverified", "{promote:#}");
@@ -437,5 +437,5 @@ fn the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(k: &Kubectl, emu
         done["message"].as_str().unwrap().contains("not the pinned"),
         "{promote:#}"
     );
-    assert_eq!(served(k).0, digest('f'), "the served tag stays");
+    assert_eq!(served(k).0, digest('1'), "the served tag stays");
 }
