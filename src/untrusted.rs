@@ -236,18 +236,11 @@ pub fn controller_decision(data: &[u8]) -> bool {
     };
     let request = &judged.request;
     let target = Target::recorded(&input.run).unwrap_or_else(|| Target::of(request));
-    let ask = Ask {
-        target: &target,
-        run_name: input.run.metadata.name.as_deref().unwrap_or("r"),
-        validation_status: &request.validation_status,
-        validation: request.validation(),
-        checks: &request.checks,
-        proofs: &request.proofs,
-        previous_tag: &request.previous_tag,
-        allow_rolled_back: request.allow_rolled_back,
-        promote_as: request.promote_as,
-        odh: request.odh.as_ref(),
-    };
+    let ask = Ask::of(
+        request,
+        &target,
+        input.run.metadata.name.as_deref().unwrap_or("r"),
+    );
     let evidence = match input.pipeline_run {
         None => Evidence::NoPipelineRun,
         Some(pr) => Evidence::Found {

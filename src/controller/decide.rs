@@ -91,6 +91,28 @@ pub struct Ask<'a> {
     pub odh: Option<&'a OdhSettings>,
 }
 
+impl<'a> Ask<'a> {
+    /// What `request` asks of the decisions about `target`, for run `run_name`.
+    pub fn of(
+        request: &'a super::params::Request,
+        target: &'a Target,
+        run_name: &'a str,
+    ) -> Ask<'a> {
+        Ask {
+            target,
+            run_name,
+            validation_status: &request.validation_status,
+            validation: request.validation(),
+            checks: &request.checks,
+            proofs: &request.proofs,
+            previous_tag: &request.previous_tag,
+            allow_rolled_back: request.allow_rolled_back,
+            promote_as: request.promote_as,
+            odh: request.odh.as_ref(),
+        }
+    }
+}
+
 /// What a decision asked to be read ([`Decision::NeedImage`], [`Decision::NeedEvidence`]),
 /// once it was read.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -95,6 +95,18 @@ pub async fn watch(
     }
 }
 
+/// The ImageStream APIs of `namespaces`: every namespace's when it is empty (also the tamper
+/// watch's, [`super::tamper`]).
+pub(super) fn stream_apis(client: &Client, namespaces: &[String]) -> Vec<Api<ImageStream>> {
+    if namespaces.is_empty() {
+        return vec![Api::all(client.clone())];
+    }
+    namespaces
+        .iter()
+        .map(|ns| Api::namespaced(client.clone(), ns))
+        .collect()
+}
+
 /// What each drifted stream was last announced with, so that an Event marks a change only.
 type Seen = BTreeMap<(String, String), BTreeSet<Drift>>;
 
@@ -107,16 +119,8 @@ async fn scan(
 ) {
     let selector = format!("{MANAGED_LABEL}=true");
     let params = ListParams::default().labels(&selector);
-    let apis: Vec<Api<ImageStream>> = if namespaces.is_empty() {
-        vec![Api::all(client.clone())]
-    } else {
-        namespaces
-            .iter()
-            .map(|ns| Api::namespaced(client.clone(), ns))
-            .collect()
-    };
     let mut streams = Vec::new();
-    for api in apis {
+    for api in stream_apis(client, namespaces) {
         match api.list(&params).await {
             Ok(list) => streams.extend(list.items),
             Err(e) => {

@@ -35,18 +35,7 @@ pub async fn promote(
 ) -> Result<Outcome, Error> {
     let stream = Stream::of(run, ctx, target);
     let run_name = run.name_any();
-    let ask = Ask {
-        target,
-        run_name: &run_name,
-        validation_status: &request.validation_status,
-        validation: request.validation(),
-        checks: &request.checks,
-        proofs: &request.proofs,
-        previous_tag: &request.previous_tag,
-        allow_rolled_back: request.allow_rolled_back,
-        promote_as: request.promote_as,
-        odh: request.odh.as_ref(),
-    };
+    let ask = Ask::of(request, target, &run_name);
     let mut fetched = Fetched::default();
     for _ in 0..WRITE_ATTEMPTS {
         let is = match stream.read().await? {

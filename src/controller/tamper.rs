@@ -81,15 +81,8 @@ pub async fn watch(
     recorder: Recorder,
     stop: CancellationToken,
 ) {
-    let apis: Vec<Api<ImageStream>> = if namespaces.is_empty() {
-        vec![Api::all(client.clone())]
-    } else {
-        namespaces
-            .iter()
-            .map(|ns| Api::namespaced(client.clone(), ns))
-            .collect()
-    };
     let mut found: Tampered = BTreeMap::new();
+    let apis = super::drift::stream_apis(&client, &namespaces);
     let mut events = futures::stream::select_all(apis.into_iter().map(|api| {
         watcher(api, watcher::Config::default())
             .default_backoff()

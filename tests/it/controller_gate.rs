@@ -478,19 +478,12 @@ async fn tamper_events(s: &Setup) -> Vec<String> {
 }
 
 /// Waits up to 10 s (the bound on noticing) for `check`.
-async fn within_10s<F, Fut>(what: &str, mut check: F)
+async fn within_10s<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !check().await {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not within 10 s: {what}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    crate::support::within(what, std::time::Duration::from_secs(10), check).await;
 }
 
 #[tokio::test]

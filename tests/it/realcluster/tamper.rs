@@ -3,24 +3,18 @@
 //! running as its ServiceAccount with the RBAC of `config/`, and, once the ImagePromotion says
 //! `onTamper: Revert`, the next such move is put back.
 
-use std::time::{Duration, Instant};
-
 use serde_json::json;
 
 use super::runs::{Cluster, digest};
 use crate::support::controller::{reason, served};
 
-/// Waits up to 10 s for `check`.
-async fn within_10s<F, Fut>(what: &str, mut check: F)
+/// Waits up to 10 s (the bound on noticing) for `check`.
+async fn within_10s<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check().await {
-        assert!(Instant::now() < deadline, "not within 10 s: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::support::within(what, std::time::Duration::from_secs(10), check).await;
 }
 
 /// `kubectl patch`: the served tag pinned to `digest`, as an editor's `oc tag` pins it.

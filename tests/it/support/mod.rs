@@ -37,14 +37,23 @@ pub fn free_port() -> u16 {
 }
 
 /// Polls `check` every 50 ms until it holds; fails naming `what` after 30 s.
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
+pub async fn eventually<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    within(what, Duration::from_secs(30), check).await;
+}
+
+/// Waits until `check` holds, failing the test after `limit` (a bound the test asserts).
+pub async fn within<F, Fut>(what: &str, limit: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
     while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
