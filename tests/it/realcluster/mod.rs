@@ -21,7 +21,9 @@
 //!   its Roles.
 //! - [`differential`]: the same requests to the real server and to the emulator, compared.
 //! - [`rbac`]: every verb of `config/`'s roles, sufficient and needed, on the real authorizer.
+//! - [`admission`]: `config/`'s admission policy refusing a served tag moved outside the gate.
 
+mod admission;
 pub(crate) mod cluster;
 mod controller;
 mod differential;
