@@ -33,7 +33,7 @@ pub struct PipelineRunSpec {
 }
 
 /// `spec.pipelineRef`.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct PipelineRef {
     /// The Pipeline's name, in the PipelineRun's namespace.
@@ -42,6 +42,13 @@ pub struct PipelineRef {
     /// A remote resolver (`git`, `bundles`, ...) instead of a Pipeline of the namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolver: Option<String>,
+    /// The resolver's params (`name`, `namespace`, `kind`, `bundle`, ...).
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub params: Vec<Param>,
 }
 
 /// `status` of a PipelineRun, written by the pipeline controller.
@@ -83,13 +90,33 @@ pub struct ChildReference {
 }
 
 impl PipelineRun {
-    /// The name of the Pipeline it runs by reference (None: inline spec or a resolver).
+    /// The name of the Pipeline it runs by reference: `pipelineRef.name`, or the `name` param
+    /// of the `cluster` resolver (a Pipeline of the PipelineRun's own namespace) or the
+    /// `bundles` resolver (a Pipeline in an OCI bundle, pinned by the bundle's reference). None:
+    /// an inline spec, another resolver (`git`, `hub`: no Pipeline name), or a `cluster`
+    /// reference to another namespace.
     pub fn pipeline_name(&self) -> Option<&str> {
         let r = self.spec.pipeline_ref.as_ref()?;
-        if r.resolver.is_some() {
-            return None;
+        let param = |name: &str| {
+            r.params
+                .iter()
+                .find(|p| p.name == name)
+                .and_then(|p| p.value.as_str())
+                .filter(|v| !v.is_empty())
+        };
+        match r.resolver.as_deref() {
+            None => r.name.as_deref().filter(|n| !n.is_empty()),
+            Some("cluster") => {
+                let own = self.metadata.namespace.as_deref();
+                let ns = param("namespace");
+                let pipeline = param("kind").is_none_or(|k| k == "pipeline");
+                (pipeline && (ns.is_none() || ns == own))
+                    .then(|| param("name"))
+                    .flatten()
+            }
+            Some("bundles") => param("name"),
+            Some(_) => None,
         }
-        r.name.as_deref().filter(|n| !n.is_empty())
     }
 
     /// Whether it has finished (its `Succeeded` condition is `True` or `False`).
@@ -211,6 +238,43 @@ mod tests {
                 .pipeline_name(),
             None
         );
+    }
+
+    #[test]
+    fn a_pipeline_the_cluster_or_bundles_resolver_names_counts_by_that_name() {
+        let pr = |r: serde_json::Value| -> PipelineRun {
+            serde_json::from_value(json!({"metadata": {"name": "pr", "namespace": "ds"},
+                                          "spec": {"pipelineRef": r}}))
+            .unwrap()
+        };
+        let param = |n: &str, v: &str| json!({"name": n, "value": v});
+        let cluster =
+            |params: Vec<serde_json::Value>| pr(json!({"resolver": "cluster", "params": params}));
+        assert_eq!(
+            cluster(vec![
+                param("kind", "pipeline"),
+                param("name", "p"),
+                param("namespace", "ds")
+            ])
+            .pipeline_name(),
+            Some("p")
+        );
+        assert_eq!(cluster(vec![param("name", "p")]).pipeline_name(), Some("p"));
+        assert_eq!(
+            cluster(vec![param("name", "p"), param("namespace", "other")]).pipeline_name(),
+            None,
+            "another namespace's Pipeline of that name"
+        );
+        assert_eq!(
+            cluster(vec![param("kind", "task"), param("name", "p")]).pipeline_name(),
+            None
+        );
+        let bundle = pr(json!({"resolver": "bundles", "params": [
+            param("bundle", "registry/pipelines@sha256:aa"), param("name", "p"), param("kind", "pipeline")
+        ]}));
+        assert_eq!(bundle.pipeline_name(), Some("p"));
+        let git = pr(json!({"resolver": "git", "params": [param("pathInRepo", "p.yaml")]}));
+        assert_eq!(git.pipeline_name(), None);
     }
 
     #[test]

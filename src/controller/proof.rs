@@ -145,8 +145,9 @@ pub fn verify(proof: &Proof, evidence: &Evidence, digest: &str) -> Result<String
             proof.pipeline
         )),
         None => missing.push(format!(
-            "PipelineRun {pr_name:?} runs an inline pipelineSpec or a resolved Pipeline, not \
-             Pipeline {:?} of its namespace",
+            "PipelineRun {pr_name:?} runs an inline pipelineSpec or a Pipeline no name names \
+             (only pipelineRef.name, or the cluster resolver in its namespace or the bundles \
+             resolver by name, count), not Pipeline {:?}",
             proof.pipeline
         )),
     }
