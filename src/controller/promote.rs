@@ -73,9 +73,17 @@ pub async fn promote(
                     "the proof of validation could not be read",
                 ));
             }
-            // Looked at again after the error policy's backoff; the PipelineRun ends (and
-            // the run with it) if it never lists the run.
-            Decision::Wait(why) => return Err(Error::NotYet { why }),
+            // Looked at again a second later, for at most LISTING_GRACE after the run was
+            // created: Tekton lists a child it made within its next status write, and a run
+            // someone made by hand must not keep the controller polling until its PipelineRun
+            // ends.
+            Decision::Wait(why) => {
+                let created = run.metadata.creation_timestamp.as_ref().map(|t| t.0);
+                return match still_waiting(created, (ctx.clock)(), &why) {
+                    Ok(()) => Err(Error::NotYet { why }),
+                    Err(message) => Ok(Outcome::failed(reason::UNVERIFIED, message)),
+                };
+            }
             Decision::Write { patch, outcome } => {
                 // Measured from what was read before the write: the candidate's import time.
                 let waited = (outcome.reason == reason::PROMOTED)
@@ -244,9 +252,53 @@ impl<'a> Stream<'a> {
     }
 }
 
+/// How long after its creation a run waits for its PipelineRun to list it.
+pub const LISTING_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether a run created at `created` may still wait for its PipelineRun to list it (`why`);
+/// past [`LISTING_GRACE`] (or with no creation time), the message that ends it `Unverified`.
+pub fn still_waiting(
+    created: Option<k8s_openapi::jiff::Timestamp>,
+    now: k8s_openapi::jiff::Timestamp,
+    why: &str,
+) -> Result<(), String> {
+    let grace = k8s_openapi::jiff::SignedDuration::try_from(LISTING_GRACE).unwrap_or_default();
+    match created.and_then(|c| c.checked_add(grace).ok()) {
+        Some(until) if now < until => Ok(()),
+        _ => Err(format!(
+            "nothing proves the validation: {why}, {}s after the CustomRun was created (a \
+             PipelineRun lists the children it creates at once; this one it did not create)",
+            LISTING_GRACE.as_secs()
+        )),
+    }
+}
+
 /// The injected clock's now, as the checks take it.
 fn chrono_now(ctx: &Context) -> chrono::DateTime<chrono::Utc> {
     let now = (ctx.clock)();
     chrono::DateTime::from_timestamp(now.as_second(), now.subsec_nanosecond().max(0) as u32)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+    #[test]
+    fn a_run_waits_for_its_listing_a_minute_from_its_creation_and_no_longer() {
+        let created: Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
+        let at = |s: i64| created.checked_add(SignedDuration::from_secs(s)).unwrap();
+        assert_eq!(still_waiting(Some(created), at(1), "not listed"), Ok(()));
+        assert_eq!(still_waiting(Some(created), at(59), "not listed"), Ok(()));
+        let gave_up = still_waiting(Some(created), at(60), "not listed").unwrap_err();
+        assert!(
+            gave_up.starts_with("nothing proves the validation: not listed, 60s after"),
+            "{gave_up}"
+        );
+        assert!(
+            still_waiting(None, at(1), "not listed").is_err(),
+            "no creation time"
+        );
+    }
 }

@@ -118,8 +118,8 @@ pub fn verify(proof: &Proof, evidence: &Evidence, digest: &str) -> Result<String
     let (pr, task_runs) = match evidence {
         Evidence::NoPipelineRun => {
             return Err(format!(
-                "the CustomRun belongs to no PipelineRun (it has no PipelineRun owner reference \
-                 or tekton.dev/pipelineRun label), so nothing shows that Pipeline {:?} validated \
+                "the CustomRun belongs to no PipelineRun (it has no controlling PipelineRun owner \
+                 reference with a uid), so nothing shows that Pipeline {:?} validated \
                  {digest}",
                 proof.pipeline
             ));
