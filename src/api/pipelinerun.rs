@@ -168,6 +168,10 @@ pub struct TaskRunSpec {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub params: Vec<Param>,
+    /// The pod template the run was made with (`spec.podTemplate`, from the PipelineRun's
+    /// `taskRunTemplate` or `taskRunSpecs`): read for what it does to the steps' environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<serde_json::Value>,
 }
 
 /// `status` of a TaskRun.
@@ -205,6 +209,28 @@ impl TaskRun {
             .iter()
             .find(|p| p.name == name)
             .and_then(|p| p.value.as_str())
+    }
+
+    /// The names of the environment variables its pod template sets (`spec.podTemplate.env`).
+    /// Tekton appends them after each step's own `env`, and in a container the later of two
+    /// variables of one name wins: they override what the Task sets, without changing the
+    /// `status.taskSpec` it records. A name that is not a string is listed as `?`.
+    pub fn pod_template_env(&self) -> Vec<String> {
+        let env = self
+            .spec
+            .pod_template
+            .as_ref()
+            .and_then(|t| t.get("env"))
+            .and_then(serde_json::Value::as_array);
+        env.into_iter()
+            .flatten()
+            .map(|e| {
+                e.get("name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("?")
+                    .to_string()
+            })
+            .collect()
     }
 
     /// Whether the owner reference that controls it is the PipelineRun with `uid`.

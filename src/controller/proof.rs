@@ -211,6 +211,15 @@ fn task_proves(
     if !run.is_controlled_by(pr_uid) {
         return Err(format!("{which} is not controlled by the PipelineRun"));
     }
+    let env = run.pod_template_env();
+    if !env.is_empty() {
+        return Err(format!(
+            "{which}: its pod template sets environment variables ({}), which override the \
+             Task's own, so what ran is not what the Task (or its pin) says; set them in the \
+             Task, or in Tekton's default-pod-template",
+            env.join(", ")
+        ));
+    }
     match run.succeeded_condition() {
         Some(c) if c.is_true() => {}
         Some(c) => {

@@ -632,10 +632,30 @@ async fn a_pinned_proof_holds_only_for_the_content_that_was_pinned() {
         pr.list_custom_run(&format!("{name}-promote"), "promote")
             .await;
     }
-    let refusals: Vec<(String, &str, &str)> = forged
+    // The pinned Task itself, run with its environment overridden: a pod template's `env` comes
+    // after the step's own in the container, so the later `SMOKE_TEST` wins and the pinned step
+    // runs `true`. Whoever may create a PipelineRun sets it (`taskRunTemplate.podTemplate`).
+    let mut pr =
+        PipelineRunStandIn::create(&s.client, "ds", "environment", "imagegate-promote").await;
+    pr.task_run_as(
+        "validate",
+        Some(&image),
+        true,
+        Some(recorded_smoke_test(&image, |_| {})),
+        json!({"podTemplate": {"env": [{"name": "SMOKE_TEST", "value": "true"}]}}),
+    )
+    .await;
+    promote_child(&s, "environment-promote", Some(&pr), json!({})).await;
+    pr.list_custom_run("environment-promote", "promote").await;
+    let mut refusals: Vec<(String, &str, &str)> = forged
         .iter()
         .map(|(name, _, want)| (format!("{name}-promote"), "Unverified", *want))
         .collect();
+    refusals.push((
+        "environment-promote".into(),
+        "Unverified",
+        "its pod template sets environment variables (SMOKE_TEST)",
+    ));
     let refusals: Vec<(&str, &str, &str)> = refusals
         .iter()
         .map(|(n, r, w)| (n.as_str(), *r, *w))

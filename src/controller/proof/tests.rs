@@ -46,6 +46,13 @@ fn task_run(status: &str, image: Option<&str>, owner_uid: &str) -> TaskRun {
     .unwrap()
 }
 
+/// A succeeded run of the digest whose pod template sets `env`.
+fn with_env(env: Value) -> TaskRun {
+    let mut run = task_run("True", Some(&image(B)), UID);
+    run.spec.pod_template = Some(json!({"env": env, "nodeSelector": {"a": "b"}}));
+    run
+}
+
 fn found(spec: Value, run: Option<TaskRun>) -> Evidence {
     Evidence::Found {
         pipeline_run: pipeline_run(spec, validate_child()),
@@ -126,6 +133,15 @@ fn every_way_the_evidence_falls_short_is_named() {
             "(TaskRun \"pr-validate\") does not exist",
         ),
         (
+            found(
+                by_name(),
+                Some(with_env(
+                    json!([{"name": "SMOKE_TEST", "value": "true"}, {"value": "x"}]),
+                )),
+            ),
+            "its pod template sets environment variables (SMOKE_TEST, ?)",
+        ),
+        (
             Evidence::Found {
                 pipeline_run: pipeline_run(by_name(), json!([])),
                 task_runs: vec![],
@@ -136,6 +152,22 @@ fn every_way_the_evidence_falls_short_is_named() {
     for (evidence, want) in cases {
         let got = verify(&proof(), &evidence, B).unwrap_err();
         assert!(got.contains(want), "{want:?} not in {got:?}");
+    }
+}
+
+#[test]
+fn a_pod_template_without_environment_does_not_spoil_the_proof() {
+    for template in [
+        json!({"automountServiceAccountToken": false}),
+        json!({"env": []}),
+        json!({"env": null}),
+    ] {
+        let mut run = task_run("True", Some(&image(B)), UID);
+        run.spec.pod_template = Some(template.clone());
+        assert!(
+            verify(&proof(), &found(by_name(), Some(run)), B).is_ok(),
+            "{template}"
+        );
     }
 }
 

@@ -384,14 +384,22 @@ fn a_validated_promotion_on_real_tekton_hands_its_results_downstream_and_ends_as
     );
     assert_eq!(served(&k), (digest('e'), "Promoted".to_string()));
 
-    the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(&k, &emu);
+    the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(&k, &emu, &mut controller);
 }
 
 /// The ImagePromotion pins `validate` with the pin `tekton/100` ships: a run of the shipped Task
-/// on real Tekton proves (the pin is of what Tekton records), and once the Task is edited (its
-/// command made `true`, as someone with `update` on Tasks could) the next run's `validate`
-/// succeeds but runs other content: `promote` ends `Unverified` and the served tag stays.
-fn the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(k: &Kubectl, emu: &EmulatorServer) {
+/// on real Tekton proves (the pin is of what Tekton records; the `command` param this test's
+/// Pipeline still passes, as a PipelineRun of the old shape would, is not the Task's and changes
+/// nothing). Then the three ways F-2 found to make `validate` succeed without running the
+/// validation each end `promote` `Unverified` and leave the served tag: the run's pod template
+/// setting the command's variable (the route a param was), a TaskRun made under the name Tekton
+/// will give `validate` before it does (Tekton takes the TaskRun it finds by name), and an
+/// edited Task (as someone with `update` on Tasks could).
+fn the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(
+    k: &Kubectl,
+    emu: &EmulatorServer,
+    controller: &mut Process,
+) {
     let shipped: Value = serde_yaml::from_str(
         &std::fs::read_to_string(format!("{ROOT}/tekton/100-imagepromotion.yaml")).unwrap(),
     )
@@ -412,6 +420,9 @@ fn the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(k: &Kubectl, emu
     let run = k.wait(NS, "pipelinerun/pinned", 90, finished);
     assert_eq!(succeeded(&run), Some("True"), "{run:#}");
     assert_eq!(served(k), (digest('1'), "Promoted".to_string()));
+
+    a_pod_template_that_sets_the_command_does_not_prove(k, emu);
+    a_taskrun_made_before_tekton_makes_it_does_not_prove(k, emu, controller);
 
     let edited = json!({"spec": {"steps": [{
         "name": "smoke-test", "image": "$(params.image)",
@@ -438,4 +449,97 @@ fn the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(k: &Kubectl, emu
         "{promote:#}"
     );
     assert_eq!(served(k).0, digest('1'), "the served tag stays");
+}
+
+/// `promote` of PipelineRun `run` ends `Unverified` saying `why`, and the served tag stays at
+/// `served`.
+fn unverified(k: &Kubectl, run: &str, why: &str, served_digest: &str) {
+    let promote = k.wait(NS, &format!("customrun/{run}-promote"), 90, finished);
+    let done = condition(&promote, "Succeeded").unwrap();
+    assert_eq!(done["reason"], "Unverified", "{promote:#}");
+    assert!(
+        done["message"].as_str().unwrap().contains(why),
+        "{why:?} not said: {promote:#}"
+    );
+    assert_eq!(served(k).0, served_digest, "the served tag stays");
+}
+
+/// A PipelineRun of the real Pipeline whose pod template sets `SMOKE_TEST`: Tekton appends it
+/// after the step's own, the later wins in the container, and the pinned step would run `true`;
+/// Tekton records the Task's spec unchanged, so the pin alone would prove it.
+fn a_pod_template_that_sets_the_command_does_not_prove(k: &Kubectl, emu: &EmulatorServer) {
+    block_on(emu.import(NS, "nb", "candidate", &digest('3')));
+    let mut run: Value = serde_json::from_str(&pipelinerun("overridden", &digest('3'))).unwrap();
+    run["spec"]["taskRunTemplate"] =
+        json!({"podTemplate": {"env": [{"name": "SMOKE_TEST", "value": "true"}]}});
+    k.create(NS, &run.to_string());
+    let validate = k.wait(NS, "taskrun/overridden-validate", 90, finished);
+    assert_eq!(succeeded(&validate), Some("True"), "{validate:#}");
+    assert_eq!(
+        validate["spec"]["podTemplate"]["env"][0]["name"], "SMOKE_TEST",
+        "Tekton gives the TaskRun the run's pod template: {validate:#}"
+    );
+    unverified(
+        k,
+        "overridden",
+        "its pod template sets environment variables (SMOKE_TEST)",
+        &digest('1'),
+    );
+}
+
+/// The TaskRun `<run>-validate`, controlled by the PipelineRun (its uid), made by hand with a
+/// trivial spec while `begin` waits (the controller stopped): Tekton finds it by name and takes
+/// it as `validate`'s, lists it in `childReferences` and runs `promote` after it. What Tekton
+/// recorded that it ran is not the pinned Task.
+fn a_taskrun_made_before_tekton_makes_it_does_not_prove(
+    k: &Kubectl,
+    emu: &EmulatorServer,
+    controller: &mut Process,
+) {
+    block_on(emu.import(NS, "nb", "candidate", &digest('4')));
+    controller.kill();
+    k.create(NS, &pipelinerun("premade", &digest('4')));
+    let run = k.wait(NS, "pipelinerun/premade", 30, |r| {
+        r["metadata"]["uid"].is_string()
+    });
+    let repository = k.get(NS, "imagestream/nb").unwrap()["status"]["dockerImageRepository"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let forged = json!({
+        "apiVersion": "tekton.dev/v1", "kind": "TaskRun",
+        "metadata": {
+            "name": "premade-validate",
+            "labels": {"tekton.dev/pipelineRun": "premade", "tekton.dev/pipelineTask": "validate"},
+            "ownerReferences": [{
+                "apiVersion": "tekton.dev/v1", "kind": "PipelineRun", "name": "premade",
+                "uid": run["metadata"]["uid"], "controller": true
+            }]
+        },
+        "spec": {
+            "params": [{"name": "image", "value": format!("{repository}@{}", digest('4'))}],
+            "taskSpec": {
+                "params": [{"name": "image", "type": "string"}],
+                "steps": [{"name": "smoke-test", "image": "$(params.image)", "command": ["/bin/true"]}]
+            }
+        }
+    });
+    k.create(NS, &forged.to_string());
+    let validate = k.wait(NS, "taskrun/premade-validate", 90, finished);
+    assert_eq!(succeeded(&validate), Some("True"), "{validate:#}");
+    controller.restart();
+    let listed = k.wait(NS, "pipelinerun/premade", 90, |r| {
+        r["status"]["childReferences"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["name"] == "premade-promote"))
+    });
+    assert!(
+        listed["status"]["childReferences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "premade-validate"),
+        "Tekton took the TaskRun made by hand as validate's: {listed:#}"
+    );
+    unverified(k, "premade", "not the pinned", &digest('1'));
 }

@@ -131,6 +131,20 @@ impl PipelineRunStandIn {
         succeeded: bool,
         task_spec: Option<Value>,
     ) -> String {
+        self.task_run_as(task, image, succeeded, task_spec, json!({}))
+            .await
+    }
+
+    /// [`PipelineRunStandIn::task_run_that_ran`] with `run_spec` merged into the TaskRun's
+    /// `spec` (a pod template, a service account: how the run was made).
+    pub async fn task_run_as(
+        &mut self,
+        task: &str,
+        image: Option<&str>,
+        succeeded: bool,
+        task_spec: Option<Value>,
+        run_spec: Value,
+    ) -> String {
         let name = format!("{}-{task}", self.name);
         let api: Api<DynamicObject> = Api::namespaced_with(
             self.client.clone(),
@@ -147,6 +161,7 @@ impl PipelineRunStandIn {
             "spec": {"params": params, "taskRef": {"kind": "Task", "name": "imagegate-smoke-test"}}
         });
         json_patch::merge(&mut body, &self.child_metadata(task));
+        json_patch::merge(&mut body["spec"], &run_spec);
         let body: DynamicObject = serde_json::from_value(body).unwrap();
         api.create(&PostParams::default(), &body).await.unwrap();
         let (status, reason) = if succeeded {
