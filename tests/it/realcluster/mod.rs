@@ -23,6 +23,7 @@
 //! - [`rbac`]: every verb of `config/`'s roles, sufficient and needed, on the real authorizer.
 //! - [`admission`]: `config/`'s admission policy refusing a served tag moved outside the gate.
 
+mod accounts;
 mod admission;
 pub(crate) mod cluster;
 mod controller;
