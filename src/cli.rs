@@ -78,8 +78,9 @@ pub struct SourceArgs {
     #[arg(long, env = "K_CA_CERTS")]
     pub ca_certs: Option<String>,
 
-    /// Seconds to wait for the sink's answer (Knative's `K_SINK_TIMEOUT`).
-    #[arg(long, env = "K_SINK_TIMEOUT")]
+    /// Seconds to wait for the sink's answer to one attempt (Knative's `K_SINK_TIMEOUT`;
+    /// default 30: a sink that never answers is given up on and sent the event again).
+    #[arg(long, env = "K_SINK_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
     pub sink_timeout: Option<u64>,
 
     /// Watch only this namespace (repeatable; default: all namespaces).

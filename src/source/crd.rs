@@ -271,7 +271,8 @@ pub struct Delivery {
     /// Where an event goes when the sink refused it for good.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dead_letter_sink: Option<Destination>,
-    /// The timeout of each attempt, an ISO-8601 duration (default: none).
+    /// The timeout of each attempt, an ISO-8601 duration, longer than 0 (default: PT30S; a sink
+    /// that never answers is given up on and sent the event again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
 }

@@ -360,7 +360,37 @@ impl Sender {
         })
     }
 
+    /// Delivers the job's event until the sink or the dead-letter sink takes it: a round that
+    /// ends [`Delivered::Failed`] (refused, no dead-letter sink took it) is counted, and the
+    /// event is held (not acknowledged, its stream's later changes behind it) and sent again
+    /// after [`deliver::hold_delay`], along the route of that moment. Only a stop ends it
+    /// otherwise, unacknowledged, so the next start sends it again.
     async fn deliver(&self, job: &Job<Pending>) -> ack::Outcome {
+        let mut held: Option<HeldGauge> = None;
+        let mut round = 0u32;
+        loop {
+            round = round.saturating_add(1);
+            if round > 1 {
+                let wait = deliver::hold_delay(round);
+                tokio::select! {
+                    () = self.stop.cancelled() => return Err(Stopped),
+                    () = tokio::time::sleep(wait) => {}
+                }
+            }
+            match self.deliver_once(job).await? {
+                Delivered::Failed { .. } => {
+                    if held.is_none() {
+                        held = Some(HeldGauge::new(&self.metrics.held));
+                    }
+                }
+                taken => return Ok(taken),
+            }
+        }
+    }
+
+    /// One round of delivery: the event built once, delivered with retries along the route of
+    /// the moment (waiting while there is none), counted.
+    async fn deliver_once(&self, job: &Job<Pending>) -> ack::Outcome {
         let route = self.route().await?;
         let settings = &self.settings;
         let make = || {
@@ -406,6 +436,22 @@ impl Sender {
     }
 }
 
+/// One held event in `imagegate_source_events_held`, for as long as it lives.
+struct HeldGauge(prometheus_client::metrics::gauge::Gauge);
+
+impl HeldGauge {
+    fn new(gauge: &prometheus_client::metrics::gauge::Gauge) -> Self {
+        gauge.inc();
+        Self(gauge.clone())
+    }
+}
+
+impl Drop for HeldGauge {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
 /// Counts a delivery's end in the metrics; logs what did not reach the sink.
 fn count(
     metrics: &Metrics,
@@ -428,7 +474,7 @@ fn count(
         }
         Delivered::Failed { error, attempts } => {
             metrics.failed.get_or_create(&ty).inc();
-            error!(event_id = %item.id(), sink = %sink, error = %error, "the sink refused an event for good and there is no dead-letter sink");
+            error!(event_id = %item.id(), sink = %sink, error = %error, "the sink refused an event and no dead-letter sink took it; holding it and sending it again");
             *attempts
         }
     };

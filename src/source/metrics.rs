@@ -28,8 +28,12 @@ pub struct ReasonLabels {
 pub struct Metrics {
     /// `imagegate_source_events_sent_total{type}`: accepted by the sink.
     pub sent: Family<TypeLabels, Counter>,
-    /// `imagegate_source_events_failed_total{type}`: refused for good with no dead-letter sink.
+    /// `imagegate_source_events_failed_total{type}`: delivery rounds that ended refused (after
+    /// the retries) with no dead-letter sink taking the event; the event is held and sent again.
     pub failed: Family<TypeLabels, Counter>,
+    /// `imagegate_source_events_held`: events the sink refused that are held (not acknowledged)
+    /// and sent again until the sink or the dead-letter sink takes them.
+    pub held: Gauge,
     /// `imagegate_source_events_dead_lettered_total{type}`.
     pub dead_lettered: Family<TypeLabels, Counter>,
     /// `imagegate_source_delivery_attempts_failed_total{type}`: failed attempts, counted when
@@ -67,6 +71,7 @@ impl Metrics {
         let m = Metrics {
             sent: Family::default(),
             failed: Family::default(),
+            held: Gauge::default(),
             dead_lettered: Family::default(),
             attempts_failed: Family::default(),
             latency: Histogram::new(exponential_buckets(0.0005, 2.0, 20)),
@@ -89,8 +94,13 @@ impl Metrics {
         );
         sub.register(
             "events_failed",
-            "Events refused for good with no dead-letter sink, by type",
+            "Delivery rounds the sink refused (after the retries) with no dead-letter sink taking the event, which is then held and sent again, by type",
             m.failed.clone(),
+        );
+        sub.register(
+            "events_held",
+            "Events the sink refused that are held, not acknowledged, and sent again until taken",
+            m.held.clone(),
         );
         sub.register(
             "events_dead_lettered",

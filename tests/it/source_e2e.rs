@@ -180,6 +180,81 @@ async fn a_failing_sink_gets_the_same_id_on_every_attempt_until_it_recovers() {
     rbac::assert_config_allows(&emu, "source").await;
 }
 
+/// The source's gauge of events held (refused, no dead-letter sink took them), if it shows.
+async fn held(src: &Source) -> Option<String> {
+    src.metrics()
+        .await
+        .lines()
+        .find(|l| l.starts_with("imagegate_source_events_held "))
+        .map(|l| {
+            l.trim_start_matches("imagegate_source_events_held ")
+                .to_string()
+        })
+}
+
+#[tokio::test]
+async fn a_change_the_sink_refuses_is_held_not_acknowledged_and_delivered_once_it_takes_it() {
+    let (emu, dir, sink) = setup().await;
+    let mut src = Source::new(&emu, &dir, &sink.url, &[]);
+    src.ready().await;
+    // A 400 and a 401 (what an OIDC-enforcing Broker answers a sender without a token) are
+    // not retried by Knative's rules; with no dead-letter sink the change is held and sent
+    // again, at most a minute apart, until the sink takes it.
+    sink.fail_next(&[400, 401]);
+    emu.import("ds", "nb", "candidate", B).await;
+    let first = sink.wait_accepted(1).await;
+    let all = sink.received();
+    assert_eq!(
+        all.iter().map(|r| r.answered).collect::<Vec<_>>(),
+        vec![400, 401, 202]
+    );
+    assert!(
+        all.iter().all(|r| r.event.id() == first[0].id()),
+        "one event, one id"
+    );
+    assert_eq!(held(&src).await.as_deref(), Some("0"));
+
+    // Held across a restart: a change refused while the source stops is not acknowledged, and
+    // the next start sends it.
+    sink.always(Some(401));
+    emu.import("ds", "nb", "candidate", C).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sink.received().len() < 5 || held(&src).await.as_deref() != Some("1") {
+        assert!(
+            Instant::now() < deadline,
+            "never held: {:?}",
+            sink.received().len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    src.stop().await;
+    sink.always(None);
+    src.start();
+    src.ready().await;
+    let accepted = sink.wait_accepted(2).await;
+    assert_eq!(data(&accepted[1])["digest"], C, "{:?}", accepted[1]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(sink.accepted().len(), 2, "each change delivered once");
+}
+
+#[tokio::test]
+async fn a_sink_that_never_answers_is_given_up_on_after_the_default_timeout_and_sent_again() {
+    let (emu, dir, sink) = setup().await;
+    let src = Source::new(&emu, &dir, &sink.url, &[]);
+    src.ready().await;
+    sink.fail_next(&[crate::support::sink::HANG]);
+    let asked = Instant::now();
+    emu.import("ds", "nb", "candidate", B).await;
+    let got = sink.wait_accepted_within(1, Duration::from_secs(60)).await;
+    let waited = asked.elapsed();
+    assert!(
+        waited >= Duration::from_secs(30),
+        "the hung attempt is given its 30 s: {waited:?}"
+    );
+    assert_eq!(sink.received().len(), 2, "the hung attempt and one more");
+    assert_eq!(got[0].id(), sink.received()[0].event.id());
+}
+
 #[tokio::test]
 async fn events_the_sink_refuses_go_to_the_dead_letter_sink() {
     let (emu, dir, sink) = setup().await;

@@ -114,7 +114,8 @@ pub struct Deliveries {
     /// Events sent to the dead-letter sink.
     #[serde(default)]
     pub dead_lettered: i64,
-    /// Events refused for good with no dead-letter sink.
+    /// Delivery rounds the sink refused with no dead-letter sink taking the event (it is held and
+    /// sent again).
     #[serde(default)]
     pub failed: i64,
     /// When the sink last took an event (RFC 3339).

@@ -98,6 +98,11 @@ pub(crate) fn shared_configurations() -> Vec<SharedKey> {
     clients.keys().cloned().collect()
 }
 
+/// How long an attempt waits for the sink's answer when nothing says otherwise.
+pub const DEFAULT_SINK_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an attempt waits for the connection to the sink (within the attempt's timeout).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The HTTP client that sends events. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct SinkClient {
@@ -107,8 +112,10 @@ pub struct SinkClient {
 }
 
 impl SinkClient {
-    /// `timeout` is `K_SINK_TIMEOUT`, for a whole attempt (None: none, as Knative's default
-    /// -1). `ca_pem` is `K_CA_CERTS`, a PEM bundle added to the built-in trust roots for an
+    /// `timeout` is `K_SINK_TIMEOUT`, for a whole attempt (None: [`DEFAULT_SINK_TIMEOUT`]; unlike
+    /// Knative's default -1, never none: a sink that takes the connection and never answers
+    /// would hold its delivery, and the change's stream, forever). Connecting is bounded by
+    /// [`CONNECT_TIMEOUT`] within it. `ca_pem` is `K_CA_CERTS`, a PEM bundle added to the built-in trust roots for an
     /// https sink, as Knative adds it to the system pool. Redirects are not followed: a 3xx is
     /// a failure that is not retried, as in Knative.
     pub fn new(timeout: Option<Duration>, ca_pem: Option<&str>) -> Result<Self, DeliverError> {
@@ -117,9 +124,9 @@ impl SinkClient {
             .redirect(reqwest::redirect::Policy::none())
             .pool_max_idle_per_host(MAX_IDLE_PER_HOST)
             .user_agent(concat!("imagegate/", env!("CARGO_PKG_VERSION")));
-        if let Some(timeout) = timeout {
-            builder = builder.timeout(timeout);
-        }
+        builder = builder
+            .timeout(timeout.unwrap_or(DEFAULT_SINK_TIMEOUT))
+            .connect_timeout(CONNECT_TIMEOUT);
         if let Some(pem) = ca_pem {
             let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
                 .map_err(|e| DeliverError::CaCerts(e.to_string()))?;

@@ -127,6 +127,16 @@ pub async fn deliver(
     })
 }
 
+/// The longest wait between two rounds of a held event's delivery.
+pub const HOLD_MAX: Duration = Duration::from_secs(60);
+
+/// How long a held event waits before its delivery round `round` (2, 3, ...): 1 s, doubling,
+/// at most [`HOLD_MAX`]. A round is a whole [`deliver`], retries and dead-letter sink included.
+pub fn hold_delay(round: u32) -> Duration {
+    let doublings = round.saturating_sub(2).min(6);
+    Duration::from_secs(1 << doublings).min(HOLD_MAX)
+}
+
 /// Attempts until success, a failure that is not retried, or the retries are spent; returns
 /// the number of attempts and the last result.
 async fn with_retries(

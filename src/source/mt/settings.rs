@@ -63,6 +63,9 @@ pub fn of(source: &ImageStreamSource, shared: &Shared) -> Result<Settings, Strin
     let backoff_delay =
         duration("backoffDelay", &delivery.backoff_delay)?.unwrap_or(Duration::from_millis(200));
     let sink_timeout = duration("timeout", &delivery.timeout)?;
+    if sink_timeout == Some(Duration::ZERO) {
+        return Err("spec.delivery.timeout: must be longer than 0 (default: 30 s)".into());
+    }
     let overrides = spec
         .ce_overrides
         .as_ref()

@@ -47,8 +47,8 @@ pub const CASES: &[Case] = &[
     Case {
         name: "a PromQL expression with an unclosed bracket",
         by: By::Check,
-        breaks: |m| edit(&mut rule(m, 2)["expr"], "[10m]))", "[10m])"),
-        expect: &["rules[2].expr", "never closed"],
+        breaks: |m| edit(&mut rule(m, 3)["expr"], "[30m]))", "[30m])"),
+        expect: &["rules[3].expr", "never closed"],
     },
     Case {
         name: "a dashboard query on a label the metric does not have",

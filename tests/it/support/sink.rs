@@ -63,20 +63,32 @@ async fn receive(
         Ok(e) => e,
         Err(_) => return StatusCode::BAD_REQUEST,
     };
-    let mut i = inner.lock().unwrap();
-    let answered = if i.script.is_empty() {
-        i.always.unwrap_or(202)
-    } else {
-        i.script.remove(0)
+    let answered = {
+        let mut i = inner.lock().unwrap();
+        let answered = if i.script.is_empty() {
+            i.always.unwrap_or(202)
+        } else {
+            i.script.remove(0)
+        };
+        i.received.push(Received {
+            event,
+            content_type,
+            answered,
+            host,
+        });
+        answered
     };
-    i.received.push(Received {
-        event,
-        content_type,
-        answered,
-        host,
-    });
+    if answered == HANG {
+        // Holds the connection open and never answers, as a listener that accepted the
+        // request and hung does.
+        std::future::pending::<()>().await;
+    }
     StatusCode::from_u16(answered).unwrap_or(StatusCode::ACCEPTED)
 }
+
+/// In [`Sink::fail_next`]'s statuses: take the request and never answer it (recorded as
+/// answered 0).
+pub const HANG: u16 = 0;
 
 impl Sink {
     /// Starts a sink on 127.0.0.1:0.
@@ -95,7 +107,7 @@ impl Sink {
         Sink { url, inner }
     }
 
-    /// Answers the next requests with these statuses, then 202 again.
+    /// Answers the next requests with these statuses, then 202 again ([`HANG`]: none, ever).
     pub fn fail_next(&self, statuses: &[u16]) {
         self.inner
             .lock()
@@ -125,7 +137,16 @@ impl Sink {
 
     /// Waits until `n` events were accepted and returns them.
     pub async fn wait_accepted(&self, n: usize) -> Vec<cloudevents::Event> {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        self.wait_accepted_within(n, Duration::from_secs(30)).await
+    }
+
+    /// [`Sink::wait_accepted`], for at most `within`.
+    pub async fn wait_accepted_within(
+        &self,
+        n: usize,
+        within: Duration,
+    ) -> Vec<cloudevents::Event> {
+        let deadline = Instant::now() + within;
         loop {
             let got = self.accepted();
             if got.len() >= n {

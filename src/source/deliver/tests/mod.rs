@@ -593,3 +593,10 @@ mod https;
 mod shared;
 mod spec;
 mod wire;
+
+#[test]
+fn a_held_event_waits_one_second_then_doubling_to_a_minute() {
+    let waits: Vec<u64> = (2..=10).map(|r| hold_delay(r).as_secs()).collect();
+    assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    assert_eq!(hold_delay(u32::MAX), HOLD_MAX);
+}
