@@ -39,6 +39,9 @@ pub mod reason {
     /// Ready=False: the spec contradicts itself (for example both `namespaces` and
     /// `namespaceSelector`).
     pub const INVALID_SPEC: &str = "InvalidSpec";
+    /// Ready=Unknown: the first list of the namespaces it selects is not recorded yet; changes
+    /// made from then on are sent once it is.
+    pub const LISTING: &str = "Listing";
 }
 
 /// What the adapter last observed of an ImageStreamSource.

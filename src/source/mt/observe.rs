@@ -39,7 +39,7 @@ pub fn ready(facts: &Facts) -> &'static str {
     match (&facts.invalid, &facts.sink, &facts.permissions) {
         (Some(_), _, _) | (_, Some(Err(_)), _) => "False",
         (_, _, Some(v)) if !v.sufficient => "False",
-        (None, Some(Ok(_)), Some(_)) => "True",
+        (None, Some(Ok(_)), Some(_)) if facts.listed != Some(false) => "True",
         _ => "Unknown",
     }
 }
@@ -59,17 +59,23 @@ pub fn route(sink: Option<&str>, dead_letter: Option<Result<String, String>>) ->
     })
 }
 
-/// Observes `source`, writes its status, and returns what was found. A failure is logged and
-/// is None: the supervisor keeps what it had, and the next resync tries again.
-pub async fn run(ctx: Context, source: Arc<ImageStreamSource>) -> Option<Observation> {
+/// Observes `source`, writes its status, and returns what was found; `listed` is whether its
+/// pipeline (of this generation) has recorded the first list of its namespaces. A failure is
+/// logged and is None: the supervisor keeps what it had, and the next resync tries again.
+pub async fn run(
+    ctx: Context,
+    source: Arc<ImageStreamSource>,
+    listed: bool,
+) -> Option<Observation> {
     let id = (source.namespace().unwrap_or_default(), source.name_any());
-    let observed = match reconcile::observe(&source, &ctx).await {
+    let mut observed = match reconcile::observe(&source, &ctx).await {
         Ok(o) => o,
         Err(e) => {
             warn!(namespace = %id.0, source = %id.1, error = %e, "observing the ImageStreamSource failed; retrying at the next resync");
             return None;
         }
     };
+    observed.facts.listed = Some(listed);
     if let Err(e) = reconcile::write(&source, &observed.facts, &ctx).await {
         warn!(namespace = %id.0, source = %id.1, error = %e, "writing the ImageStreamSource status failed");
     }

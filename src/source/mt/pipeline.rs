@@ -54,6 +54,8 @@ pub struct Pipeline {
     pub counters: Arc<Counters>,
     /// The metrics it reports to ([`super::settings::metrics`]).
     pub metrics: Metrics,
+    /// Told true once the first list of every one of its namespaces is recorded.
+    pub listed: tokio::sync::watch::Sender<bool>,
 }
 
 /// Runs `p` until `stop` is cancelled; its checkpoint is flushed last.
@@ -77,7 +79,7 @@ pub fn run(
         // The source's own health: /readyz is the adapter's; a source's checkpoint trouble is
         // in the log and the metrics.
         let health = Health::new();
-        let (listed, _) = tokio::sync::watch::channel(false);
+        let listed = p.listed;
         let flushed = CancellationToken::new();
         let flusher = tokio::spawn(checkpoint.clone().run_once_listed(
             listed.subscribe(),

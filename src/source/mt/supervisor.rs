@@ -106,6 +106,8 @@ struct Supervisor {
     observed: mpsc::UnboundedSender<(SourceId, Option<String>, Option<Observation>)>,
     /// [`OBSERVATIONS_IN_FLIGHT`] permits.
     observing: Arc<Semaphore>,
+    /// Sources whose pipeline has just recorded its first list: observed again (`Ready`).
+    relisted: mpsc::UnboundedSender<SourceId>,
 }
 
 /// Serves every ImageStreamSource until `stop` is cancelled; then stops every pipeline
@@ -119,6 +121,7 @@ pub async fn run(
     let client = ctx.client.clone();
     let (observed, mut observations) = mpsc::unbounded_channel();
     let (sink_changes, mut sink_changed) = mpsc::unbounded_channel();
+    let (relisted, mut relisted_rx) = mpsc::unbounded_channel();
     let board = Board::default();
     let counters_stop = CancellationToken::new();
     let writer = tokio::spawn(counters::run(
@@ -157,6 +160,7 @@ pub async fn run(
         tails: BTreeMap::new(),
         observed,
         observing: Arc::new(Semaphore::new(OBSERVATIONS_IN_FLIGHT)),
+        relisted,
     };
     let mut sources = watcher(
         Api::<ImageStreamSource>::all(client.clone()),
@@ -220,6 +224,7 @@ pub async fn run(
                 }
             }
             Some((id, uid, observation)) = observations.recv() => s.observed(&id, uid, observation),
+            Some(id) = relisted_rx.recv() => s.observe(&id),
             Some(object) = sink_changed.recv() => {
                 for id in s.sinks.referencing(&object) {
                     s.observe(&id);

@@ -29,6 +29,11 @@ pub struct Facts {
     pub mode: Mode,
     /// The API server's URL (the `source` of the resource and reference modes' events).
     pub api_server_url: String,
+    /// Whether the first list of the namespaces it selects is recorded (what the source's
+    /// pipeline said when it was observed); None: not known here, and not held against it.
+    /// `Ready` waits for it: a change made after `Ready=True` is then a change, sent, never
+    /// part of the state a first start records silently.
+    pub listed: Option<bool>,
 }
 
 /// The `type` and `source` of the events of `mode` (no source in mode imagestreamtag, where it
@@ -95,6 +100,16 @@ pub fn desired(
                 )
             })
             .unwrap_or(("True", reason::READY, String::new()))
+    };
+    let ready = match (ready.0, facts.listed) {
+        ("True", Some(false)) => (
+            "Unknown",
+            reason::LISTING,
+            "listing the namespaces it selects; changes made from then on are sent once that \
+             list is recorded"
+                .to_string(),
+        ),
+        _ => ready,
     };
     let resolved = match &facts.sink {
         Some(Ok(resolved)) if facts.invalid.is_none() => Some(resolved),

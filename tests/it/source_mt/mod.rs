@@ -29,6 +29,7 @@ mod join;
 mod leader;
 mod modes;
 mod rbac;
+mod ready;
 mod restart;
 mod routing;
 mod sinks;

@@ -43,13 +43,18 @@ impl Supervisor {
             return;
         }
         served.observing = Observing::Running;
+        // Whether the pipeline of this generation has recorded its first list (a new
+        // generation's pipeline starts after this observation, and lists after that).
+        let listed = served.running.as_ref().is_some_and(|r| {
+            r.generation == served.source.metadata.generation && *r.listed.borrow()
+        });
         let (source, tx, id) = (served.source.clone(), self.observed.clone(), id.clone());
         let (ctx, permits) = (self.ctx.clone(), self.observing.clone());
         tokio::spawn(async move {
             // Never closed, so a permit always comes.
             let _permit = permits.acquire_owned().await;
             let uid = source.uid();
-            let o = observe::run(ctx, source).await;
+            let o = observe::run(ctx, source, listed).await;
             let _ = tx.send((id, uid, o));
         });
     }

@@ -17,6 +17,8 @@ use super::Supervisor;
 pub(super) struct Running {
     pub(super) generation: Option<i64>,
     pub(super) key: WatchKey,
+    /// Turns true once the pipeline has recorded the first list of its namespaces.
+    pub(super) listed: tokio::sync::watch::Receiver<bool>,
     stop: CancellationToken,
 }
 
@@ -34,6 +36,7 @@ impl Supervisor {
             return;
         };
         let stop = CancellationToken::new();
+        let (listed, listed_rx) = tokio::sync::watch::channel(false);
         let metrics = settings::metrics(&self.reports.metrics);
         self.backlogs.insert(id, &metrics, served.counters.clone());
         let pipeline = Pipeline {
@@ -48,12 +51,25 @@ impl Supervisor {
             routes: served.routes.subscribe(),
             counters: served.counters.clone(),
             metrics,
+            listed,
         };
         info!(namespace = %id.0, source = %id.1, namespaces = %key.describe(), "serving the source");
         served.running = Some(Running {
             generation: served.source.metadata.generation,
             key,
+            listed: listed_rx.clone(),
             stop: stop.clone(),
+        });
+        // Once it has listed, the source is observed again, and its `Ready` turns True.
+        let (relisted, again, mut listed_rx) = (self.relisted.clone(), id.clone(), listed_rx);
+        let stopped = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stopped.cancelled() => {}
+                done = listed_rx.wait_for(|l| *l) => if done.is_ok() {
+                    let _ = relisted.send(again);
+                },
+            }
         });
         let client = self.ctx.client.clone();
         self.then(id, pipeline::run(client, pipeline, stop));

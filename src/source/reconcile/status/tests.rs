@@ -33,6 +33,7 @@ fn facts() -> Facts {
         permissions: Some(permitted()),
         mode: Mode::ImageStreamTag,
         api_server_url: "https://172.30.0.1:443".into(),
+        listed: None,
     }
 }
 
@@ -43,6 +44,37 @@ fn cond<'a>(s: &'a ImageStreamSourceStatus, ty: &str) -> (&'a str, &'a str, &'a 
         c.reason.as_deref().unwrap_or(""),
         c.message.as_deref().unwrap_or(""),
     )
+}
+
+#[test]
+fn it_is_ready_only_once_its_first_list_is_recorded() {
+    let listing = Facts {
+        listed: Some(false),
+        ..facts()
+    };
+    let s = desired(None, &listing, at(0));
+    let (status, why, message) = cond(&s, condition::READY);
+    assert_eq!((status, why), ("Unknown", reason::LISTING));
+    assert!(
+        message.starts_with("listing the namespaces it selects"),
+        "{message}"
+    );
+    assert_eq!(cond(&s, condition::SINK_PROVIDED).0, "True");
+    let listed = Facts {
+        listed: Some(true),
+        ..facts()
+    };
+    assert_eq!(
+        cond(&desired(None, &listed, at(0)), condition::READY).0,
+        "True"
+    );
+    // A reason not to be ready comes first: listing is not what is wrong.
+    let mut refused = listing.clone();
+    refused.permissions = None;
+    assert_eq!(
+        cond(&desired(None, &refused, at(0)), condition::READY).1,
+        reason::PERMISSIONS_UNCHECKED
+    );
 }
 
 #[test]
