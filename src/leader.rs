@@ -466,6 +466,8 @@ async fn release(api: &Api<Lease>, cfg: &LeaderConfig, held: (Lease, Instant)) {
     }
 }
 
+pub mod preflight;
+
 #[cfg(test)]
 mod tests;
 

@@ -12,6 +12,9 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -39,6 +42,17 @@ pub struct Settings {
 #[error("lost the leader lease; exiting so that a standby takes over")]
 pub struct LostLease;
 
+/// Why [`Runtime::run`] ended other than by the program's own result.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Ended {
+    /// Leading stopped while the program ran.
+    #[error(transparent)]
+    LostLease(#[from] LostLease),
+    /// The Lease cannot be used at all (checked before contending).
+    #[error(transparent)]
+    LeaseRefused(#[from] leader::preflight::LeaseRefused),
+}
+
 /// The admin server, the election and shutdown of one program.
 pub struct Runtime {
     client: kube::Client,
@@ -49,6 +63,29 @@ pub struct Runtime {
     admin: JoinHandle<std::io::Result<()>>,
     admin_addr: SocketAddr,
     election: Option<Election>,
+    /// `imagegate_leader{lease}`: 1 while this process leads.
+    leading: Gauge,
+}
+
+/// Registers `imagegate_leader{lease}` on `registry` (every program's, beside its own metrics):
+/// 1 while this process leads the Lease `lease` (empty: no leader election), else 0.
+pub fn register_leader(registry: &mut Registry, lease: &str) -> Gauge {
+    let leading = Family::<LeaseLabels, Gauge>::default();
+    registry.register(
+        "imagegate_leader",
+        "1 while this process leads (holds its Lease, or runs without leader election), else 0",
+        leading.clone(),
+    );
+    let labels = LeaseLabels {
+        lease: lease.to_string(),
+    };
+    leading.get_or_create(&labels).clone()
+}
+
+/// The label of `imagegate_leader`: the Lease's name (empty without leader election).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LeaseLabels {
+    lease: String,
 }
 
 /// A running election: whether we lead, and the task that renews and finally releases.
@@ -64,11 +101,13 @@ impl Runtime {
     pub async fn start(
         client: kube::Client,
         settings: Settings,
-        registry: Registry,
+        mut registry: Registry,
         health: Arc<Health>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<Runtime> {
         health.set_not_ready(settings.until_ready);
+        let lease = (settings.leader.as_ref()).map_or("", |l| l.lease_name.as_str());
+        let leading = register_leader(&mut registry, lease);
         let listener = tokio::net::TcpListener::bind(settings.admin_addr).await?;
         let admin_addr = listener.local_addr()?;
         info!(addr = %admin_addr, "admin server listening");
@@ -93,6 +132,7 @@ impl Runtime {
             admin,
             admin_addr,
             election: None,
+            leading,
         })
     }
 
@@ -103,15 +143,22 @@ impl Runtime {
 
     /// Waits to lead, runs `program` with a token cancelled on shutdown or on losing the Lease,
     /// then stops the election (releasing the Lease) and the admin server, whatever the program
-    /// returned. The result is the program's error if it failed, else [`LostLease`] if the
-    /// Lease was lost, else `Ok`; a shutdown before this process led is `Ok` without running
-    /// the program.
+    /// returned. The result is the program's error if it failed, else [`Ended`]: the Lease
+    /// cannot be used (refused before contending: the program never runs) or was lost, else
+    /// `Ok`; a shutdown before this process led is `Ok` without running the program.
     pub async fn run<F, Fut, E>(mut self, program: F) -> Result<(), E>
     where
         F: FnOnce(CancellationToken) -> Fut,
         Fut: Future<Output = Result<(), E>>,
-        E: From<LostLease>,
+        E: From<Ended>,
     {
+        if let Some(cfg) = &self.settings.leader
+            && let Err(refused) = leader::preflight::check(self.client.clone(), cfg).await
+        {
+            self.shutdown.cancel();
+            self.stop_waiting().await;
+            return Err(Ended::from(refused).into());
+        }
         let Some(work) = self.lead().await else {
             self.stop_waiting().await;
             return Ok(());
@@ -121,7 +168,7 @@ impl Runtime {
         self.stop().await;
         result?;
         if lost {
-            return Err(LostLease.into());
+            return Err(Ended::from(LostLease).into());
         }
         Ok(())
     }
@@ -131,6 +178,7 @@ impl Runtime {
     /// ends; `None` when shutdown comes first.
     async fn lead(&mut self) -> Option<CancellationToken> {
         let Some(cfg) = self.settings.leader.clone() else {
+            self.leading.set(1);
             return Some(self.shutdown.child_token());
         };
         let (leading, task) = leader::spawn(
@@ -147,14 +195,16 @@ impl Runtime {
             _ = self.shutdown.cancelled() => return None,
         }
         self.health.set_not_ready(self.settings.until_ready);
+        self.leading.set(1);
         let work = self.shutdown.child_token();
         tokio::spawn({
-            let work = work.clone();
+            let (work, leading) = (work.clone(), self.leading.clone());
             async move {
                 tokio::select! {
                     _ = leader::until(&mut waiting, false) => work.cancel(),
                     _ = work.cancelled() => {}
                 }
+                leading.set(0);
             }
         });
         Some(work)

@@ -51,7 +51,7 @@ async fn without_a_lease_the_program_runs_at_once_and_shutdown_cancels_its_token
     let run = tokio::spawn(runtime.run(move |token| async move {
         let _ = ran_tx.send(());
         token.cancelled().await;
-        Ok::<(), LostLease>(())
+        Ok::<(), Ended>(())
     }));
     tokio::time::timeout(PATIENCE, ran_rx)
         .await
@@ -98,8 +98,8 @@ async fn a_failing_program_gets_its_error_back_after_the_admin_server_stopped() 
     );
 }
 
-impl From<LostLease> for String {
-    fn from(e: LostLease) -> String {
+impl From<Ended> for String {
+    fn from(e: Ended) -> String {
         e.to_string()
     }
 }

@@ -189,12 +189,18 @@ mod at_start {
 
     /// Starts the controller against `emu`; its exit status and the one line of its error.
     async fn controller_ended(emu: &EmulatorServer) -> (Option<i32>, String) {
+        controller_ended_with(emu, &[]).await
+    }
+
+    /// [`controller_ended`], with `extra` flags.
+    async fn controller_ended_with(emu: &EmulatorServer, extra: &[&str]) -> (Option<i32>, String) {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         emu.write_kubeconfig(&kubeconfig, "controller");
         let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
         command
             .args(["controller", "--admin-addr", "127.0.0.1:0"])
+            .args(extra)
             .env("KUBECONFIG", &kubeconfig)
             .env("RUST_LOG", "info");
         let mut controller = Process::start("imagegate controller", command);
@@ -297,6 +303,73 @@ mod at_start {
                  subjectaccessreviews (config/202-clusterrole-controller.yaml)"
             ),
             "{line}"
+        );
+    }
+
+    /// A Lease the program cannot use (F-12: every replica would stand by, ready, for ever)
+    /// ends it at start: RBAC refuses it (403), its namespace does not exist (404), or its name
+    /// is refused (422). The checks are dry runs: no Lease is left behind.
+    #[tokio::test]
+    async fn a_lease_that_cannot_be_used_ends_the_program_at_start() {
+        let emu = EmulatorServer::start().await;
+        emu.seed_str(&imagegate::controller::crd::crd_yaml()).await;
+        emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: imagegate-system\n")
+            .await;
+        let elect = ["--leader-elect", "--identity", "pod-1"];
+        let (status, line) = controller_ended_with(
+            &emu,
+            &[&elect[..], &["--lease-namespace", "nowhere"]].concat(),
+        )
+        .await;
+        assert_eq!(status, Some(1));
+        assert!(
+            line.starts_with(
+                "imagegate: the leader Lease nowhere/imagegate-controller cannot be used: \
+                 namespace nowhere does not exist: point --lease-namespace (POD_NAMESPACE) at \
+                 the namespace the program runs in (the API server says: "
+            ),
+            "{line}"
+        );
+        let (status, line) = controller_ended_with(
+            &emu,
+            &[&elect[..], &["--lease-name", "Not_A_Name"]].concat(),
+        )
+        .await;
+        assert_eq!(status, Some(1));
+        assert!(
+            line.starts_with(
+                "imagegate: the leader Lease imagegate-system/Not_A_Name cannot be used: the API \
+                 server refuses it (an invalid --lease-name or --lease-namespace)"
+            ),
+            "{line}"
+        );
+        emu.inject_fault(Fault {
+            verb: Some("get".into()),
+            resource: Some("leases".into()),
+            count: 1,
+            status: Some(403),
+            ..Fault::default()
+        })
+        .await;
+        let (status, line) = controller_ended_with(&emu, &elect).await;
+        assert_eq!(status, Some(1));
+        assert!(
+            line.starts_with(
+                "imagegate: the leader Lease imagegate-system/imagegate-controller cannot be \
+                 used: the program may not get it: grant get, create and update on leases"
+            ),
+            "{line}"
+        );
+        let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+            kube::Api::all(emu.client());
+        assert!(
+            leases
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty(),
+            "the checks wrote nothing"
         );
     }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use imagegate::admin::Health;
 use imagegate::leader::LeaderConfig;
-use imagegate::runtime::{LostLease, Runtime, Settings};
+use imagegate::runtime::{Ended, LostLease, Runtime, Settings};
 use imagegate_emulator::{Config, Emulator};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
@@ -42,7 +42,8 @@ struct Program {
     health: Arc<Health>,
     working: Arc<AtomicBool>,
     stop: Option<oneshot::Sender<()>>,
-    run: tokio::task::JoinHandle<Result<(), LostLease>>,
+    run: tokio::task::JoinHandle<Result<(), Ended>>,
+    admin: std::net::SocketAddr,
 }
 
 impl Program {
@@ -63,6 +64,7 @@ impl Program {
         .await
         .unwrap();
         let working = Arc::new(AtomicBool::new(false));
+        let admin = runtime.admin_addr();
         let run = tokio::spawn(runtime.run({
             let working = working.clone();
             move |token| async move {
@@ -76,19 +78,35 @@ impl Program {
             working,
             stop: Some(stop),
             run,
+            admin,
         }
+    }
+
+    /// Its `imagegate_leader` line from `/metrics`.
+    async fn leader_gauge(&self) -> String {
+        let metrics = reqwest::get(format!("http://{}/metrics", self.admin))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        metrics
+            .lines()
+            .find(|l| l.starts_with("imagegate_leader{"))
+            .unwrap_or_default()
+            .to_string()
     }
 
     fn working(&self) -> bool {
         self.working.load(Ordering::SeqCst)
     }
 
-    async fn shutdown(mut self) -> Result<(), LostLease> {
+    async fn shutdown(mut self) -> Result<(), Ended> {
         let _ = self.stop.take().unwrap().send(());
         self.finished().await
     }
 
-    async fn finished(self) -> Result<(), LostLease> {
+    async fn finished(self) -> Result<(), Ended> {
         tokio::time::timeout(PATIENCE, self.run)
             .await
             .expect("the runtime returns")
@@ -129,6 +147,16 @@ async fn a_standby_is_ready_and_idle_until_shutdown() {
     wait_for("b to stand by, ready", || standby.health.is_ready()).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(!standby.working(), "a standby never runs its program");
+    // Each says whether it leads, so that "no replica leads" can page.
+    let lease = settings("a").leader.unwrap().lease_name;
+    assert_eq!(
+        leader.leader_gauge().await,
+        format!("imagegate_leader{{lease=\"{lease}\"}} 1")
+    );
+    assert_eq!(
+        standby.leader_gauge().await,
+        format!("imagegate_leader{{lease=\"{lease}\"}} 0")
+    );
     assert_eq!(standby.shutdown().await, Ok(()));
     assert_eq!(leader.shutdown().await, Ok(()));
     emu.shutdown().await;
@@ -167,7 +195,11 @@ async fn a_lost_lease_cancels_the_program_and_is_an_error() {
         }
     }
 
-    assert_eq!(a.finished().await, Err(LostLease), "without any shutdown");
+    assert_eq!(
+        a.finished().await,
+        Err(Ended::LostLease(LostLease)),
+        "without any shutdown"
+    );
     assert_eq!(holder(&leases).await.as_deref(), Some("intruder"));
     emu.shutdown().await;
 }
