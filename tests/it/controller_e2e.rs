@@ -61,14 +61,40 @@ async fn a_validated_candidate_is_promoted_then_already_promoted() {
 }
 
 #[tokio::test]
-async fn a_moved_candidate_is_not_promoted() {
+async fn a_candidate_that_moved_on_is_promoted_when_newer_than_what_is_served_and_never_backwards()
+{
     let s = Setup::new().await;
+    // B (validated) was imported after A (served); C came while B was validated.
     s.emu.import("ds", "nb", "candidate", C).await;
     s.create_run("promote-b", VALIDATED_B, json!({})).await;
     let run = s.done("promote-b").await;
+    assert_eq!(reason(&run), ("True".into(), "Promoted".into()));
+    assert!(
+        s.message("promote-b")
+            .await
+            .contains(&format!("has since moved on to {C}")),
+        "{run:?}"
+    );
+    assert_eq!(s.stream().await.current_digest("latest"), Some(B));
+    // A late promote of A, validated before B and older than what is served, is refused.
+    s.create_run(
+        "promote-a",
+        &[
+            ("imagestream", "nb"),
+            ("digest", A),
+            ("validation-status", "Succeeded"),
+        ],
+        json!({}),
+    )
+    .await;
+    let run = s.done("promote-a").await;
     assert_eq!(reason(&run), ("False".into(), "CandidateMoved".into()));
-    assert_eq!(s.stream().await.current_digest("latest"), Some(A));
-    assert!(s.writes("imagestreams").await.is_empty());
+    assert!(
+        s.message("promote-a").await.contains("not newer than"),
+        "{run:?}"
+    );
+    assert_eq!(s.stream().await.current_digest("latest"), Some(B));
+    assert_eq!(s.writes("imagestreams").await.len(), 1, "one write: B's");
     rbac::assert_config_allows(&s.emu, "controller").await;
 }
 

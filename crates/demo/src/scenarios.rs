@@ -91,8 +91,9 @@ pub async fn play(w: &World) -> anyhow::Result<(Vec<Expect>, usize)> {
 
     played += 1;
     w.timeline.heading(
-        "4. jupyter-pytorch-notebook's candidate moves while a build is being validated: \
-         the older build is not promoted, the newer one is",
+        "4. jupyter-pytorch-notebook's candidate moves faster than validation: the older \
+         build, validated first, is promoted all the same (the served tag never waits on a \
+         candidate that keeps moving), then the newer one",
     );
     let (older, newer) = (digest('6'), digest('7'));
     let release_older = Arc::new(Notify::new());

@@ -145,8 +145,8 @@ fn the_demo_runs_every_scenario_and_ends_with_the_served_table() {
         // A hand-made inline run claiming the rejected build passed: held to notebooks' proof.
         "by-hand-inline: FAILED (Unverified): nothing proves that",
         "ImagePromotion \"notebooks\" governs jupyter-trustyai-notebook and asks for proof",
-        // The candidate moved: the older digest was refused by the controller.
-        "promote: FAILED (CandidateMoved)",
+        // The candidate moved on while the older build was validated: promoted all the same.
+        "has since moved on to",
         "rollback: ok (RolledBack)",
         // The dashboard's view in the timeline, as the served tags change.
         "the first workbench shows Deprecated",

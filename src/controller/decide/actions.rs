@@ -11,8 +11,8 @@ use crate::controller::proof::{self, Standing};
 use crate::controller::status::{Outcome, phase, reason};
 
 use super::served::{
-    already_serving, candidate_moved, current_digest, display, mark, mark_failed, outcome, patch,
-    pin, pinned_digest, reference_of, served_annotations,
+    MovedPast, already_serving, candidate_moved, current_digest, display, mark, mark_failed,
+    moved_past, outcome, patch, pin, pinned_digest, reference_of, served_annotations,
 };
 use super::way_back::{
     gate_served, keep_previous, kept_previous, rolled_back, with_promoted, with_rolled_back,
@@ -113,8 +113,16 @@ pub(super) fn promote(
             ),
         ));
     }
-    if current_digest(is, &t.candidate_tag) != Some(digest.as_str()) {
-        return candidate_moved(is, t, &digest);
+    // The candidate may have moved on while this digest was validated: it is still promoted if
+    // it is newer than what is served, so a candidate that moves faster than validation
+    // finishes cannot starve the served tag; never backwards.
+    let moved_on = current_digest(is, &t.candidate_tag)
+        .filter(|now| *now != digest)
+        .map(str::to_string);
+    if moved_on.is_some()
+        && let MovedPast::NotNewer(why) = moved_past(is, t, &digest, &served_now)
+    {
+        return Decision::Final(Outcome::failed(reason::CANDIDATE_MOVED, why));
     }
     if let Some(decided) = proven(ask, fetched, &digest, &served_now) {
         return decided;
@@ -131,10 +139,16 @@ pub(super) fn promote(
     if served_now == digest || pinned_digest(is, served) == Some(digest.as_str()) {
         return already_serving(is, served, &digest, phase::PROMOTED, checks_done);
     }
-    let message = format!(
+    let mut message = format!(
         "{served} promoted from {} to {digest}",
         display(&served_now)
     );
+    if let Some(now) = &moved_on {
+        message.push_str(&format!(
+            "; {}:{} has since moved on to {now}, which gets its own run",
+            t.imagestream, t.candidate_tag
+        ));
+    }
     let mut marks = vec![
         (annotation::PHASE, Some(phase::PROMOTED.to_string())),
         (annotation::CANDIDATE_DIGEST, Some(digest.clone())),

@@ -233,6 +233,63 @@ pub(super) fn candidate_moved(is: &ImageStream, t: &Target, digest: &str) -> Dec
     ))
 }
 
+/// Where a promotion of `digest` stands when the candidate tag has moved past it: whether it
+/// may still be promoted (never starved by a candidate that moves faster than validation
+/// finishes, never backwards).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum MovedPast {
+    /// It was a candidate after what the served tag serves (or the tag serves nothing): it
+    /// may be promoted.
+    Newer,
+    /// It was never a candidate, or not after what is served, or what is served was never a
+    /// candidate (nothing to order by): `CandidateMoved`.
+    NotNewer(String),
+}
+
+/// Orders `digest` against `served_now` by the candidate tag's history (newest first; a digest
+/// counts at its latest import).
+pub(super) fn moved_past(
+    is: &ImageStream,
+    t: &Target,
+    digest: &str,
+    served_now: &str,
+) -> MovedPast {
+    let history: Vec<&str> = is
+        .status
+        .as_ref()
+        .and_then(|s| s.tags.iter().find(|tag| tag.tag == t.candidate_tag))
+        .map(|tag| {
+            tag.items
+                .iter()
+                .flatten()
+                .filter_map(|e| e.digest())
+                .collect()
+        })
+        .unwrap_or_default();
+    let at = |d: &str| history.iter().position(|h| *h == d);
+    let now = current_digest(is, &t.candidate_tag).unwrap_or("nothing");
+    let why = |what: String| {
+        MovedPast::NotNewer(format!(
+            "{}:{} now points at {now}, not at the validated {digest}, and {what}; the newer \
+             candidate gets its own run",
+            t.imagestream, t.candidate_tag
+        ))
+    };
+    match (at(digest), at(served_now)) {
+        (None, _) => why(format!("{digest} was never a candidate")),
+        (Some(_), _) if served_now.is_empty() => MovedPast::Newer,
+        (Some(d), Some(s)) if d < s => MovedPast::Newer,
+        (Some(_), Some(_)) => why(format!(
+            "it is not newer than what {} serves ({served_now})",
+            t.served_tag
+        )),
+        (Some(_), None) => why(format!(
+            "what {} serves ({served_now}) was never a candidate, so nothing says it is older",
+            t.served_tag
+        )),
+    }
+}
+
 /// A digest for a message (`nothing` when the tag serves nothing).
 pub(super) fn display(digest: &str) -> &str {
     if digest.is_empty() { "nothing" } else { digest }

@@ -81,19 +81,29 @@ async fn promotes_then_already_promoted(c: &Cluster) {
     }
 }
 
-async fn a_moved_candidate_is_not_promoted(c: &Cluster) {
+/// B was validated while the candidate moved on to C: B is newer than what is served, so it
+/// is promoted all the same; A, older than B, is then refused (never backwards).
+async fn a_moved_candidate_is_promoted_when_newer_and_never_backwards(c: &Cluster) {
     let (ns, a, b) = ("moved", digest('a'), digest('b'));
     c.promotion_namespace(ns, &a, &b).await;
     c.emu.import(ns, "nb", "candidate", &digest('c')).await;
     c.create_run(ns, "promote-b", &validated(&b), json!({}))
         .await;
     let run = c.done(ns, "promote-b").await;
+    assert_eq!(reason(&run), ("True".into(), "Promoted".into()));
+    assert_eq!(
+        c.stream(ns).await.current_digest("latest"),
+        Some(b.as_str())
+    );
+    c.create_run(ns, "promote-a", &validated(&a), json!({}))
+        .await;
+    let run = c.done(ns, "promote-a").await;
     assert_eq!(reason(&run), ("False".into(), "CandidateMoved".into()));
     assert_eq!(
         c.stream(ns).await.current_digest("latest"),
-        Some(a.as_str())
+        Some(b.as_str())
     );
-    assert_eq!(c.stream_writes(ns).await, 0);
+    assert_eq!(c.stream_writes(ns).await, 1);
 }
 
 async fn a_failed_validation_keeps_the_served_image(c: &Cluster) {
@@ -223,7 +233,7 @@ async fn every_outcome_of_a_run_on_a_real_api_server() {
     let (_controller, _) = c.controller(&[]);
     tokio::join!(
         promotes_then_already_promoted(&c),
-        a_moved_candidate_is_not_promoted(&c),
+        a_moved_candidate_is_promoted_when_newer_and_never_backwards(&c),
         a_failed_validation_keeps_the_served_image(&c),
         a_failing_check_reports_every_check(&c),
         rollback_returns_to_the_previous_digest(&c),

@@ -167,6 +167,61 @@ fn our_own_landed_promotion_finishes_as_promoted_after_a_restart() {
     }
 }
 
+/// `stream`, whose candidate tag was `history` (newest first) and whose served tag serves
+/// `served_now`.
+fn stream_with_history(history: &[&str], served_now: &str) -> ImageStream {
+    let mut is = stream(history[0], served_now, json!(null));
+    let items: Vec<Value> = history
+        .iter()
+        .enumerate()
+        .map(|(i, d)| json!({"created": "2026-01-01T00:00:00Z", "dockerImageReference": format!("quay.io/org/nb@{d}"), "image": d, "generation": 10 - i as i64}))
+        .collect();
+    let mut value = serde_json::to_value(&is).unwrap();
+    value["status"]["tags"][0]["items"] = json!(items);
+    is = serde_json::from_value(value).unwrap();
+    is
+}
+
+#[test]
+fn a_validated_candidate_the_tag_moved_past_is_promoted_when_newer_than_what_is_served() {
+    // The candidate moves faster than validation: B was validated while C was imported. The
+    // served tag advances to B (never starved), and C gets its own run.
+    let is = stream_with_history(&[C, B, A], A);
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    let d = decide(&ask(&t, "Succeeded", &checks), &is, &nothing(), now());
+    let (patch, outcome) = written(&d);
+    assert_eq!(
+        (outcome.reason, outcome.succeeded),
+        (reason::PROMOTED, true)
+    );
+    assert!(
+        outcome.message.contains(&format!("since moved on to {C}")),
+        "{}",
+        outcome.message
+    );
+    assert_eq!(
+        patch["spec"]["tags"][0]["annotations"][annotation::SERVED_DIGEST],
+        B
+    );
+
+    // Never backwards: with C served, a late promote of B is refused.
+    let is = stream_with_history(&[C, B, A], C);
+    match decide(&ask(&t, "Succeeded", &checks), &is, &nothing(), now()) {
+        Decision::Final(o) => {
+            assert_eq!((o.reason, o.succeeded), (reason::CANDIDATE_MOVED, false));
+            assert!(o.message.contains("not newer than"), "{}", o.message);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Nor when what is served was never a candidate (no order to go by).
+    let is = stream_with_history(&[C, B], A);
+    match decide(&ask(&t, "Succeeded", &checks), &is, &nothing(), now()) {
+        Decision::Final(o) => assert_eq!(o.reason, reason::CANDIDATE_MOVED),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_moved_candidate_is_not_promoted() {
     let is = stream(C, A, json!(null));
