@@ -384,7 +384,80 @@ fn a_validated_promotion_on_real_tekton_hands_its_results_downstream_and_ends_as
     );
     assert_eq!(served(&k), (digest('e'), "Promoted".to_string()));
 
+    a_candidate_faster_than_validation_still_advances_the_served_tag(&k, &emu);
     the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(&k, &emu, &mut controller);
+}
+
+/// Upstream moves the candidate every 2 s while each validation takes 5 s (a kwok Stage holds
+/// every `validate` pod of these runs that long): every `promote` finds the candidate moved
+/// on, and the served tag must still advance, run after run, never backwards, and end at the
+/// last candidate.
+fn a_candidate_faster_than_validation_still_advances_the_served_tag(
+    k: &Kubectl,
+    emu: &EmulatorServer,
+) {
+    let shipped =
+        std::fs::read_to_string(format!("{ROOT}/realcluster/kwok/tekton-step-stage.yaml")).unwrap();
+    let mut stage: Value = serde_yaml::from_str(&shipped).unwrap();
+    stage["metadata"] = json!({"name": "validate-takes-5s"});
+    stage["spec"]["weight"] = json!(1);
+    stage["spec"]["delay"] = json!({"durationMilliseconds": 5_000});
+    let labels = &mut stage["spec"]["selector"]["matchLabels"];
+    labels[HOLD] = json!("churn");
+    labels["tekton.dev/pipelineTask"] = json!("validate");
+    k.create(NS, &stage.to_string());
+
+    let digests: Vec<String> = ['5', '6', '7', '8', '9', 'f']
+        .into_iter()
+        .map(digest)
+        .collect();
+    for (i, d) in digests.iter().enumerate() {
+        block_on(emu.import(NS, "nb", "candidate", d));
+        let mut run: Value = serde_json::from_str(&pipelinerun(&format!("churn-{i}"), d)).unwrap();
+        run["metadata"]["labels"][HOLD] = json!("churn");
+        k.create(NS, &run.to_string());
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
+    let mut promoted = Vec::new();
+    for (i, d) in digests.iter().enumerate() {
+        let run = k.wait(NS, &format!("pipelinerun/churn-{i}"), 120, finished);
+        let Some(promote) = k.get(NS, &format!("customrun/churn-{i}-promote")) else {
+            // `begin` found the candidate moved on already: the newer one has its own run.
+            let begin = k.get(NS, &format!("customrun/churn-{i}-begin")).unwrap();
+            assert_eq!(
+                condition(&begin, "Succeeded").unwrap()["reason"],
+                "CandidateMoved",
+                "{run:#}"
+            );
+            continue;
+        };
+        let done = condition(&promote, "Succeeded").unwrap();
+        match done["reason"].as_str() {
+            Some("Promoted") => promoted.push((
+                done["lastTransitionTime"].as_str().unwrap().to_string(),
+                i,
+                d.clone(),
+            )),
+            // Finished after a newer one was promoted: never backwards.
+            Some("CandidateMoved") => assert!(
+                done["message"].as_str().unwrap().contains("not newer than"),
+                "{promote:#}"
+            ),
+            _ => panic!("{promote:#}"),
+        }
+    }
+    promoted.sort();
+    let order: Vec<usize> = promoted.iter().map(|p| p.1).collect();
+    assert!(
+        order.len() >= 3,
+        "the served tag advanced {} times while the candidate moved 6 times: {promoted:?}",
+        order.len()
+    );
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "promoted in import order, never backwards: {promoted:?}"
+    );
+    assert_eq!(served(k).0, digests[5], "it ends at the last candidate");
 }
 
 /// The ImagePromotion pins `validate` with the pin `tekton/100` ships: a run of the shipped Task
