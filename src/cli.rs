@@ -228,6 +228,18 @@ pub struct ControllerArgs {
     )]
     pub drift_check_interval: u64,
 
+    /// Seconds a governed stream's candidate may wait for its validation to begin, and a
+    /// validation may show no verdict after its run ended, before the controller pages (an
+    /// Event, `imagegate_controller_candidates_without_verdict`).
+    #[arg(
+        long,
+        env = "IMAGEGATE_VERDICT_GRACE",
+        value_name = "SECONDS",
+        default_value_t = 600,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub verdict_grace: u64,
+
     #[command(flatten)]
     pub leader: LeaderArgs,
 }

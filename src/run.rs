@@ -107,6 +107,7 @@ pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
         leader: leader_config(&args.leader, "controller"),
         drift_interval: (args.drift_check_interval > 0)
             .then(|| std::time::Duration::from_secs(args.drift_check_interval)),
+        verdict_grace: std::time::Duration::from_secs(args.verdict_grace),
     };
     let clock = Arc::new(k8s_openapi::jiff::Timestamp::now);
     crate::controller::run(client, settings, clock, shutdown_signal()).await

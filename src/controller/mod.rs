@@ -23,6 +23,7 @@ pub mod crd;
 pub mod decide;
 pub mod drift;
 pub mod error;
+pub mod ledger;
 pub mod metrics;
 pub mod params;
 pub mod policy;
@@ -72,6 +73,9 @@ pub struct Settings {
     pub leader: Option<LeaderConfig>,
     /// How often the adopted ImageStreams are checked for drift ([`drift`]); `None`: never.
     pub drift_interval: Option<Duration>,
+    /// How long a governed stream's candidate may wait for its validation to begin (and a
+    /// validation may show no verdict after its run ended) before the [`ledger`] pages.
+    pub verdict_grace: Duration,
 }
 
 /// Runs the controller until `shutdown` resolves (or leadership is lost, which is an error so
@@ -86,6 +90,7 @@ pub async fn run(
     let metrics = Metrics::register(&mut registry);
     let drift_metrics = drift::DriftMetrics::register(&mut registry);
     let tamper_metrics = tamper::TamperMetrics::register(&mut registry);
+    let ledger_metrics = ledger::LedgerMetrics::register(&mut registry);
     let health = Health::new();
     let wiring = runtime::Settings {
         admin_addr: settings.admin_addr,
@@ -113,6 +118,15 @@ pub async fn run(
                 client.clone(),
                 settings.namespaces.clone(),
                 tamper_metrics,
+                Recorder::new(client.clone(), reporter()),
+                stop.clone(),
+            ));
+            // Every candidate of a governed stream reaches a verdict, or someone is paged.
+            tokio::spawn(ledger::watch(
+                client.clone(),
+                settings.namespaces.clone(),
+                settings.verdict_grace,
+                ledger_metrics,
                 Recorder::new(client.clone(), reporter()),
                 stop.clone(),
             ));

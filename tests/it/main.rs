@@ -44,6 +44,7 @@ mod bad_config;
 mod cli;
 mod controller_e2e;
 mod controller_gate;
+mod controller_ledger;
 mod controller_odh;
 mod controller_reconcile;
 mod controller_scope;

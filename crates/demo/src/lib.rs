@@ -351,6 +351,7 @@ impl World {
                 leader: None,
                 // The demo's streams are gated by hand (examples/), not adopted.
                 drift_interval: None,
+                verdict_grace: std::time::Duration::from_secs(600),
             },
             Arc::new(k8s_openapi::jiff::Timestamp::now),
             stopped(),

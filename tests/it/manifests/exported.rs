@@ -52,6 +52,7 @@ pub fn series() -> Series {
         .inc();
     // The tamper watch registers its own beside them (its counter starts at 0 for each action).
     imagegate::controller::tamper::TamperMetrics::register(&mut registry);
+    imagegate::controller::ledger::LedgerMetrics::register(&mut registry);
     // Every program's runtime registers whether it leads.
     imagegate::runtime::register_leader(&mut registry, "imagegate-controller");
     read(&registry, &mut out);

@@ -7,7 +7,7 @@
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-fn resource(kind: &str, plural: &str) -> ApiResource {
+pub fn resource(kind: &str, plural: &str) -> ApiResource {
     ApiResource {
         group: "tekton.dev".into(),
         version: "v1".into(),

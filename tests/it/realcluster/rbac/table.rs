@@ -184,6 +184,15 @@ pub fn rows() -> Vec<Row> {
             "list",
             ("GET", PROMOTIONS),
         ),
+        row(
+            RUNS,
+            ("imagegate.dev", "imagepromotions", &[]),
+            "watch",
+            (
+                "GET",
+                "/apis/imagegate.dev/v1alpha1/imagepromotions?watch=true&timeoutSeconds=1",
+            ),
+        ),
         row(RUNS, STREAMS, "get", ("GET", STREAM)),
         row(RUNS, STREAMS, "list", ("GET", all_streams)),
         row(RUNS, STREAMS, "watch", ("GET", watch_streams)),

@@ -1,0 +1,432 @@
+//! The ledger: every candidate of a governed stream reaches a verdict, or someone is paged.
+//!
+//! It lives in the controller, beside the tamper check, because the controller is the one
+//! program that knows what a verdict is (the served tag's marks it writes) and which streams a
+//! policy governs; the source only knows that a change was delivered, not what became of it.
+//! It costs O(changes): one watch of the ImageStreams and one of the ImagePromotions, a pure
+//! judgement of each stream as it changes ([`judge`]), and a tick that looks only at the
+//! streams with something pending. A stream's candidate that no validation began within
+//! `--verdict-grace` of its import, or whose validation ended without a verdict (its `begin`
+//! run or its PipelineRun gone, or the PipelineRun finished with the served tag still
+//! `Validating`), is a Warning Event on the ImageStream (`CandidateWithoutVerdict`,
+//! `ValidationLost`) and counted in `imagegate_controller_candidates_without_verdict`, which
+//! the `ImagegateCandidateWithoutVerdict` alert watches; a failing import of a candidate tag
+//! (`ImportFailing`) and a served tag `UpdateFailed` are gauges of their own. It writes nothing
+//! to the streams. Its memory is lost on a restart: a candidate already waiting is paged one
+//! grace period after the restart at the latest.
+
+pub mod judge;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use self::judge::{Judged, Standing, Tags};
+use super::crd::ImagePromotion;
+use super::params::{DEFAULT_CANDIDATE_TAG, DEFAULT_SERVED_TAG};
+use super::policy::governs;
+use crate::api::{CustomRun, ImageStream, PipelineRun, status_code};
+
+/// The Event reason of a candidate no validation began for within the grace period.
+pub const WITHOUT_VERDICT: &str = "CandidateWithoutVerdict";
+/// The Event reason of a validation that ended without a verdict.
+pub const LOST: &str = "ValidationLost";
+
+/// How often the pending streams are looked at again.
+const TICK: Duration = Duration::from_secs(10);
+
+/// The ledger's gauges.
+#[derive(Clone)]
+pub struct LedgerMetrics {
+    /// `imagegate_controller_candidates_without_verdict`: candidates past the grace period with
+    /// no validation begun, or whose validation ended without a verdict.
+    pub without_verdict: Gauge,
+    /// `imagegate_controller_import_failing_tags`: governed candidate tags whose last import
+    /// failed.
+    pub import_failing: Gauge,
+    /// `imagegate_controller_update_failed_tags`: served tags whose phase is `UpdateFailed`.
+    pub update_failed: Gauge,
+}
+
+impl LedgerMetrics {
+    /// Creates the gauges under `imagegate_controller`.
+    pub fn register(registry: &mut Registry) -> LedgerMetrics {
+        let m = LedgerMetrics {
+            without_verdict: Gauge::default(),
+            import_failing: Gauge::default(),
+            update_failed: Gauge::default(),
+        };
+        let sub = registry.sub_registry_with_prefix("imagegate_controller");
+        sub.register(
+            "candidates_without_verdict",
+            "Candidates of governed streams with no validation begun past the grace period, or whose validation ended without a verdict",
+            m.without_verdict.clone(),
+        );
+        sub.register(
+            "import_failing_tags",
+            "Candidate tags of governed streams whose last import failed",
+            m.import_failing.clone(),
+        );
+        sub.register(
+            "update_failed_tags",
+            "Served tags of governed streams whose phase is UpdateFailed",
+            m.update_failed.clone(),
+        );
+        m
+    }
+}
+
+/// A stream, by namespace and name.
+type Key = (String, String);
+
+/// What the ledger keeps of a stream with something to watch.
+#[derive(Debug)]
+struct Entry {
+    judged: Judged,
+    /// When the ledger first saw the current `Validating` (it checks its run a grace later).
+    validating_since: Option<Timestamp>,
+    /// The digest it paged for (once per candidate), and why.
+    paged: Option<(String, String)>,
+    /// The import failure it reported (once per message).
+    import_reported: Option<String>,
+}
+
+/// The ledger of the streams the controller watches.
+pub struct Ledger {
+    client: Client,
+    grace: Duration,
+    metrics: LedgerMetrics,
+    recorder: Recorder,
+    policies: BTreeMap<Key, ImagePromotion>,
+    entries: BTreeMap<Key, Entry>,
+    /// The last object seen of each stream with an entry (for its Events).
+    streams: BTreeMap<Key, ImageStream>,
+}
+
+/// Runs the ledger on the ImageStreams and ImagePromotions of `namespaces` (all when empty)
+/// until `stop` is cancelled.
+pub async fn watch(
+    client: Client,
+    namespaces: Vec<String>,
+    grace: Duration,
+    metrics: LedgerMetrics,
+    recorder: Recorder,
+    stop: CancellationToken,
+) {
+    let mut ledger = Ledger {
+        client: client.clone(),
+        grace,
+        metrics,
+        recorder,
+        policies: BTreeMap::new(),
+        entries: BTreeMap::new(),
+        streams: BTreeMap::new(),
+    };
+    let streams = super::drift::stream_apis(&client, &namespaces);
+    let mut streams = futures::stream::select_all(streams.into_iter().map(|api| {
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed()
+    }));
+    let promotion_apis: Vec<Api<ImagePromotion>> = if namespaces.is_empty() {
+        vec![Api::all(client.clone())]
+    } else {
+        (namespaces.iter())
+            .map(|ns| Api::namespaced(client.clone(), ns))
+            .collect()
+    };
+    let mut promotions = futures::stream::select_all(promotion_apis.into_iter().map(|api| {
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed()
+    }));
+    let mut tick = tokio::time::interval(TICK);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            Some(event) = promotions.next() => match event {
+                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                    let key = key_of(&p);
+                    let changed = ledger.policies.get(&key).map(|old| &old.spec) != Some(&p.spec);
+                    ledger.policies.insert(key.clone(), p);
+                    if changed {
+                        ledger.rejudge(&key.0).await;
+                    }
+                }
+                Ok(watcher::Event::Delete(p)) => {
+                    let key = key_of(&p);
+                    ledger.policies.remove(&key);
+                    ledger.rejudge(&key.0).await;
+                }
+                Ok(_) => {}
+                Err(e) => warn!(error = %e, "the ImagePromotion watch of the ledger failed; retrying"),
+            },
+            Some(event) = streams.next() => match event {
+                Ok(watcher::Event::Apply(is) | watcher::Event::InitApply(is)) => {
+                    ledger.seen(is).await;
+                }
+                Ok(watcher::Event::Delete(is)) => ledger.gone(&key_of(&is)),
+                Ok(_) => {}
+                Err(e) => warn!(error = %e, "the ImageStream watch of the ledger failed; retrying"),
+            },
+            _ = tick.tick() => ledger.tick(Timestamp::now()).await,
+        }
+    }
+}
+
+fn key_of<K: Resource>(o: &K) -> Key {
+    (o.namespace().unwrap_or_default(), o.name_any())
+}
+
+impl Ledger {
+    /// The candidate and served tags of the stream `key`, if an ImagePromotion governs it (the
+    /// first, by name, of those that do: two that disagree refuse every run anyway).
+    fn tags(&self, (ns, name): &Key) -> Option<Tags> {
+        let p = self
+            .policies
+            .iter()
+            .find(|((pns, _), p)| pns == ns && governs(&p.spec, ns, name))?
+            .1;
+        Some(Tags {
+            candidate: (p.spec.candidate_tag.clone())
+                .unwrap_or_else(|| DEFAULT_CANDIDATE_TAG.into()),
+            served: (p.spec.served_tag.clone()).unwrap_or_else(|| DEFAULT_SERVED_TAG.into()),
+        })
+    }
+
+    /// A stream changed: judged again; what is settled is forgotten.
+    async fn seen(&mut self, is: ImageStream) {
+        let key = key_of(&is);
+        let Some(tags) = self.tags(&key) else {
+            self.gone(&key);
+            return;
+        };
+        let judged = judge::judge(&is, &tags);
+        let quiet = judged.standing == Standing::Settled
+            && judged.import_failing.is_none()
+            && !judged.update_failed;
+        if quiet {
+            self.gone(&key);
+            return;
+        }
+        let entry = self.entries.entry(key.clone()).or_insert_with(|| Entry {
+            judged: judged.clone(),
+            validating_since: None,
+            paged: None,
+            import_reported: None,
+        });
+        // A page stands while its candidate stands as it was paged for.
+        let still = match (&entry.paged, &judged.standing) {
+            (Some((d, why)), Standing::Waiting { digest, .. }) => {
+                d == digest && why == WITHOUT_VERDICT
+            }
+            (Some((d, why)), Standing::Validating { digest, .. }) => d == digest && why == LOST,
+            _ => false,
+        };
+        if !still {
+            entry.paged = None;
+        }
+        entry.validating_since = match (&entry.judged.standing, &judged.standing) {
+            (Standing::Validating { digest: a, .. }, Standing::Validating { digest: b, .. })
+                if a == b =>
+            {
+                entry.validating_since.or(Some(Timestamp::now()))
+            }
+            (_, Standing::Validating { .. }) => Some(Timestamp::now()),
+            _ => None,
+        };
+        entry.judged = judged;
+        let failing = entry.judged.import_failing.clone();
+        let report = failing.is_some() && failing != entry.import_reported;
+        entry.import_reported = failing.clone();
+        self.streams.insert(key.clone(), is);
+        if let (true, Some(why)) = (report, failing) {
+            let note = format!(
+                "the last import of {}:{} failed: {why}; its candidate cannot change until an \
+                 import succeeds",
+                key.1, tags.candidate
+            );
+            warn!(namespace = %key.0, imagestream = %key.1, "{note}");
+            self.publish(&key, "ImportFailing", note).await;
+        }
+        self.gauges();
+    }
+
+    /// A policy of `namespace` changed: which of its streams are governed, and how, may have
+    /// too; its streams are listed and judged again (one list per policy change).
+    async fn rejudge(&mut self, namespace: &str) {
+        let api: Api<ImageStream> = Api::namespaced(self.client.clone(), namespace);
+        match api.list(&Default::default()).await {
+            Ok(list) => {
+                for is in list.items {
+                    self.seen(is).await;
+                }
+            }
+            Err(e) => {
+                warn!(namespace, error = %e, "cannot list the ImageStreams of a changed policy; they are judged at their next change")
+            }
+        }
+    }
+
+    /// A stream deleted, or nothing pending on it any more.
+    fn gone(&mut self, key: &Key) {
+        if self.entries.remove(key).is_some() {
+            self.streams.remove(key);
+            self.gauges();
+        }
+    }
+
+    /// Pages every candidate that waited past the grace period for its validation to begin,
+    /// and every validation that ended without a verdict (checked a grace after it began).
+    async fn tick(&mut self, now: Timestamp) {
+        let grace = k8s_openapi::jiff::SignedDuration::try_from(self.grace).unwrap_or_default();
+        let mut pages = Vec::new();
+        let mut recheck = Vec::new();
+        for (key, entry) in &self.entries {
+            if entry.paged.is_some() {
+                continue;
+            }
+            match &entry.judged.standing {
+                Standing::Waiting { digest, since } => {
+                    let Some(since) = since else { continue };
+                    if now.duration_since(*since) > grace {
+                        pages.push((key.clone(), digest.clone(), WITHOUT_VERDICT, format!(
+                            "{}'s candidate has pointed at {digest} since {since} and no validation \
+                             began for it within {}s: its change was not delivered, or its \
+                             PipelineRun was never created (the listener's log, a ResourceQuota, \
+                             admission); re-run the validation",
+                            key.1,
+                            self.grace.as_secs()
+                        )));
+                    }
+                }
+                Standing::Validating { digest, run } => {
+                    if entry
+                        .validating_since
+                        .is_some_and(|s| now.duration_since(s) > grace)
+                    {
+                        recheck.push((key.clone(), digest.clone(), run.clone()));
+                    }
+                }
+                Standing::Settled => {}
+            }
+        }
+        for (key, digest, run) in recheck {
+            match self.lost(&key.0, &run).await {
+                Ok(Some(why)) => {
+                    let note = format!(
+                        "{}'s candidate {digest} is marked Validating, but its validation ended \
+                         without a verdict: {why}; re-run the validation",
+                        key.1
+                    );
+                    pages.push((key, digest, LOST, note));
+                }
+                // Still running: looked at again one grace period later.
+                Ok(None) => {
+                    if let Some(e) = self.entries.get_mut(&key) {
+                        e.validating_since = Some(now);
+                    }
+                }
+                Err(e) => {
+                    warn!(namespace = %key.0, run = %run, error = %e, "cannot read the run of a validation; retrying")
+                }
+            }
+        }
+        for (key, digest, reason, note) in pages {
+            warn!(namespace = %key.0, imagestream = %key.1, digest = %digest, reason, "{note}");
+            if let Some(e) = self.entries.get_mut(&key) {
+                e.paged = Some((digest, reason.to_string()));
+            }
+            self.publish(&key, reason, note).await;
+        }
+        self.gauges();
+    }
+
+    /// Why the validation whose `begin` CustomRun is `run` ended without a verdict (None: its
+    /// PipelineRun still runs).
+    async fn lost(&self, ns: &str, run: &str) -> Result<Option<String>, kube::Error> {
+        if run.is_empty() {
+            return Ok(Some("the served tag names no begin run".into()));
+        }
+        let runs: Api<CustomRun> = Api::namespaced(self.client.clone(), ns);
+        let Some(begin) = get(&runs, run).await? else {
+            return Ok(Some(format!("its begin CustomRun {run} is gone")));
+        };
+        let Some((name, uid)) = begin.pipeline_run() else {
+            return Ok(Some(format!(
+                "its begin CustomRun {run} belongs to no PipelineRun"
+            )));
+        };
+        let prs: Api<PipelineRun> = Api::namespaced(self.client.clone(), ns);
+        match get(&prs, &name).await? {
+            Some(pr) if pr.metadata.uid.as_deref() == Some(uid.as_str()) => {
+                if !pr.is_done() {
+                    return Ok(None);
+                }
+                let why = (pr.status.iter())
+                    .flat_map(|s| &s.conditions)
+                    .find(|c| c.type_ == "Succeeded")
+                    .and_then(|c| c.reason.clone())
+                    .unwrap_or_else(|| "no reason".into());
+                Ok(Some(format!(
+                    "its PipelineRun {name} ended ({why}) without promoting or rejecting it"
+                )))
+            }
+            _ => Ok(Some(format!("its PipelineRun {name} is gone"))),
+        }
+    }
+
+    async fn publish(&self, key: &Key, reason: &str, note: String) {
+        let Some(is) = self.streams.get(key) else {
+            return;
+        };
+        let event = Event {
+            type_: EventType::Warning,
+            reason: reason.into(),
+            note: Some(note.chars().take(1000).collect()),
+            action: "Ledger".into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, &is.object_ref(&())).await {
+            warn!(namespace = %key.0, imagestream = %key.1, error = %e, "cannot publish a Kubernetes Event");
+        } else {
+            info!(namespace = %key.0, imagestream = %key.1, reason, "published");
+        }
+    }
+
+    fn gauges(&self) {
+        let count =
+            |f: &dyn Fn(&Entry) -> bool| self.entries.values().filter(|e| f(e)).count() as i64;
+        self.metrics
+            .without_verdict
+            .set(count(&|e| e.paged.is_some()));
+        self.metrics
+            .import_failing
+            .set(count(&|e| e.judged.import_failing.is_some()));
+        self.metrics
+            .update_failed
+            .set(count(&|e| e.judged.update_failed));
+    }
+}
+
+/// A get where 404 is None.
+async fn get<K>(api: &Api<K>, name: &str) -> Result<Option<K>, kube::Error>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.get_opt(name).await {
+        Err(e) if status_code(&e) == Some(404) => Ok(None),
+        other => other,
+    }
+}

@@ -1,0 +1,108 @@
+//! The ledger, end to end against the real controller and the emulator: a governed stream's
+//! candidate that no validation began for (its PipelineRun never created, as when Tekton
+//! Triggers answers 202 and creates nothing), and a validation whose PipelineRun was deleted
+//! before `promote` or `reject`, are each paged (a Warning Event on the ImageStream, and
+//! `imagegate_controller_candidates_without_verdict`) once the grace period has passed; a
+//! validation that begins clears the page.
+
+use std::time::Duration;
+
+use kube::api::{Api, DeleteParams, DynamicObject};
+use serde_json::json;
+
+use crate::support::controller::{B, Setup};
+use crate::support::tekton::PipelineRunStandIn;
+use crate::support::upstream::install_released_pipelinerun_crds;
+use crate::support::{free_port, wait_ready, within};
+
+/// The notes of the Events of `reason` on ImageStream `nb`.
+async fn events(s: &Setup, reason: &str) -> Vec<String> {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(s.client.clone(), "ds");
+    let list = events.list(&Default::default()).await.unwrap();
+    list.items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("nb")
+        })
+        .filter_map(|e| e.note)
+        .collect()
+}
+
+async fn gauge(admin: u16) -> Option<String> {
+    let text = reqwest::get(format!("http://127.0.0.1:{admin}/metrics"))
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines().find_map(|l| {
+        l.strip_prefix("imagegate_controller_candidates_without_verdict ")
+            .map(str::to_string)
+    })
+}
+
+const WAIT: Duration = Duration::from_secs(30);
+
+#[tokio::test]
+async fn a_candidate_nobody_validates_and_a_validation_that_lost_its_pipelinerun_are_paged() {
+    let mut s = Setup::new().await;
+    install_released_pipelinerun_crds(s.client.clone()).await;
+    s.stop();
+    let admin = free_port();
+    let _controller = s.spawn_controller(admin, &["--verdict-grace", "2"]);
+    wait_ready(admin).await;
+    s.emu
+        .seed(json!({
+            "apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+            "metadata": {"name": "gov", "namespace": "ds"}, "spec": {"imageStream": "nb"}
+        }))
+        .await;
+
+    // B was imported into the candidate tag, and no PipelineRun was ever created for it.
+    within("the candidate without a verdict is paged", WAIT, || async {
+        events(&s, "CandidateWithoutVerdict")
+            .await
+            .iter()
+            .any(|n| n.contains(B) && n.contains("no validation began"))
+    })
+    .await;
+    assert_eq!(gauge(admin).await.as_deref(), Some("1"));
+
+    // Its validation begins: the page clears.
+    let pr = PipelineRunStandIn::create(&s.client, "ds", "pr-b", "imagegate-promote").await;
+    let mut begin = json!({"spec": {"customRef": {"name": "gov"}}});
+    json_patch::merge(&mut begin, &pr.child_metadata("begin"));
+    s.create_run(
+        "pr-b-begin",
+        &[("imagestream", "nb"), ("digest", B), ("action", "begin")],
+        begin,
+    )
+    .await;
+    s.done("pr-b-begin").await;
+    within("a validation that began clears the page", WAIT, || async {
+        gauge(admin).await.as_deref() == Some("0")
+    })
+    .await;
+
+    // Its PipelineRun is deleted before promote or reject: the validation is lost, and paged.
+    let prs: Api<DynamicObject> = Api::namespaced_with(
+        s.client.clone(),
+        "ds",
+        &crate::support::tekton::resource("PipelineRun", "pipelineruns"),
+    );
+    prs.delete("pr-b", &DeleteParams::default()).await.unwrap();
+    within("the lost validation is paged", WAIT, || async {
+        events(&s, "ValidationLost")
+            .await
+            .iter()
+            .any(|n| n.contains(B) && n.contains("its PipelineRun pr-b is gone"))
+    })
+    .await;
+    assert_eq!(gauge(admin).await.as_deref(), Some("1"));
+    assert_eq!(
+        events(&s, "CandidateWithoutVerdict").await.len(),
+        1,
+        "each page once"
+    );
+}
