@@ -104,6 +104,38 @@ pub struct ImagePromotionSpec {
     /// Open Data Hub / OpenShift AI: what the dashboard shows about the stream (off by default).
     #[serde(default, skip_serializing_if = "Odh::is_default")]
     pub odh: Odh,
+    /// Re-drive a candidate that got no verdict: when no validation began for it within the
+    /// controller's grace period (its PipelineRun was never created), or its validation ended
+    /// without one (its PipelineRun deleted, or finished without `promote` or `reject`), the
+    /// controller creates its PipelineRun again from a TriggerTemplate of the stream's namespace,
+    /// at most `attempts` times per candidate, then marks the served tag `UpdateFailed` with the
+    /// reason. Unset: the controller only pages (a Warning Event, a metric).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redrive: Option<Redrive>,
+}
+
+/// How the controller re-drives a candidate that got no verdict.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Redrive {
+    /// The TriggerTemplate (in the stream's namespace) whose PipelineRun validates a candidate,
+    /// as the EventListener uses it (`tekton/420-triggertemplate.yaml`). Its params are given
+    /// what the listener binds: `event-id` (for a re-drive, 40 hex characters derived from the
+    /// stream, the candidate and the attempt, so that two controllers cannot run it twice),
+    /// `namespace`, `imagestream`, `candidate-tag` and `digest`; any other param needs a
+    /// default. Only PipelineRuns are created from it.
+    pub trigger_template: String,
+    /// How many times one candidate is re-driven before its served tag is marked
+    /// `UpdateFailed` (1 to 10, default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+}
+
+impl Redrive {
+    /// The attempts per candidate, within 1 to 10.
+    pub fn attempts(&self) -> u32 {
+        self.attempts.unwrap_or(3).clamp(1, 10)
+    }
 }
 
 /// What the controller does with a tag it served that someone else moved.

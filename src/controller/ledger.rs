@@ -16,13 +16,16 @@
 //! grace period after the restart at the latest.
 
 pub mod judge;
+pub mod redrive;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::Api;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::watcher;
@@ -34,8 +37,10 @@ use tracing::{info, warn};
 
 use self::judge::{Judged, Standing, Tags};
 use super::crd::ImagePromotion;
+use super::decide::annotation;
 use super::params::{DEFAULT_CANDIDATE_TAG, DEFAULT_SERVED_TAG};
 use super::policy::governs;
+use super::status::phase;
 use crate::api::{CustomRun, ImageStream, PipelineRun, status_code};
 
 /// The Event reason of a candidate no validation began for within the grace period.
@@ -96,10 +101,37 @@ struct Entry {
     judged: Judged,
     /// When the ledger first saw the current `Validating` (it checks its run a grace later).
     validating_since: Option<Timestamp>,
-    /// The digest it paged for (once per candidate), and why.
-    paged: Option<(String, String)>,
+    /// The standing it paged for (once per standing), and why.
+    paged: Option<(Standing, &'static str)>,
+    /// The candidate re-driven, how many times, and when last.
+    redriven: Option<(String, u32, Timestamp)>,
     /// The import failure it reported (once per message).
     import_reported: Option<String>,
+}
+
+impl Entry {
+    /// When the current standing is due to be paged: a grace after its import (or its last
+    /// re-drive) while waiting, a grace after the ledger first saw it while validating.
+    fn since(&self) -> Option<Timestamp> {
+        let redriven = |digest: &str| {
+            (self.redriven.as_ref())
+                .filter(|(d, _, _)| d == digest)
+                .map(|r| r.2)
+        };
+        match &self.judged.standing {
+            Standing::Waiting { digest, since } => match (since, redriven(digest)) {
+                (Some(s), Some(r)) => Some((*s).max(r)),
+                (s, r) => s.or(r),
+            },
+            Standing::Validating { digest, .. } => {
+                match (self.validating_since, redriven(digest)) {
+                    (Some(s), Some(r)) => Some(s.max(r)),
+                    (s, r) => s.or(r),
+                }
+            }
+            Standing::Settled => None,
+        }
+    }
 }
 
 /// The ledger of the streams the controller watches.
@@ -224,22 +256,26 @@ impl Ledger {
             judged: judged.clone(),
             validating_since: None,
             paged: None,
+            redriven: None,
             import_reported: None,
         });
-        // A page stands while its candidate stands as it was paged for.
-        let still = match (&entry.paged, &judged.standing) {
-            (Some((d, why)), Standing::Waiting { digest, .. }) => {
-                d == digest && why == WITHOUT_VERDICT
-            }
-            (Some((d, why)), Standing::Validating { digest, .. }) => d == digest && why == LOST,
-            _ => false,
-        };
-        if !still {
+        // A page stands while its candidate stands as it was paged for; a re-drive counts for
+        // its candidate until another comes.
+        if entry.paged.as_ref().map(|p| &p.0) != Some(&judged.standing) {
             entry.paged = None;
         }
+        let digest = match &judged.standing {
+            Standing::Waiting { digest, .. } | Standing::Validating { digest, .. } => {
+                Some(digest.as_str())
+            }
+            Standing::Settled => None,
+        };
+        if entry.redriven.as_ref().map(|r| r.0.as_str()) != digest {
+            entry.redriven = None;
+        }
         entry.validating_since = match (&entry.judged.standing, &judged.standing) {
-            (Standing::Validating { digest: a, .. }, Standing::Validating { digest: b, .. })
-                if a == b =>
+            (before @ Standing::Validating { .. }, now @ Standing::Validating { .. })
+                if before == now =>
             {
                 entry.validating_since.or(Some(Timestamp::now()))
             }
@@ -288,49 +324,59 @@ impl Ledger {
     }
 
     /// Pages every candidate that waited past the grace period for its validation to begin,
-    /// and every validation that ended without a verdict (checked a grace after it began).
+    /// and every validation that ended without a verdict (checked a grace after it began); each
+    /// is re-driven where a governing ImagePromotion says so.
     async fn tick(&mut self, now: Timestamp) {
         let grace = k8s_openapi::jiff::SignedDuration::try_from(self.grace).unwrap_or_default();
+        let due = |e: &Entry| e.since().is_some_and(|s| now.duration_since(s) > grace);
         let mut pages = Vec::new();
         let mut recheck = Vec::new();
         for (key, entry) in &self.entries {
-            if entry.paged.is_some() {
+            // Paged once; where it is re-driven, again at each attempt a grace apart.
+            if !due(entry) || (entry.paged.is_some() && entry.redriven.is_none()) {
                 continue;
             }
             match &entry.judged.standing {
-                Standing::Waiting { digest, since } => {
-                    let Some(since) = since else { continue };
-                    if now.duration_since(*since) > grace {
-                        pages.push((key.clone(), digest.clone(), WITHOUT_VERDICT, format!(
-                            "{}'s candidate has pointed at {digest} since {since} and no validation \
-                             began for it within {}s: its change was not delivered, or its \
-                             PipelineRun was never created (the listener's log, a ResourceQuota, \
-                             admission); re-run the validation",
-                            key.1,
-                            self.grace.as_secs()
-                        )));
-                    }
+                Standing::Waiting { digest, .. } => {
+                    let note = format!(
+                        "{}'s candidate {digest} has had no validation begin for it within {}s \
+                         of its import{}: its change was not delivered, or its PipelineRun was \
+                         never created (the listener's log, a ResourceQuota, admission)",
+                        key.1,
+                        self.grace.as_secs(),
+                        if entry.redriven.is_some() {
+                            " or its last re-drive"
+                        } else {
+                            ""
+                        }
+                    );
+                    pages.push((
+                        key.clone(),
+                        entry.judged.standing.clone(),
+                        WITHOUT_VERDICT,
+                        note,
+                    ));
                 }
                 Standing::Validating { digest, run } => {
-                    if entry
-                        .validating_since
-                        .is_some_and(|s| now.duration_since(s) > grace)
-                    {
-                        recheck.push((key.clone(), digest.clone(), run.clone()));
-                    }
+                    recheck.push((
+                        key.clone(),
+                        entry.judged.standing.clone(),
+                        digest.clone(),
+                        run.clone(),
+                    ));
                 }
                 Standing::Settled => {}
             }
         }
-        for (key, digest, run) in recheck {
+        for (key, standing, digest, run) in recheck {
             match self.lost(&key.0, &run).await {
                 Ok(Some(why)) => {
                     let note = format!(
                         "{}'s candidate {digest} is marked Validating, but its validation ended \
-                         without a verdict: {why}; re-run the validation",
+                         without a verdict: {why}",
                         key.1
                     );
-                    pages.push((key, digest, LOST, note));
+                    pages.push((key, standing, LOST, note));
                 }
                 // Still running: looked at again one grace period later.
                 Ok(None) => {
@@ -343,14 +389,144 @@ impl Ledger {
                 }
             }
         }
-        for (key, digest, reason, note) in pages {
+        for (key, standing, reason, note) in pages {
+            let digest = match &standing {
+                Standing::Waiting { digest, .. } | Standing::Validating { digest, .. } => {
+                    digest.clone()
+                }
+                Standing::Settled => continue,
+            };
+            let note = match self.redrive(&key, &digest, now).await {
+                Some(done) => format!("{note}; {done}"),
+                None => format!("{note}; re-run its validation"),
+            };
             warn!(namespace = %key.0, imagestream = %key.1, digest = %digest, reason, "{note}");
             if let Some(e) = self.entries.get_mut(&key) {
-                e.paged = Some((digest, reason.to_string()));
+                e.paged = Some((standing, reason));
             }
             self.publish(&key, reason, note).await;
         }
         self.gauges();
+    }
+
+    /// Re-drives `digest` of `key` where a governing ImagePromotion says so: its PipelineRun
+    /// made again from the TriggerTemplate, or, once the attempts are spent, the served tag
+    /// marked `UpdateFailed`. What was done, for the page (None: no re-drive asked for).
+    async fn redrive(&mut self, key: &Key, digest: &str, now: Timestamp) -> Option<String> {
+        let (policy, redrive) = self.policies.iter().find_map(|((ns, name), p)| {
+            let r = p.spec.redrive.as_ref()?;
+            (ns == &key.0 && governs(&p.spec, &key.0, &key.1)).then(|| (name.clone(), r.clone()))
+        })?;
+        let tags = self.tags(key)?;
+        let done = self
+            .entries
+            .get(key)
+            .and_then(|e| e.redriven.as_ref())
+            .map_or(0, |r| r.1);
+        if done >= redrive.attempts() {
+            let why = format!(
+                "no verdict for {digest} after {done} re-drives (ImagePromotion {policy:?})"
+            );
+            return Some(match self.mark_failed(key, &tags, digest, &why).await {
+                Ok(()) => format!("{why}: {} marked UpdateFailed", tags.served),
+                Err(e) => format!("{why}; marking {} UpdateFailed failed: {e}", tags.served),
+            });
+        }
+        let attempt = done + 1;
+        if let Some(e) = self.entries.get_mut(key) {
+            e.redriven = Some((digest.to_string(), attempt, now));
+        }
+        let candidate = redrive::Candidate {
+            namespace: &key.0,
+            imagestream: &key.1,
+            candidate_tag: &tags.candidate,
+            digest,
+            attempt,
+        };
+        let what = format!(
+            "re-driven (attempt {attempt} of {}) from TriggerTemplate {:?}",
+            redrive.attempts(),
+            redrive.trigger_template
+        );
+        Some(
+            match self
+                .create_runs(&redrive.trigger_template, &candidate)
+                .await
+            {
+                Ok(names) => format!("{what}: PipelineRun {}", names.join(", ")),
+                Err(e) => format!("{what} failed: {e}"),
+            },
+        )
+    }
+
+    /// Creates what `template` makes for `candidate`; a PipelineRun that exists already (made
+    /// by another controller's re-drive of the same attempt) counts as made.
+    async fn create_runs(
+        &self,
+        template: &str,
+        candidate: &redrive::Candidate<'_>,
+    ) -> Result<Vec<String>, String> {
+        let ns = candidate.namespace;
+        let templates: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), ns, &trigger_templates());
+        let template = match templates.get_opt(template).await {
+            Ok(Some(t)) => serde_json::to_value(t).map_err(|e| e.to_string())?,
+            Ok(None) => return Err(format!("TriggerTemplate {ns}/{template} does not exist")),
+            Err(e) => return Err(format!("cannot read TriggerTemplate {ns}/{template}: {e}")),
+        };
+        let runs = redrive::render(&template, candidate)
+            .map_err(|e| format!("TriggerTemplate {ns}/{}: {e}", candidate.imagestream))?;
+        let mut names = Vec::new();
+        for run in runs {
+            let api_version = run["apiVersion"]
+                .as_str()
+                .unwrap_or("tekton.dev/v1")
+                .to_string();
+            let resource = ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk(
+                    "tekton.dev",
+                    api_version.trim_start_matches("tekton.dev/"),
+                    "PipelineRun",
+                ),
+                "pipelineruns",
+            );
+            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &resource);
+            let object: DynamicObject = serde_json::from_value(run).map_err(|e| e.to_string())?;
+            match api.create(&PostParams::default(), &object).await {
+                Ok(made) => names.push(made.name_any()),
+                Err(e) if status_code(&e) == Some(409) => {
+                    names.push(format!("{} (made already)", object.name_any()))
+                }
+                Err(e) => return Err(format!("creating its PipelineRun failed: {e}")),
+            }
+        }
+        Ok(names)
+    }
+
+    /// Marks `key`'s served tag `UpdateFailed` for `digest`, conditional on the version read.
+    async fn mark_failed(
+        &self,
+        key: &Key,
+        tags: &Tags,
+        digest: &str,
+        why: &str,
+    ) -> Result<(), kube::Error> {
+        let version = self
+            .streams
+            .get(key)
+            .and_then(|is| is.metadata.resource_version.clone());
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": version},
+            "spec": {"tags": [{"name": tags.served, "annotations": {
+                annotation::PHASE: phase::UPDATE_FAILED,
+                annotation::CANDIDATE_DIGEST: digest,
+                annotation::MESSAGE: why,
+            }}]}
+        });
+        let api: Api<ImageStream> = Api::namespaced(self.client.clone(), &key.0);
+        api.patch(&key.1, &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+            .map(drop)
     }
 
     /// Why the validation whose `begin` CustomRun is `run` ended without a verdict (None: its
@@ -418,6 +594,14 @@ impl Ledger {
             .update_failed
             .set(count(&|e| e.judged.update_failed));
     }
+}
+
+/// Tekton Triggers' TriggerTemplates.
+fn trigger_templates() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("triggers.tekton.dev", "v1beta1", "TriggerTemplate"),
+        "triggertemplates",
+    )
 }
 
 /// A get where 404 is None.

@@ -64,7 +64,7 @@ async fn a_candidate_nobody_validates_and_a_validation_that_lost_its_pipelinerun
         events(&s, "CandidateWithoutVerdict")
             .await
             .iter()
-            .any(|n| n.contains(B) && n.contains("no validation began"))
+            .any(|n| n.contains(B) && n.contains("no validation begin"))
     })
     .await;
     assert_eq!(gauge(admin).await.as_deref(), Some("1"));
@@ -104,5 +104,113 @@ async fn a_candidate_nobody_validates_and_a_validation_that_lost_its_pipelinerun
         events(&s, "CandidateWithoutVerdict").await.len(),
         1,
         "each page once"
+    );
+}
+
+/// Re-drive, as `tekton/100` asks for it: the candidate no PipelineRun was created for is made
+/// again from the shipped TriggerTemplate (`tekton/420`), under a name derived from the
+/// candidate and the attempt, a grace period apart; when no attempt begins a validation, the
+/// served tag is marked `UpdateFailed` with the reason, and keeps its image.
+#[tokio::test]
+async fn a_candidate_with_no_verdict_is_re_driven_then_marked_update_failed() {
+    use imagegate::controller::ledger::redrive::{Candidate, event_id};
+
+    let mut s = Setup::new().await;
+    install_released_pipelinerun_crds(s.client.clone()).await;
+    s.emu
+        .seed_str(
+            &crate::support::upstream::TEKTON_TRIGGERS.read("config/300-triggertemplate.yaml"),
+        )
+        .await;
+    let mut template: serde_json::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tekton/420-triggertemplate.yaml"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    template["metadata"]["namespace"] = json!("ds");
+    s.emu.seed(template).await;
+    s.emu
+        .seed(json!({
+            "apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+            "metadata": {"name": "gov", "namespace": "ds"},
+            "spec": {"imageStream": "nb", "redrive": {"triggerTemplate": "imagegate-promote", "attempts": 2}}
+        }))
+        .await;
+    s.stop();
+    let admin = free_port();
+    let _controller = s.spawn_controller(admin, &["--verdict-grace", "2"]);
+    wait_ready(admin).await;
+
+    let prs: Api<DynamicObject> = Api::namespaced_with(
+        s.client.clone(),
+        "ds",
+        &crate::support::tekton::resource("PipelineRun", "pipelineruns"),
+    );
+    let name = |attempt| {
+        let id = event_id(&Candidate {
+            namespace: "ds",
+            imagestream: "nb",
+            candidate_tag: "candidate",
+            digest: B,
+            attempt,
+        });
+        format!("imagegate-{id}")
+    };
+    for attempt in [1, 2] {
+        within(&format!("re-drive {attempt}"), WAIT, || async {
+            prs.get_opt(&name(attempt)).await.unwrap().is_some()
+        })
+        .await;
+        let run = prs.get(&name(attempt)).await.unwrap();
+        let params = &run.data["spec"]["params"];
+        assert!(
+            params
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "digest" && p["value"] == B),
+            "{params}"
+        );
+    }
+    // One Event (a series: Kubernetes counts the repeats of one reason on one object), whose
+    // note is the first attempt's.
+    assert!(
+        events(&s, "CandidateWithoutVerdict")
+            .await
+            .iter()
+            .any(|n| n.contains("re-driven (attempt 1 of 2)")),
+        "{:?}",
+        events(&s, "CandidateWithoutVerdict").await
+    );
+    // Neither began a validation (nothing runs them here): the served tag is marked.
+    within("the served tag is marked UpdateFailed", WAIT, || async {
+        let is = s.stream().await;
+        let ann = is
+            .spec_tag("latest")
+            .unwrap()
+            .annotations
+            .clone()
+            .unwrap_or_default();
+        ann.get("imagegate.dev/phase").map(String::as_str) == Some("UpdateFailed")
+            && ann
+                .get("imagegate.dev/candidate-digest")
+                .map(String::as_str)
+                == Some(B)
+            && ann
+                .get("imagegate.dev/message")
+                .is_some_and(|m| m.contains("after 2 re-drives"))
+    })
+    .await;
+    assert_eq!(
+        s.stream().await.current_digest("latest"),
+        Some(crate::support::controller::A)
+    );
+    assert_eq!(
+        prs.list(&Default::default()).await.unwrap().items.len(),
+        2,
+        "two attempts, no more"
     );
 }

@@ -44,6 +44,10 @@ fn every_field_uses_its_documented_json_name() {
             software_label: Some("sw".into()),
             python_dependencies_label: Some("deps".into()),
         },
+        redrive: Some(Redrive {
+            trigger_template: "imagegate-promote".into(),
+            attempts: Some(2),
+        }),
     };
     let value = serde_json::to_value(&spec).unwrap();
     assert_eq!(
@@ -58,7 +62,8 @@ fn every_field_uses_its_documented_json_name() {
             },
             "validation": {"required": false, "pipeline": "imagegate-promote", "tasks": ["validate"]},
             "promoteAs": "DockerImage", "allowRolledBack": true, "onTamper": "Revert",
-            "odh": {"enabled": true, "buildCommitLabels": ["vcs-ref"], "softwareLabel": "sw", "pythonDependenciesLabel": "deps"}
+            "odh": {"enabled": true, "buildCommitLabels": ["vcs-ref"], "softwareLabel": "sw", "pythonDependenciesLabel": "deps"},
+            "redrive": {"triggerTemplate": "imagegate-promote", "attempts": 2}
         })
     );
     assert_eq!(

@@ -3,7 +3,9 @@
 //! the validation account, which runs the candidate, may do nothing an account bound to nothing
 //! may not; the pipeline account may `promote` the ImagePromotion `notebooks` of its namespace
 //! and nothing else (no other ImagePromotion, none unnamed, none elsewhere, no ImageStream or
-//! Tekton write). `config/`'s accounts are held verb by verb in [`super::rbac`].
+//! Tekton write); the controller may re-drive there (`tekton/320`: read the one TriggerTemplate,
+//! create PipelineRuns) and nowhere else. `config/`'s accounts are held verb by verb in
+//! [`super::rbac`].
 
 use super::cluster::ControlPlane;
 
@@ -31,7 +33,7 @@ fn can(cp: &ControlPlane, user: &str, verb: &str, resource: &str, name: &str, ns
         "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
         "spec": {
             "user": user,
-            "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{NS}"), "system:authenticated"],
+            "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{}", user.split(':').nth(2).unwrap_or_default()), "system:authenticated"],
             "resourceAttributes": {
                 "verb": verb, "group": group, "resource": resource, "subresource": subresource,
                 "namespace": ns, "name": name,
@@ -58,6 +60,13 @@ fn the_shipped_pipeline_accounts_hold_only_what_their_manifests_say() {
     ))
     .unwrap();
     let (ok, out) = cp.pipe(&["apply", "-n", NS, "-f", "-"], &shipped);
+    assert!(ok, "{out}");
+    let redrive = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tekton/320-redrive-rbac.yaml"
+    ))
+    .unwrap();
+    let (ok, out) = cp.pipe(&["apply", "-n", NS, "-f", "-"], &redrive);
     assert!(ok, "{out}");
     cp.ok(&["create", "serviceaccount", "nobody", "-n", NS]);
     let nothing = rules(&cp, &sa("nobody"), NS);
@@ -107,6 +116,38 @@ fn the_shipped_pipeline_accounts_hold_only_what_their_manifests_say() {
         assert!(
             !can(&cp, &pipeline, verb, what, name, ns),
             "{verb} {what} {name} -n {ns}"
+        );
+    }
+    // The controller may re-drive here, and only that: read the one TriggerTemplate, create
+    // PipelineRuns; nowhere else.
+    let controller = "system:serviceaccount:imagegate-system:imagegate-controller";
+    const TEMPLATES: &str = "triggers.tekton.dev/triggertemplates";
+    assert!(can(
+        &cp,
+        controller,
+        "get",
+        TEMPLATES,
+        "imagegate-promote",
+        NS
+    ));
+    assert!(can(
+        &cp,
+        controller,
+        "create",
+        "tekton.dev/pipelineruns",
+        "",
+        NS
+    ));
+    for (verb, what, name, ns) in [
+        ("get", TEMPLATES, "other", NS),
+        ("update", TEMPLATES, "imagegate-promote", NS),
+        ("create", "tekton.dev/pipelineruns", "", "elsewhere"),
+        ("delete", "tekton.dev/pipelineruns", "x", NS),
+        ("create", "tekton.dev/taskruns", "", NS),
+    ] {
+        assert!(
+            !can(&cp, controller, verb, what, name, ns),
+            "controller: {verb} {what} {name} -n {ns}"
         );
     }
     // The validation account may not even that.
