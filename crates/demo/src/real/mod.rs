@@ -19,6 +19,7 @@ mod cluster;
 mod knative;
 mod observe;
 mod programs;
+mod redrive;
 mod scenarios;
 pub mod stages;
 
@@ -142,7 +143,8 @@ impl World {
             &cluster,
             &opts.imagegate,
             "imagegate-controller",
-            &["controller"],
+            // A grace of 30 s, so that scenario 8's re-drive comes within the demo.
+            &["controller", "--verdict-grace", "30"],
         )
         .await?;
         timeline.line(

@@ -153,6 +153,7 @@ pub async fn play(w: &mut World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
 
     validations_ran_one_content(w)?;
     timings.push(super::knative::play(w, &mut expect).await?);
+    timings.push(super::redrive::play(w, &mut expect).await?);
     Ok((expect, timings))
 }
 
@@ -375,7 +376,7 @@ impl World {
     }
 
     /// Waits until PipelineRun `name` has finished.
-    async fn run_done(&self, name: &str) -> anyhow::Result<Value> {
+    pub(super) async fn run_done(&self, name: &str) -> anyhow::Result<Value> {
         self.observer
             .wait(
                 &format!("the end of PipelineRun {name}"),
