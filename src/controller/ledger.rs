@@ -171,24 +171,64 @@ pub async fn watch(
             .default_backoff()
             .boxed()
     }));
-    let promotion_apis: Vec<Api<ImagePromotion>> = if namespaces.is_empty() {
-        vec![Api::all(client.clone())]
+    // Each watch with its scope (a namespace, None: every one), so that a re-list replaces what
+    // is known of its scope only.
+    let scopes: Vec<Option<String>> = if namespaces.is_empty() {
+        vec![None]
     } else {
-        (namespaces.iter())
-            .map(|ns| Api::namespaced(client.clone(), ns))
-            .collect()
+        namespaces.iter().cloned().map(Some).collect()
     };
-    let mut promotions = futures::stream::select_all(promotion_apis.into_iter().map(|api| {
+    let mut promotions = futures::stream::select_all(scopes.into_iter().map(|scope| {
+        let api: Api<ImagePromotion> = match &scope {
+            None => Api::all(client.clone()),
+            Some(ns) => Api::namespaced(client.clone(), ns),
+        };
         watcher(api, watcher::Config::default())
             .default_backoff()
+            .map(move |e| (scope.clone(), e))
             .boxed()
     }));
     let mut tick = tokio::time::interval(TICK);
+    // While a scope's ImagePromotions are (re-)listed, what the list holds; once it is done it
+    // replaces what was known of that scope (one deleted meanwhile is gone), and each namespace
+    // whose policies changed is judged again once (one list of its streams, however many).
+    let mut listing: BTreeMap<Option<String>, BTreeMap<Key, ImagePromotion>> = BTreeMap::new();
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
-            Some(event) = promotions.next() => match event {
-                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+            Some((scope, event)) = promotions.next() => match event {
+                Ok(watcher::Event::Init) => {
+                    listing.insert(scope, BTreeMap::new());
+                }
+                Ok(watcher::Event::InitApply(p)) => {
+                    listing.entry(scope).or_default().insert(key_of(&p), p);
+                }
+                Ok(watcher::Event::InitDone) => {
+                    let listed = listing.remove(&scope).unwrap_or_default();
+                    let in_scope = |key: &Key| scope.as_ref().is_none_or(|ns| *ns == key.0);
+                    let known: Vec<Key> =
+                        ledger.policies.keys().filter(|k| in_scope(k)).cloned().collect();
+                    let old: BTreeMap<Key, ImagePromotion> = known
+                        .into_iter()
+                        .filter_map(|k| ledger.policies.remove_entry(&k))
+                        .collect();
+                    let mut changed = std::collections::BTreeSet::new();
+                    for (key, p) in &old {
+                        if listed.get(key).map(|n| &n.spec) != Some(&p.spec) {
+                            changed.insert(key.0.clone());
+                        }
+                    }
+                    for (key, p) in &listed {
+                        if old.get(key).map(|o| &o.spec) != Some(&p.spec) {
+                            changed.insert(key.0.clone());
+                        }
+                    }
+                    ledger.policies.extend(listed);
+                    for ns in changed {
+                        ledger.rejudge(&ns).await;
+                    }
+                }
+                Ok(watcher::Event::Apply(p)) => {
                     let key = key_of(&p);
                     let changed = ledger.policies.get(&key).map(|old| &old.spec) != Some(&p.spec);
                     ledger.policies.insert(key.clone(), p);
@@ -201,7 +241,6 @@ pub async fn watch(
                     ledger.policies.remove(&key);
                     ledger.rejudge(&key.0).await;
                 }
-                Ok(_) => {}
                 Err(e) => warn!(error = %e, "the ImagePromotion watch of the ledger failed; retrying"),
             },
             Some(event) = streams.next() => match event {

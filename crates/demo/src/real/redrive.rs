@@ -71,9 +71,15 @@ pub(super) async fn play(w: &World, expect: &mut Vec<Expect>) -> anyhow::Result<
     let refusal = super::cluster::until("the quota to refuse PipelineRuns", LIMIT, || async {
         let created = w
             .cluster
-            .kubectl_in(&["create", "--dry-run=server", "-n", NAMESPACE, "-f", "-"], &probe)
+            .kubectl_in(
+                &["create", "--dry-run=server", "-n", NAMESPACE, "-f", "-"],
+                &probe,
+            )
             .await;
-        Ok(created.err().map(|e| e.to_string()).filter(|e| e.contains("quota")))
+        Ok(created
+            .err()
+            .map(|e| e.to_string())
+            .filter(|e| e.contains("quota")))
     })
     .await?;
     w.timeline.line(
@@ -116,7 +122,10 @@ pub(super) async fn play(w: &World, expect: &mut Vec<Expect>) -> anyhow::Result<
             |r| run_for(r, &is, &d),
         )
         .await?;
-    let name = run["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let name = run["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let redriven = format!(
         "imagegate-{}",
         event_id(&Candidate {
