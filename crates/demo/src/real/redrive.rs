@@ -22,7 +22,7 @@ const QUOTA: &str = "no-pipelineruns";
 /// What the source's delivery latency histogram sums to: it grows with each 2xx of the sink.
 const DELIVERED: &str = "imagegate_source_delivery_latency_seconds";
 
-pub(super) async fn play(w: &World, expect: &mut Vec<Expect>) -> anyhow::Result<Timing> {
+pub(super) async fn play(w: &World, expect: &mut [Expect]) -> anyhow::Result<Timing> {
     w.timeline.heading(
         "8. Tekton Triggers takes a change of jupyter-pytorch-notebook but cannot create its \
          PipelineRun (a ResourceQuota of zero PipelineRuns): the controller re-drives it once the \
