@@ -145,12 +145,13 @@ fn cases() -> Vec<Case> {
             with_body("0000000000000000000000000000000000000004", b"[1, 2]"),
             false,
         ),
+        // The filter checks the body the binding reads (tekton/430): no tag, no run.
         case(
-            "data without the tag (the template's default)",
+            "data without the tag",
             with_data("0000000000000000000000000000000000000005", |d| {
                 d.as_object_mut().unwrap().remove("tag");
             }),
-            true,
+            false,
         ),
         case(
             "data without the digest (no default)",
@@ -164,7 +165,14 @@ fn cases() -> Vec<Case> {
             with_data("0000000000000000000000000000000000000007", |d| {
                 d["digest"] = json!(7)
             }),
-            true,
+            false,
+        ),
+        case(
+            "headers of the candidate, a body of another tag",
+            with_data("0000000000000000000000000000000000000008", |d| {
+                d["tag"] = json!("latest")
+            }),
+            false,
         ),
         case(
             "an id no PipelineRun can be named after",
