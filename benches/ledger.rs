@@ -163,16 +163,17 @@ async fn bench() {
 
     // Candidates nobody validates: each paged once the grace period has passed.
     let paged_from = Instant::now();
-    let (paged_n, paged_text) = phase(
-        &emu,
-        Duration::from_secs(GRACE + 15),
-        async {
-            for i in candidates..2 * candidates {
-                emu.import("bench", &format!("nb-{i}"), "candidate", Some(&digest(i, 'c')))
-                    .unwrap();
-            }
-        },
-    )
+    let (paged_n, paged_text) = phase(&emu, Duration::from_secs(GRACE + 15), async {
+        for i in candidates..2 * candidates {
+            emu.import(
+                "bench",
+                &format!("nb-{i}"),
+                "candidate",
+                Some(&digest(i, 'c')),
+            )
+            .unwrap();
+        }
+    })
     .await;
     let paged_took = paged_from.elapsed();
     let gauge = reqwest::get(format!("http://127.0.0.1:{admin}/metrics"))
@@ -192,11 +193,27 @@ async fn bench() {
     println!("\n== the ledger at {streams} governed ImageStreams (grace {GRACE} s)");
     println!("| measure | value |");
     println!("|---|---|");
-    println!("| floor: the controller, no stream governed, requests in a minute of nothing | {floor_idle} ({floor_text}) |");
-    println!("| start, to ready and 5 s more ({:.1} s): requests | {start_n} ({start_text}) |", start_took.as_secs_f64());
+    println!(
+        "| floor: the controller, no stream governed, requests in a minute of nothing | {floor_idle} ({floor_text}) |"
+    );
+    println!(
+        "| start, to ready and 5 s more ({:.1} s): requests | {start_n} ({start_text}) |",
+        start_took.as_secs_f64()
+    );
     println!("| governed: requests in a minute of nothing | {idle_n} ({idle_text}) |");
-    println!("| {candidates} candidates that got their verdict: requests of the controller | {verdict_n} ({verdict_text}) |");
-    println!("| {candidates} candidates nobody validated: requests of the controller | {paged_n} ({paged_text}) |");
-    println!("| paged, by the gauge, {:.0} s after the imports | {gauge} of {candidates} |", paged_took.as_secs_f64());
-    println!("| controller RSS now / peak | {} / {} MiB |", rss.0 / 1024, rss.1 / 1024);
+    println!(
+        "| {candidates} candidates that got their verdict: requests of the controller | {verdict_n} ({verdict_text}) |"
+    );
+    println!(
+        "| {candidates} candidates nobody validated: requests of the controller | {paged_n} ({paged_text}) |"
+    );
+    println!(
+        "| paged, by the gauge, {:.0} s after the imports | {gauge} of {candidates} |",
+        paged_took.as_secs_f64()
+    );
+    println!(
+        "| controller RSS now / peak | {} / {} MiB |",
+        rss.0 / 1024,
+        rss.1 / 1024
+    );
 }
