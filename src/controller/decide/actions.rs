@@ -161,6 +161,23 @@ pub(super) fn promote(
         (annotation::SERVED_DIGEST, Some(digest.clone())),
         (annotation::TAMPERED_DIGEST, None),
     ];
+    // The candidate moved on and its own validation has begun (the served tag says
+    // `Validating` for it): that mark stays, so that what is validated now is still shown, and
+    // still counted as begun by the ledger; this promotion writes only what is served.
+    let newer_validating = moved_on.as_deref().is_some_and(|now| {
+        let ann = served_annotations(is, served);
+        ann.get(annotation::PHASE).map(String::as_str) == Some(phase::VALIDATING)
+            && ann.get(annotation::CANDIDATE_DIGEST).map(String::as_str) == Some(now)
+    });
+    if newer_validating {
+        let validation_marks = [
+            annotation::PHASE,
+            annotation::CANDIDATE_DIGEST,
+            annotation::MESSAGE,
+            annotation::CUSTOMRUN,
+        ];
+        marks.retain(|(key, _)| !validation_marks.contains(key));
+    }
     if was_rolled_back {
         // Promoted again on purpose: no longer refused.
         let rest = without_rolled_back(&rolled, &digest);
@@ -181,7 +198,11 @@ pub(super) fn promote(
             message,
             &digest,
             &served_now,
-            phase::PROMOTED,
+            if newer_validating {
+                phase::VALIDATING
+            } else {
+                phase::PROMOTED
+            },
             checks_done,
         ),
     }

@@ -223,6 +223,39 @@ fn a_validated_candidate_the_tag_moved_past_is_promoted_when_newer_than_what_is_
 }
 
 #[test]
+fn promoting_a_candidate_the_tag_moved_past_keeps_the_newer_ones_validating_mark() {
+    // C's validation began (its begin marked the served tag) while B's went on; B passes.
+    let mut is = stream_with_history(&[C, B, A], A);
+    let mut value = serde_json::to_value(&is).unwrap();
+    value["spec"]["tags"][1]["annotations"] = json!({
+        annotation::PHASE: "Validating", annotation::CANDIDATE_DIGEST: C,
+        annotation::CUSTOMRUN: "run-c-begin", annotation::MESSAGE: format!("validating candidate {C}")
+    });
+    is = serde_json::from_value(value).unwrap();
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    let d = decide(&ask(&t, "Succeeded", &checks), &is, &nothing(), now());
+    let (patch, outcome) = written(&d);
+    let ann = &patch["spec"]["tags"][0]["annotations"];
+    assert_eq!(ann[annotation::SERVED_DIGEST], B, "B is served");
+    for key in [
+        annotation::PHASE,
+        annotation::CANDIDATE_DIGEST,
+        annotation::CUSTOMRUN,
+        annotation::MESSAGE,
+    ] {
+        assert!(
+            ann.get(key).is_none(),
+            "{key} is left to C's validation: {ann}"
+        );
+    }
+    assert_eq!(
+        (outcome.reason, outcome.phase.as_str()),
+        (reason::PROMOTED, "Validating")
+    );
+}
+
+#[test]
 fn a_moved_candidate_is_not_promoted() {
     let is = stream(C, A, json!(null));
     let t = target(Action::Promote, Some(B));
