@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -142,8 +143,10 @@ pub struct Ledger {
     recorder: Recorder,
     policies: BTreeMap<Key, ImagePromotion>,
     entries: BTreeMap<Key, Entry>,
-    /// The last object seen of each stream with an entry (for its Events).
-    streams: BTreeMap<Key, ImageStream>,
+    /// Of each stream with an entry, what its Events and its conditional write need: its
+    /// reference and the resourceVersion last seen (not the whole object: an `UpdateFailed`
+    /// stream keeps its entry for as long as it stays failed).
+    streams: BTreeMap<Key, (ObjectReference, Option<String>)>,
 }
 
 /// Runs the ledger on the ImageStreams and ImagePromotions of `namespaces` (all when empty)
@@ -265,15 +268,25 @@ impl Ledger {
     /// first, by name, of those that do: two that disagree refuse every run anyway).
     fn tags(&self, (ns, name): &Key) -> Option<Tags> {
         let p = self
-            .policies
-            .iter()
-            .find(|((pns, _), p)| pns == ns && governs(&p.spec, ns, name))?
+            .in_namespace(ns)
+            .find(|(_, p)| governs(&p.spec, ns, name))?
             .1;
         Some(Tags {
             candidate: (p.spec.candidate_tag.clone())
                 .unwrap_or_else(|| DEFAULT_CANDIDATE_TAG.into()),
             served: (p.spec.served_tag.clone()).unwrap_or_else(|| DEFAULT_SERVED_TAG.into()),
         })
+    }
+
+    /// The ImagePromotions of namespace `ns`, by name (a range of the map: judging a stream
+    /// costs the policies of its namespace, not every one of the cluster).
+    fn in_namespace<'a>(
+        &'a self,
+        ns: &'a str,
+    ) -> impl Iterator<Item = (&'a Key, &'a ImagePromotion)> + 'a {
+        self.policies
+            .range((ns.to_string(), String::new())..)
+            .take_while(move |((pns, _), _)| pns == ns)
     }
 
     /// A stream changed: judged again; what is settled is forgotten.
@@ -325,7 +338,8 @@ impl Ledger {
         let failing = entry.judged.import_failing.clone();
         let report = failing.is_some() && failing != entry.import_reported;
         entry.import_reported = failing.clone();
-        self.streams.insert(key.clone(), is);
+        let seen = (is.object_ref(&()), is.metadata.resource_version.clone());
+        self.streams.insert(key.clone(), seen);
         if let (true, Some(why)) = (report, failing) {
             let note = format!(
                 "the last import of {}:{} failed: {why}; its candidate cannot change until an \
@@ -452,9 +466,9 @@ impl Ledger {
     /// made again from the TriggerTemplate, or, once the attempts are spent, the served tag
     /// marked `UpdateFailed`. What was done, for the page (None: no re-drive asked for).
     async fn redrive(&mut self, key: &Key, digest: &str, now: Timestamp) -> Option<String> {
-        let (policy, redrive) = self.policies.iter().find_map(|((ns, name), p)| {
+        let (policy, redrive) = self.in_namespace(&key.0).find_map(|((_, name), p)| {
             let r = p.spec.redrive.as_ref()?;
-            (ns == &key.0 && governs(&p.spec, &key.0, &key.1)).then(|| (name.clone(), r.clone()))
+            governs(&p.spec, &key.0, &key.1).then(|| (name.clone(), r.clone()))
         })?;
         let tags = self.tags(key)?;
         let done = self
@@ -550,10 +564,7 @@ impl Ledger {
         digest: &str,
         why: &str,
     ) -> Result<(), kube::Error> {
-        let version = self
-            .streams
-            .get(key)
-            .and_then(|is| is.metadata.resource_version.clone());
+        let version = self.streams.get(key).and_then(|s| s.1.clone());
         let patch = serde_json::json!({
             "metadata": {"resourceVersion": version},
             "spec": {"tags": [{"name": tags.served, "annotations": {
@@ -603,7 +614,7 @@ impl Ledger {
     }
 
     async fn publish(&self, key: &Key, reason: &str, note: String) {
-        let Some(is) = self.streams.get(key) else {
+        let Some((reference, _)) = self.streams.get(key) else {
             return;
         };
         let event = Event {
@@ -613,7 +624,7 @@ impl Ledger {
             action: "Ledger".into(),
             secondary: None,
         };
-        if let Err(e) = self.recorder.publish(&event, &is.object_ref(&())).await {
+        if let Err(e) = self.recorder.publish(&event, reference).await {
             warn!(namespace = %key.0, imagestream = %key.1, error = %e, "cannot publish a Kubernetes Event");
         } else {
             info!(namespace = %key.0, imagestream = %key.1, reason, "published");
