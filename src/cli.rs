@@ -40,6 +40,9 @@ pub enum Command {
     Source(Box<SourceArgs>),
     /// Reconcile Tekton CustomRuns of kind ImagePromotion (validate-then-promote).
     Controller(ControllerArgs),
+    /// Serve Tekton Triggers as a ClusterInterceptor that passes on only a governed stream's
+    /// current candidate, read from the API, with the PipelineRun's keyed id.
+    Interceptor(InterceptorArgs),
     /// Print the CustomResourceDefinitions imagegate owns, as YAML.
     Crds(CrdsArgs),
     /// Turn an existing ImageStream into the gated shape, or check adopted streams for drift.
@@ -240,8 +243,62 @@ pub struct ControllerArgs {
     )]
     pub verdict_grace: u64,
 
+    /// The Secret of the run key (in the controller's own namespace, `POD_NAMESPACE`) that
+    /// `imagegate interceptor` makes: a re-drive names its PipelineRun with it, so nobody can
+    /// take the name first.
+    #[arg(long, default_value = crate::runkey::DEFAULT_SECRET)]
+    pub run_key_secret: String,
+
     #[command(flatten)]
     pub leader: LeaderArgs,
+}
+
+/// `imagegate interceptor`.
+#[derive(Debug, Args)]
+pub struct InterceptorArgs {
+    /// Where `/livez`, `/readyz` and `/metrics` are served (plain http).
+    #[arg(long, env = "IMAGEGATE_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
+    pub admin_addr: SocketAddr,
+
+    /// Where Tekton Triggers' requests are served (https).
+    #[arg(
+        long,
+        env = "IMAGEGATE_INTERCEPTOR_ADDR",
+        default_value = "0.0.0.0:8443"
+    )]
+    pub addr: SocketAddr,
+
+    /// The interceptor's namespace (the pod's own, from the downward API): its certificate's
+    /// Secret and the run key's are there.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "imagegate-system", value_parser = values::namespace)]
+    pub namespace: String,
+
+    /// The Service in front of the interceptor: its DNS names are the certificate's.
+    #[arg(long, default_value = "imagegate-interceptor")]
+    pub service: String,
+
+    /// The cluster's DNS domain.
+    #[arg(long, default_value = "cluster.local")]
+    pub cluster_domain: String,
+
+    /// Another DNS name for the certificate (repeatable): the host of a ClusterInterceptor URL
+    /// that does not go through the Service.
+    #[arg(long = "tls-name", value_name = "NAME")]
+    pub tls_names: Vec<String>,
+
+    /// The Secret that keeps the serving certificate and its CA (made and renewed by the
+    /// interceptor).
+    #[arg(long, default_value = "imagegate-interceptor-tls")]
+    pub tls_secret: String,
+
+    /// The Secret of the run key the PipelineRuns' names are made with (made by the interceptor
+    /// on first start; the controller reads it to re-drive).
+    #[arg(long, default_value = crate::runkey::DEFAULT_SECRET)]
+    pub run_key_secret: String,
+
+    /// The ClusterInterceptor whose `caBundle` the interceptor keeps.
+    #[arg(long, default_value = "imagegate")]
+    pub cluster_interceptor: String,
 }
 
 /// Leader election flags, shared by the source and the controller.

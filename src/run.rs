@@ -108,9 +108,35 @@ pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
         drift_interval: (args.drift_check_interval > 0)
             .then(|| std::time::Duration::from_secs(args.drift_check_interval)),
         verdict_grace: std::time::Duration::from_secs(args.verdict_grace),
+        run_key: (
+            args.leader.lease_namespace.clone(),
+            args.run_key_secret.clone(),
+        ),
     };
     let clock = Arc::new(k8s_openapi::jiff::Timestamp::now);
     crate::controller::run(client, settings, clock, shutdown_signal()).await
+}
+
+/// `imagegate interceptor`: serve Tekton Triggers until SIGTERM.
+pub async fn interceptor(args: crate::cli::InterceptorArgs) -> anyhow::Result<()> {
+    let client = kube_client(kube_config().await?)?;
+    let mut names =
+        crate::interceptor::service_names(&args.service, &args.namespace, &args.cluster_domain);
+    for n in args.tls_names {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let settings = crate::interceptor::Settings {
+        admin_addr: args.admin_addr,
+        addr: args.addr,
+        namespace: args.namespace,
+        names,
+        tls_secret: args.tls_secret,
+        run_key_secret: args.run_key_secret,
+        cluster_interceptor: args.cluster_interceptor,
+    };
+    crate::interceptor::run(client, settings, shutdown_signal()).await
 }
 
 /// The namespaces given, each once, in the order first given.

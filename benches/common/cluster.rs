@@ -19,8 +19,13 @@ impl Cluster {
     /// Starts one. The image API is `IMAGEGATE_EMULATOR`, else the workspace's release build
     /// when there is one (else `scripts/realcluster` builds the debug one).
     pub fn up() -> Cluster {
+        Self::up_with(&[], &[])
+    }
+
+    /// Starts one with `up`'s `args` (`--tekton`) and `env` added.
+    pub fn up_with(args: &[&str], env: &[(&str, &str)]) -> Cluster {
         let mut cmd = Command::new(Path::new(ROOT).join("scripts/realcluster"));
-        cmd.arg("up");
+        cmd.arg("up").args(args).envs(env.iter().copied());
         let release = Path::new(ROOT).join("target/release/imagegate-emulator");
         if std::env::var_os("IMAGEGATE_EMULATOR").is_none() && release.exists() {
             cmd.env("IMAGEGATE_EMULATOR", &release);

@@ -277,6 +277,36 @@ interceptors_ready() {
     | grep -qvx -- "$ca"
 }
 
+# imagegate's own interceptor (config/triggers/), which tekton/430's EventListener asks about every
+# event: installed as a user installs it (config/'s namespace and ImagePromotion CRD, then
+# `kubectl apply -k config/triggers/`), its ClusterInterceptor pointed at the local process
+# (spec.clientConfig.url, as for the core interceptors above), and `imagegate interceptor` run as
+# its ServiceAccount. It writes its CA into the caBundle itself; the EventListener sinks wait for
+# that. Runs when IMAGEGATE_BIN names the imagegate binary (the tests and `demo` set it).
+start_imagegate_interceptor() {
+  [ -n "${IMAGEGATE_BIN:-}" ] || return 0
+  [ -x "$IMAGEGATE_BIN" ] || tekton_fail "IMAGEGATE_BIN=$IMAGEGATE_BIN is not an executable"
+  local port admin kc
+  tk apply --server-side -f "$here/config/100-namespace.yaml" -f "$here/config/300-imagepromotion-crd.yaml" >/dev/null \
+    && tk wait --for=condition=Established --timeout=60s crd/imagepromotions.imagegate.dev >/dev/null \
+    && tk apply --server-side -k "$here/config/triggers/" >/dev/null \
+    || tekton_fail "applying config/triggers/ failed"
+  port="$(free_port)"; admin="$(free_port)"
+  tk patch clusterinterceptor imagegate --type=json -p "[{\"op\":\"remove\",\"path\":\"/spec/clientConfig/service\"},
+    {\"op\":\"add\",\"path\":\"/spec/clientConfig/url\",\"value\":\"https://localhost:$port/\"}]" >/dev/null \
+    || tekton_fail "pointing ClusterInterceptor imagegate at this machine failed"
+  kc="$(sa_kubeconfig imagegate-system imagegate-interceptor)" || tekton_fail "no token for imagegate-interceptor"
+  start_component imagegate-interceptor env KUBECONFIG="$kc" POD_NAMESPACE=imagegate-system RUST_LOG=info \
+    "$IMAGEGATE_BIN" --log-format json interceptor --addr "127.0.0.1:$port" --admin-addr "127.0.0.1:$admin" \
+    --tls-name localhost
+  set_env "$TK_DIR" IMAGEGATE_INTERCEPTOR_ADMIN_PORT "$admin"
+  IMAGEGATE_INTERCEPTOR_ADMIN_PORT="$admin" wait_for imagegate-interceptor 60 imagegate_interceptor_ready
+}
+imagegate_interceptor_ready() {
+  curl -sf "http://127.0.0.1:$IMAGEGATE_INTERCEPTOR_ADMIN_PORT/readyz" >/dev/null || return 1
+  [ -n "$(tk get clusterinterceptor imagegate -o 'jsonpath={.spec.clientConfig.caBundle}')" ]
+}
+
 # `up --tekton`: after the control plane is up (admin kubeconfig in DIR).
 up_tekton() {
   TK_DIR="$1"
@@ -294,6 +324,7 @@ up_tekton() {
   start_kwok
   start_tekton_controller "$P"
   start_tekton_interceptors "$T"
+  start_imagegate_interceptor
   start_eventlistener_launcher "$T"
   log "Tekton ready in $((SECONDS - start)) s: kube-scheduler $(component_version kube-scheduler)," \
     "kwok $(component_version kwok), Tekton Pipelines $(component_version tekton-pipelines-controller)," \

@@ -120,10 +120,11 @@ pub struct ImagePromotionSpec {
 pub struct Redrive {
     /// The TriggerTemplate (in the stream's namespace) whose PipelineRun validates a candidate,
     /// as the EventListener uses it (`tekton/420-triggertemplate.yaml`). Its params are given
-    /// what the listener binds: `event-id` (for a re-drive, 40 hex characters derived from the
-    /// stream, the candidate and the attempt, so that two controllers cannot run it twice),
-    /// `namespace`, `imagestream`, `candidate-tag` and `digest`; any other param needs a
-    /// default. Only PipelineRuns are created from it.
+    /// what the listener binds: `run-id` (for a re-drive, 40 hex characters keyed by the
+    /// install's run key from the stream, the candidate and the attempt, so that two controllers
+    /// cannot run it twice and nobody can take the name first), `namespace`, `imagestream`,
+    /// `candidate-tag` and `digest`; any other param needs a default. Only PipelineRuns are
+    /// created from it.
     pub trigger_template: String,
     /// How many times one candidate is re-driven before its served tag is marked
     /// `UpdateFailed` (1 to 10, default 3).

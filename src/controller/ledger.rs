@@ -43,6 +43,7 @@ use super::params::{DEFAULT_CANDIDATE_TAG, DEFAULT_SERVED_TAG};
 use super::policy::governs;
 use super::status::phase;
 use crate::api::{CustomRun, ImageStream, PipelineRun, status_code};
+use crate::runkey::RunKey;
 
 /// The Event reason of a candidate no validation began for within the grace period.
 pub const WITHOUT_VERDICT: &str = "CandidateWithoutVerdict";
@@ -139,6 +140,9 @@ impl Entry {
 pub struct Ledger {
     client: Client,
     grace: Duration,
+    /// Where the run key is (namespace, Secret), and the key once read.
+    run_key_at: (String, String),
+    run_key: Option<RunKey>,
     metrics: LedgerMetrics,
     recorder: Recorder,
     policies: BTreeMap<Key, ImagePromotion>,
@@ -155,6 +159,7 @@ pub async fn watch(
     client: Client,
     namespaces: Vec<String>,
     grace: Duration,
+    run_key_at: (String, String),
     metrics: LedgerMetrics,
     recorder: Recorder,
     stop: CancellationToken,
@@ -162,6 +167,8 @@ pub async fn watch(
     let mut ledger = Ledger {
         client: client.clone(),
         grace,
+        run_key_at,
+        run_key: None,
         metrics,
         recorder,
         policies: BTreeMap::new(),
@@ -486,6 +493,41 @@ impl Ledger {
             });
         }
         let attempt = done + 1;
+        // The stream as it is now: the candidate may have moved on (its own event is on its
+        // way), and the run id needs when the tag came to point at this one.
+        let streams: Api<ImageStream> = Api::namespaced(self.client.clone(), &key.0);
+        let since = match streams.get_opt(&key.1).await {
+            Ok(is) => {
+                let current = (is.as_ref())
+                    .and_then(|is| is.status_tag(&tags.candidate))
+                    .and_then(|t| t.current())
+                    .filter(|item| item.digest() == Some(digest));
+                match current {
+                    Some(item) => crate::runkey::since(item.created.as_ref()),
+                    None => {
+                        return Some(format!(
+                            "not re-driven: {} no longer points at it",
+                            tags.candidate
+                        ));
+                    }
+                }
+            }
+            Err(e) => return Some(format!("not re-driven yet: cannot read the stream: {e}")),
+        };
+        let run_key = match self.run_key().await {
+            Ok(k) => k,
+            Err(e) => return Some(format!("not re-driven: {e}")),
+        };
+        let run_id = run_key.redrive_id(
+            &crate::runkey::Candidate {
+                namespace: &key.0,
+                imagestream: &key.1,
+                tag: &tags.candidate,
+                digest,
+                since: &since,
+            },
+            attempt,
+        );
         if let Some(e) = self.entries.get_mut(key) {
             e.redriven = Some((digest.to_string(), attempt, now));
         }
@@ -494,7 +536,7 @@ impl Ledger {
             imagestream: &key.1,
             candidate_tag: &tags.candidate,
             digest,
-            attempt,
+            run_id,
         };
         let what = format!(
             "re-driven (attempt {attempt} of {}) from TriggerTemplate {:?}",
@@ -510,6 +552,23 @@ impl Ledger {
                 Err(e) => format!("{what} failed: {e}"),
             },
         )
+    }
+
+    /// The run key, read once it exists (`imagegate interceptor` makes it).
+    async fn run_key(&mut self) -> Result<RunKey, String> {
+        if let Some(k) = &self.run_key {
+            return Ok(k.clone());
+        }
+        let (ns, name) = &self.run_key_at;
+        match crate::runkey::read(self.client.clone(), ns, name).await? {
+            Some(k) => {
+                self.run_key = Some(k.clone());
+                Ok(k)
+            }
+            None => Err(format!(
+                "there is no run key, Secret {ns}/{name} (imagegate interceptor makes it at start)"
+            )),
+        }
     }
 
     /// Creates what `template` makes for `candidate`; a PipelineRun that exists already (made

@@ -76,6 +76,9 @@ pub struct Settings {
     /// How long a governed stream's candidate may wait for its validation to begin (and a
     /// validation may show no verdict after its run ended) before the [`ledger`] pages.
     pub verdict_grace: Duration,
+    /// The Secret (namespace, name) of the run key the [`ledger`] names its re-drives with
+    /// ([`crate::runkey`]; made by `imagegate interceptor`).
+    pub run_key: (String, String),
 }
 
 /// Runs the controller until `shutdown` resolves (or leadership is lost, which is an error so
@@ -126,6 +129,7 @@ pub async fn run(
                 client.clone(),
                 settings.namespaces.clone(),
                 settings.verdict_grace,
+                settings.run_key.clone(),
                 ledger_metrics,
                 Recorder::new(client.clone(), reporter()),
                 stop.clone(),

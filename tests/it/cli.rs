@@ -37,6 +37,7 @@ fn help_lists_the_product_subcommands_only() {
         [
             "source",
             "controller",
+            "interceptor",
             "crds",
             "adopt",
             "status",

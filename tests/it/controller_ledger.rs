@@ -108,14 +108,31 @@ async fn a_candidate_nobody_validates_and_a_validation_that_lost_its_pipelinerun
 }
 
 /// Re-drive, as `tekton/100` asks for it: the candidate no PipelineRun was created for is made
-/// again from the shipped TriggerTemplate (`tekton/420`), under a name derived from the
-/// candidate and the attempt, a grace period apart; when no attempt begins a validation, the
+/// again from the shipped TriggerTemplate (`tekton/420`), under a name keyed by the install's run
+/// key from the candidate and the attempt, a grace period apart; when no attempt begins a validation, the
 /// served tag is marked `UpdateFailed` with the reason, and keeps its image.
 #[tokio::test]
 async fn a_candidate_with_no_verdict_is_re_driven_then_marked_update_failed() {
-    use imagegate::controller::ledger::redrive::{Candidate, event_id};
+    use imagegate::runkey::{Candidate, RunKey};
 
     let mut s = Setup::new().await;
+    // The run key `imagegate interceptor` makes at start.
+    let key_bytes = [5u8; 32];
+    s.emu
+        .seed(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "imagegate-run-key", "namespace": "imagegate-system"},
+            "data": {"key": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, key_bytes)}
+        }))
+        .await;
+    let key = RunKey::from_bytes(&key_bytes).unwrap();
+    let since = imagegate::runkey::since(
+        s.stream()
+            .await
+            .status_tag("candidate")
+            .and_then(|t| t.current())
+            .and_then(|i| i.created.as_ref()),
+    );
     install_released_pipelinerun_crds(s.client.clone()).await;
     s.emu
         .seed_str(
@@ -150,13 +167,16 @@ async fn a_candidate_with_no_verdict_is_re_driven_then_marked_update_failed() {
         &crate::support::tekton::resource("PipelineRun", "pipelineruns"),
     );
     let name = |attempt| {
-        let id = event_id(&Candidate {
-            namespace: "ds",
-            imagestream: "nb",
-            candidate_tag: "candidate",
-            digest: B,
+        let id = key.redrive_id(
+            &Candidate {
+                namespace: "ds",
+                imagestream: "nb",
+                tag: "candidate",
+                digest: B,
+                since: &since,
+            },
             attempt,
-        });
+        );
         format!("imagegate-{id}")
     };
     for attempt in [1, 2] {

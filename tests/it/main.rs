@@ -50,6 +50,7 @@ mod controller_reconcile;
 mod controller_scope;
 mod controller_trust;
 mod crd_drift;
+mod interceptor;
 mod kube_clients;
 mod leader;
 mod manifests;

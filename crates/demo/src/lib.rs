@@ -17,6 +17,7 @@
 //! [`real`] plays the same scenarios on a real cluster with the real Tekton
 //! (`scripts/realcluster demo`, the `imagegate-realdemo` binary).
 
+mod clusterinterceptor;
 mod dashboard;
 mod interceptor;
 mod listener;
@@ -61,6 +62,7 @@ pub const NAMESPACE: &str = "notebooks";
 const SYSTEM_NAMESPACE: &str = "imagegate-system";
 const SOURCE_USER: &str = "system:serviceaccount:imagegate-system:imagegate-source";
 const CONTROLLER_USER: &str = "system:serviceaccount:imagegate-system:imagegate-controller";
+const INTERCEPTOR_USER: &str = "system:serviceaccount:imagegate-system:imagegate-interceptor";
 const TEKTON_USER: &str = "system:serviceaccount:tekton-pipelines:tekton-pipelines-controller";
 
 const SEED: &str = include_str!("../../../examples/notebook-imagestreams.yaml");
@@ -222,6 +224,30 @@ struct World {
     tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
 
+/// ClusterInterceptor `imagegate` of config/triggers/, its URL `https://localhost:<port>/`.
+async fn create_cluster_interceptor(admin: &kube::Client, at: SocketAddr) -> anyhow::Result<()> {
+    const FILE: &str = include_str!("../../../config/triggers/400-interceptor.yaml");
+    let mut ci: serde_json::Value = serde_yaml::Deserializer::from_str(FILE)
+        .map(serde::Deserialize::deserialize)
+        .collect::<Result<Vec<serde_json::Value>, _>>()?
+        .into_iter()
+        .find(|o| o["kind"] == "ClusterInterceptor")
+        .ok_or_else(|| anyhow!("config/triggers/ has no ClusterInterceptor"))?;
+    ci["spec"]["clientConfig"] = json!({"url": format!("https://localhost:{}/", at.port())});
+    let ar = kube::api::ApiResource {
+        group: "triggers.tekton.dev".into(),
+        version: "v1alpha1".into(),
+        api_version: "triggers.tekton.dev/v1alpha1".into(),
+        kind: "ClusterInterceptor".into(),
+        plural: "clusterinterceptors".into(),
+    };
+    let api: Api<kube::api::DynamicObject> = Api::all_with(admin.clone(), &ar);
+    api.create(&Default::default(), &serde_json::from_value(ci)?)
+        .await
+        .context("cannot create ClusterInterceptor imagegate")?;
+    Ok(())
+}
+
 fn free_addr() -> anyhow::Result<SocketAddr> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("cannot bind a local port")?;
     Ok(l.local_addr()?)
@@ -267,6 +293,7 @@ impl World {
         for crd in [
             imagegate_emulator::tekton::pipelinerun_crd(),
             imagegate_emulator::tekton::taskrun_crd(),
+            imagegate_emulator::tekton::clusterinterceptor_crd(),
         ] {
             emulator
                 .seed(crd)
@@ -320,7 +347,6 @@ impl World {
             smoke.validator(timeline.clone()),
             timeline.clone(),
         );
-        let listener = Listener::new(files.clone(), runner.clone(), timeline.clone())?;
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
         let stopped = move || {
             let mut rx = stop_rx.clone();
@@ -328,9 +354,43 @@ impl World {
                 let _ = rx.wait_for(|s| *s).await;
             }
         };
+        let mut tasks = Vec::new();
+        // The imagegate interceptor, as config/triggers/ installs it: ClusterInterceptor `imagegate`
+        // (its URL on this machine instead of the Service), the real program behind it.
+        let interceptor_addr = free_addr()?;
+        create_cluster_interceptor(&admin, interceptor_addr).await?;
+        let interceptor_admin = free_addr()?;
+        tasks.push(tokio::spawn(imagegate::interceptor::run(
+            emulator.client_as(INTERCEPTOR_USER)?,
+            imagegate::interceptor::Settings {
+                admin_addr: interceptor_admin,
+                addr: interceptor_addr,
+                namespace: SYSTEM_NAMESPACE.into(),
+                names: vec!["localhost".into()],
+                tls_secret: "imagegate-interceptor-tls".into(),
+                run_key_secret: imagegate::runkey::DEFAULT_SECRET.into(),
+                cluster_interceptor: "imagegate".into(),
+            },
+            stopped(),
+        )));
+        wait_ready("imagegate interceptor", interceptor_admin).await?;
+        timeline.line(
+            "interceptor",
+            format!(
+                "imagegate interceptor at https://localhost:{} (ClusterInterceptor imagegate): \
+                 passes on only a governed stream's current candidate",
+                interceptor_addr.port()
+            ),
+        );
+        let listener = Listener::new(
+            files.clone(),
+            clusterinterceptor::ClusterInterceptors::new(admin.clone()),
+            NAMESPACE,
+            runner.clone(),
+            timeline.clone(),
+        )?;
         let el_socket = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let el_url = format!("http://{}/", el_socket.local_addr()?);
-        let mut tasks = Vec::new();
         tasks.push(tokio::spawn({
             let listener = listener.clone();
             let stopped = stopped();
@@ -352,6 +412,10 @@ impl World {
                 // The demo's streams are gated by hand (examples/), not adopted.
                 drift_interval: None,
                 verdict_grace: std::time::Duration::from_secs(600),
+                run_key: (
+                    "imagegate-system".into(),
+                    imagegate::runkey::DEFAULT_SECRET.into(),
+                ),
             },
             Arc::new(k8s_openapi::jiff::Timestamp::now),
             stopped(),

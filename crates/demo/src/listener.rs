@@ -18,6 +18,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use cloudevents::AttributesReader;
 use serde_json::{Value, json};
 
+use super::clusterinterceptor::ClusterInterceptors;
 use super::interceptor::Interceptor;
 use super::pipeline::{Created, Runner};
 use super::request::Request;
@@ -29,6 +30,10 @@ pub struct Listener {
     files: TektonFiles,
     /// Triggers' CEL environment, for the `cel` interceptors.
     cel: Interceptor,
+    /// Every other ClusterInterceptor (the imagegate interceptor), called as Triggers calls it.
+    interceptors: ClusterInterceptors,
+    /// The listener's namespace (its triggers' `trigger_id`).
+    namespace: String,
     runner: Runner,
     timeline: Arc<Timeline>,
     /// Answer the next N requests with 503, as an EventListener that is restarting would.
@@ -43,12 +48,16 @@ impl Listener {
     /// A listener running what `files` says through `runner`.
     pub fn new(
         files: TektonFiles,
+        interceptors: ClusterInterceptors,
+        namespace: &str,
         runner: Runner,
         timeline: Arc<Timeline>,
     ) -> anyhow::Result<Arc<Listener>> {
         Ok(Arc::new(Listener {
             files,
             cel: Interceptor::new()?,
+            interceptors,
+            namespace: namespace.to_string(),
             runner,
             timeline,
             outage: AtomicU32::new(0),
@@ -91,9 +100,14 @@ impl Listener {
 
     /// Runs the triggers over one request and starts what they rendered; what happened, for the
     /// timeline.
-    fn handle(&self, request: &Request) -> anyhow::Result<Vec<String>> {
+    async fn handle(&self, request: &Request) -> anyhow::Result<Vec<String>> {
         let mut lines = Vec::new();
-        for triggered in triggers(&self.files, &self.cel, request)? {
+        let on = Interceptors {
+            cel: &self.cel,
+            others: &self.interceptors,
+            namespace: &self.namespace,
+        };
+        for triggered in triggers(&self.files, &on, request).await? {
             let (params, resources) = match triggered {
                 Triggered::Dropped { why, .. } => {
                     lines.push(why);
@@ -137,30 +151,51 @@ pub enum Triggered {
     },
 }
 
+/// The interceptors an EventListener of `namespace` runs: Triggers' CEL in process, every
+/// other ClusterInterceptor called over the network.
+pub struct Interceptors<'a> {
+    /// The `cel` ClusterInterceptor.
+    pub cel: &'a Interceptor,
+    /// The others.
+    pub others: &'a ClusterInterceptors,
+    /// The EventListener's namespace.
+    pub namespace: &'a str,
+}
+
 /// Runs the EventListener of `files` over one request, as the Triggers sink does: each trigger's
 /// interceptors, then its bindings (a path that resolves to nothing takes the template's default)
 /// and its template. An error is a trigger that cannot run (the sink logs it; the request was
 /// answered 202 already).
-pub fn triggers(
+pub async fn triggers(
     files: &TektonFiles,
-    cel: &Interceptor,
+    on: &Interceptors<'_>,
     request: &Request,
 ) -> anyhow::Result<Vec<Triggered>> {
     let el = files.single("EventListener")?;
     let mut out = Vec::new();
     for trigger in list_at(el, "/spec/triggers") {
         let tname = trigger.get("name").and_then(Value::as_str).unwrap_or("");
-        if let Some(why) = dropped_by(cel, trigger, request)? {
-            out.push(Triggered::Dropped { why });
-            continue;
-        }
+        let extensions = match intercepted(on, trigger, tname, request).await? {
+            Err(why) => {
+                out.push(Triggered::Dropped { why });
+                continue;
+            }
+            Ok(extensions) => Value::Object(extensions),
+        };
         let mut tt_params = BTreeMap::new();
         for b in list_at(trigger, "/bindings") {
             let binding = files.get("TriggerBinding", str_at(b, "/ref")?)?;
             for p in list_at(binding, "/spec/params") {
                 let pname = str_at(p, "/name")?;
                 // A path that resolves to nothing falls back to the template's default.
-                if let Ok(v) = substitute(str_at(p, "/value")?, &|e| request.binding(e)) {
+                let lookup = |e: &str| match e.strip_prefix("extensions.") {
+                    Some(path) => {
+                        let v = path.split('.').try_fold(&extensions, |v, k| v.get(k))?;
+                        Some(v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    }
+                    None => request.binding(e),
+                };
+                if let Ok(v) = substitute(str_at(p, "/value")?, &lookup) {
                     tt_params.insert(pname.to_string(), v);
                 }
             }
@@ -198,16 +233,32 @@ pub fn triggers(
     Ok(out)
 }
 
-/// The trigger's interceptors: why one of them stops the request, if one does.
-fn dropped_by(
-    cel: &Interceptor,
+/// The trigger's interceptors in order: the extensions they added, or why one of them stopped
+/// the request.
+async fn intercepted(
+    on: &Interceptors<'_>,
     trigger: &Value,
+    tname: &str,
     request: &Request,
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<Result<serde_json::Map<String, Value>, String>> {
+    let mut extensions = serde_json::Map::new();
     for i in list_at(trigger, "/interceptors") {
-        let kind = i.pointer("/ref/name").and_then(Value::as_str);
-        if kind != Some("cel") {
-            bail!("the demo runs the cel interceptor only, not {kind:?}");
+        let name = i.pointer("/ref/name").and_then(Value::as_str).unwrap_or("");
+        if name != "cel" {
+            if i.pointer("/ref/kind").and_then(Value::as_str) != Some("ClusterInterceptor") {
+                bail!("the demo runs ClusterInterceptors only, not {i}");
+            }
+            let answer = (on.others)
+                .call(name, on.namespace, tname, request, &extensions)
+                .await?;
+            if !answer.continue_ {
+                return Ok(Err(format!(
+                    "refused by interceptor {name}: {}",
+                    answer.message
+                )));
+            }
+            extensions.extend(answer.extensions);
+            continue;
         }
         for p in list_at(i, "/params") {
             match p.get("name").and_then(Value::as_str) {
@@ -216,15 +267,15 @@ fn dropped_by(
                         .get("value")
                         .and_then(Value::as_str)
                         .ok_or_else(|| anyhow!("the cel filter is not a string"))?;
-                    if !cel.filter(filter, request)? {
-                        return Ok(Some("dropped by the trigger's CEL filter".into()));
+                    if !on.cel.filter(filter, request)? {
+                        return Ok(Err("dropped by the trigger's CEL filter".into()));
                     }
                 }
                 other => bail!("the demo does not run cel param {other:?}"),
             }
         }
     }
-    Ok(None)
+    Ok(Ok(extensions))
 }
 
 /// The body, if it is a JSON object: the Triggers sink's payload validation
@@ -284,7 +335,7 @@ async fn receive(
     };
     let request = Request::from_http(uri.to_string(), &headers, body_json);
     listener.timeline.line("event", &what);
-    match listener.handle(&request) {
+    match listener.handle(&request).await {
         Ok(lines) => {
             for l in lines {
                 listener.timeline.line("listener", l);

@@ -13,12 +13,13 @@ use http::HeaderMap;
 use serde_json::Value;
 
 use super::interceptor::Interceptor;
-use super::listener::{Triggered, body_of, triggers};
+use super::listener::{Interceptors, Triggered, body_of, triggers};
 use super::pipeline::{Prepared, as_tekton_stores, check_name, prepare};
 use super::request::Request;
 use super::schedule::{self, RunContext};
 use super::tekton::{TektonFiles, str_at};
 
+pub use super::clusterinterceptor::ClusterInterceptors;
 pub use super::pipeline::{TaskOutcome, TaskStatus};
 pub use super::schedule::{Ended, RunCondition};
 
@@ -35,8 +36,14 @@ pub struct ListenerAnswer {
     pub not_created: Vec<String>,
 }
 
-/// The EventListener stand-in over one request (`headers`, `body`) to the path `/`.
-pub fn eventlistener(headers: &HeaderMap, body: &[u8]) -> anyhow::Result<ListenerAnswer> {
+/// The EventListener stand-in of namespace `namespace` over one request (`headers`, `body`) to
+/// the path `/`, calling ClusterInterceptors other than `cel` through `interceptors`.
+pub async fn eventlistener(
+    interceptors: &ClusterInterceptors,
+    namespace: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> anyhow::Result<ListenerAnswer> {
     let files = TektonFiles::embedded()?;
     let cel = Interceptor::new()?;
     let Some(json) = body_of(body) else {
@@ -52,7 +59,12 @@ pub fn eventlistener(headers: &HeaderMap, body: &[u8]) -> anyhow::Result<Listene
         created: Vec::new(),
         not_created: Vec::new(),
     };
-    match triggers(&files, &cel, &request) {
+    let on = Interceptors {
+        cel: &cel,
+        others: interceptors,
+        namespace,
+    };
+    match triggers(&files, &on, &request).await {
         Ok(all) => {
             for triggered in all {
                 match triggered {
@@ -122,20 +134,34 @@ mod tests {
 
     const BODY: &[u8] = br#"{"namespace": "notebooks", "imageStream": "nb", "tag": "candidate", "digest": "sha256:1"}"#;
 
-    #[test]
-    fn the_listener_refuses_a_body_that_is_no_json_object_and_creates_only_what_the_api_server_takes()
+    /// ClusterInterceptors behind an API server nobody listens at.
+    fn unreachable() -> ClusterInterceptors {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        ClusterInterceptors::new(kube::Client::try_from(config).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_listener_refuses_a_body_that_is_no_json_object_and_fails_a_trigger_whose_interceptor_cannot_be_reached()
      {
-        let passed = eventlistener(&headers("0a1b"), BODY).unwrap();
-        assert_eq!(passed.status, 202);
-        assert_eq!(passed.created.len(), 1, "{passed:?}");
-        assert_eq!(passed.created[0]["metadata"]["name"], "imagegate-0a1b");
+        let ci = unreachable();
         for body in [&b"{not json"[..], b"[1, 2]"] {
-            let dropped = eventlistener(&headers("0a1c"), body).unwrap();
+            let dropped = eventlistener(&ci, "notebooks", &headers("0a1c"), body)
+                .await
+                .unwrap();
             assert_eq!(dropped.status, 400);
             assert!(dropped.created.is_empty(), "{dropped:?}");
         }
-        let refused = eventlistener(&headers("Not-Hex"), BODY).unwrap();
-        assert!(refused.created.is_empty(), "{refused:?}");
-        assert!(refused.not_created[0].contains("DNS-1123"), "{refused:?}");
+        let failed = eventlistener(&ci, "notebooks", &headers("0a1b"), BODY)
+            .await
+            .unwrap();
+        assert_eq!(
+            failed.status, 202,
+            "Triggers answers 202 whatever its triggers do"
+        );
+        assert!(failed.created.is_empty(), "{failed:?}");
+        assert!(
+            failed.not_created[0].contains("url resolution failed for interceptor imagegate"),
+            "{failed:?}"
+        );
     }
 }

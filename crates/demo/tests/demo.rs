@@ -153,8 +153,9 @@ fn the_demo_runs_every_scenario_and_ends_with_the_served_table() {
         "the description says the update failed",
         // A run as the namespace's default service account may not promote: refused at begin.
         "begin: FAILED (Forbidden): service account \"notebooks/default\" may not promote",
-        // The served tag's own change reaches the listener and is filtered out.
-        "dropped by the trigger's CEL filter",
+        // The served tag's own change reaches the listener and is refused by the imagegate
+        // interceptor, which reads the stream's policy from the API.
+        "refused by interceptor imagegate: tag \"latest\"",
     ] {
         assert!(
             stdout.contains(needle),

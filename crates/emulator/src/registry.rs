@@ -129,6 +129,8 @@ pub fn builtin_types() -> Vec<ResourceType> {
     namespaces.short_names = vec!["ns".into()];
     let mut configmaps = ResourceType::builtin("", "v1", "configmaps", "ConfigMap", true);
     configmaps.short_names = vec!["cm".into()];
+    // The interceptor's certificate and the run key (`data` is base64, as the API server keeps it).
+    let secrets = ResourceType::builtin("", "v1", "secrets", "Secret", true);
     let mut events = ResourceType::builtin("", "v1", "events", "Event", true);
     events.short_names = vec!["ev".into()];
     let mut events_v1 = ResourceType::builtin("events.k8s.io", "v1", "events", "Event", true);
@@ -191,6 +193,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
     vec![
         namespaces,
         configmaps,
+        secrets,
         events,
         events_v1,
         leases,

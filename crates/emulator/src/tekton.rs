@@ -31,6 +31,18 @@ pub fn taskrun_crd() -> Value {
     stand_in("TaskRun", &["v1", "v1beta1"], &["tr", "trs"])
 }
 
+/// A stand-in for Tekton Triggers' ClusterInterceptor CRD (cluster-scoped, `v1alpha1`), for the
+/// demo's EventListener stand-in, which resolves interceptors through it as Triggers does.
+pub fn clusterinterceptor_crd() -> Value {
+    let mut crd = stand_in("ClusterInterceptor", &["v1alpha1"], &["ci"]);
+    crd["metadata"]["name"] = json!("clusterinterceptors.triggers.tekton.dev");
+    crd["metadata"]["labels"] = json!({"app.kubernetes.io/part-of": "tekton-triggers"});
+    crd["spec"]["group"] = json!("triggers.tekton.dev");
+    crd["spec"]["scope"] = json!("Cluster");
+    crd["spec"]["names"]["categories"] = json!(["tekton", "tekton-triggers"]);
+    crd
+}
+
 /// The CRD of Tekton's `kind`, serving `versions` (the first stored) with a status subresource
 /// and a schema that keeps every field.
 fn stand_in(kind: &str, versions: &[&str], short_names: &[&str]) -> Value {

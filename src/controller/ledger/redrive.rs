@@ -1,8 +1,9 @@
 //! Re-driving a candidate (pure): the PipelineRuns a TriggerTemplate makes for it, given the
-//! params the EventListener's binding would (`tekton/410`), and an `event-id` of its own,
-//! derived from the stream, the candidate and the attempt, so that the PipelineRun's name is
-//! the same for every controller that re-drives it (a second create is refused AlreadyExists)
-//! and never one the source's events use.
+//! params the EventListener's binding would (`tekton/410`), and a `run-id` of its own, keyed by
+//! the install's run key ([`crate::runkey`]) from the stream, the candidate and the attempt, so
+//! that the PipelineRun's name is the same for every controller that re-drives it (a second
+//! create is refused AlreadyExists), never the one the interceptor gave the candidate's event,
+//! and unknown to whoever cannot read the key (nobody can take it first).
 
 use std::collections::BTreeMap;
 
@@ -19,29 +20,15 @@ pub struct Candidate<'a> {
     pub candidate_tag: &'a str,
     /// The candidate's digest.
     pub digest: &'a str,
-    /// Which attempt (1, 2, ...).
-    pub attempt: u32,
-}
-
-/// The `event-id` of a re-drive: 40 lowercase hex characters, as the source's ids are.
-pub fn event_id(c: &Candidate) -> String {
-    let seed = format!(
-        "imagegate-redrive/{}/{}/{}/{}/{}",
-        c.namespace, c.imagestream, c.candidate_tag, c.digest, c.attempt
-    );
-    let hash = ring::digest::digest(&ring::digest::SHA256, seed.as_bytes());
-    hash.as_ref()
-        .iter()
-        .take(20)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    /// The re-drive's run id ([`crate::runkey::RunKey::redrive_id`]).
+    pub run_id: String,
 }
 
 /// The PipelineRuns `template` (a TriggerTemplate object) makes for `c`; Err names what is
 /// wrong with the template.
 pub fn render(template: &Value, c: &Candidate) -> Result<Vec<Value>, String> {
     let given: BTreeMap<&str, String> = [
-        ("event-id", event_id(c)),
+        ("run-id", c.run_id.clone()),
         ("namespace", c.namespace.to_string()),
         ("imagestream", c.imagestream.to_string()),
         ("candidate-tag", c.candidate_tag.to_string()),
@@ -60,7 +47,7 @@ pub fn render(template: &Value, c: &Candidate) -> Result<Vec<Value>, String> {
             (None, Some(d)) => d.to_string(),
             (None, None) => {
                 return Err(format!(
-                    "its param {name:?} is none the listener binds (event-id, namespace, \
+                    "its param {name:?} is none the listener binds (run-id, namespace, \
                      imagestream, candidate-tag, digest) and has no default"
                 ));
             }
@@ -100,12 +87,20 @@ mod tests {
     use serde_json::json;
 
     fn candidate(attempt: u32) -> Candidate<'static> {
+        let key = crate::runkey::RunKey::from_bytes(&[3; 32]).unwrap();
+        let c = crate::runkey::Candidate {
+            namespace: "notebooks",
+            imagestream: "nb",
+            tag: "candidate",
+            digest: "sha256:bbbb",
+            since: "2026-12-06T00:00:00Z",
+        };
         Candidate {
             namespace: "notebooks",
             imagestream: "nb",
             candidate_tag: "candidate",
             digest: "sha256:bbbb",
-            attempt,
+            run_id: key.redrive_id(&c, attempt),
         }
     }
 
@@ -123,7 +118,7 @@ mod tests {
         let runs = render(&shipped(), &candidate(1)).unwrap();
         assert_eq!(runs.len(), 1);
         let run = &runs[0];
-        let id = event_id(&candidate(1));
+        let id = candidate(1).run_id;
         assert_eq!(id.len(), 40);
         assert!(
             id.chars()
@@ -138,8 +133,8 @@ mod tests {
         assert_eq!(param("candidate-tag"), "candidate");
         assert!(!run.to_string().contains("$(tt.params."), "{run}");
         // Another attempt, another name; the same attempt, the same name.
-        assert_ne!(event_id(&candidate(2)), id);
-        assert_eq!(event_id(&candidate(1)), id);
+        assert_ne!(candidate(2).run_id, id);
+        assert_eq!(candidate(1).run_id, id);
     }
 
     #[test]

@@ -129,19 +129,3 @@ pub fn knative_trigger(m: &mut Manifests) -> &mut Value {
 pub fn source_container(m: &mut Manifests) -> &mut Value {
     &mut m.first_mut("ContainerSource", "")["spec"]["template"]["spec"]["containers"][0]
 }
-
-/// The quoted value after `'ce-imagetag',` in a CEL filter, replaced by `'latest'`.
-/// The filter without its `ce-namespace` condition.
-pub fn without_namespace_pin(cel: &str) -> String {
-    let pin = " && header.match('ce-namespace', 'notebooks')";
-    assert!(cel.contains(pin), "the filter pins ce-namespace: {cel}");
-    cel.replace(pin, "")
-}
-
-pub fn imagetag_latest(cel: &str) -> String {
-    let key = "'ce-imagetag',";
-    let at = cel.find(key).expect("the filter pins ce-imagetag") + key.len();
-    let start = at + cel[at..].find('\'').expect("a quoted tag");
-    let end = start + 1 + cel[start + 1..].find('\'').expect("a closing quote");
-    format!("{}'latest'{}", &cel[..start], &cel[end + 1..])
-}

@@ -347,16 +347,43 @@ const CASES: &[Case] = &[
         expect: &["binding param 'tag' is not a param of the TriggerTemplate"],
     },
     Case {
-        name: "a $(body.x) that is not in the event's data schema",
+        name: "a binding that reads the event's body (the sender's word)",
         by: By::Check,
-        breaks: |m| binding_param(m, "$(body.")["value"] = json!("$(body.imagestream)"),
-        expect: &["has no property 'imagestream'"],
+        breaks: |m| {
+            binding_param(m, "$(extensions.imagegate.digest")["value"] = json!("$(body.digest)")
+        },
+        expect: &["$(body.digest) binds what the sender says"],
     },
     Case {
-        name: "a $(header.Ce-X) the source never sends",
+        name: "a binding that reads a header (the sender's word)",
         by: By::Check,
-        breaks: |m| binding_param(m, "$(header.")["value"] = json!("$(header.Ce-Imagetags)"),
-        expect: &["sends no ce-imagetags header"],
+        breaks: |m| {
+            binding_param(m, "$(extensions.imagegate.runId")["value"] = json!("$(header.Ce-Id)")
+        },
+        expect: &["$(header.Ce-Id) binds what the sender says"],
+    },
+    Case {
+        name: "a binding that reads a field the interceptor does not set",
+        by: By::Check,
+        breaks: |m| {
+            binding_param(m, "$(extensions.imagegate.digest")["value"] =
+                json!("$(extensions.imagegate.digests)")
+        },
+        expect: &["the imagegate interceptor sets no 'digests'"],
+    },
+    Case {
+        name: "a trigger that does not run the imagegate interceptor",
+        by: By::Check,
+        breaks: |m| {
+            let el = m.first_mut("EventListener", "");
+            for t in el["spec"]["triggers"].as_array_mut().expect("triggers") {
+                t["interceptors"]
+                    .as_array_mut()
+                    .expect("interceptors")
+                    .retain(|ic| ic["ref"]["name"] != "imagegate");
+            }
+        },
+        expect: &["does not run ClusterInterceptor 'imagegate'"],
     },
     Case {
         name: "a CEL filter for a type the source never emits",
@@ -374,30 +401,12 @@ const CASES: &[Case] = &[
     Case {
         name: "a CEL filter for a tag that is not the candidate tag",
         by: By::Check,
-        breaks: |m| edit_cel(m, imagetag_latest),
-        expect: &["accepts ce-imagetag 'latest'"],
-    },
-    Case {
-        name: "a CEL filter that lets every namespace's streams start runs",
-        by: By::Check,
-        breaks: |m| edit_cel(m, without_namespace_pin),
-        expect: &[
-            "does not pin ce-namespace",
-            "header.match('ce-namespace', 'notebooks')",
-        ],
-    },
-    Case {
-        name: "a CEL filter for the streams of another namespace",
-        by: By::Check,
         breaks: |m| {
             edit_cel(m, |f| {
-                f.replace("'ce-namespace', 'notebooks'", "'ce-namespace', 'ds'")
+                format!("{f} && header.match('ce-imagetag', 'latest')")
             })
         },
-        expect: &[
-            "accepts ce-namespace ['ds']",
-            "the listener runs in 'notebooks'",
-        ],
+        expect: &["accepts ce-imagetag 'latest'"],
     },
     Case {
         name: "no NetworkPolicy in front of the EventListener",

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::check::{Checker, list};
+use super::check::Checker;
 use super::model::{Doc, items};
 
 /// The namespace label every namespace carries (Kubernetes sets it).
@@ -43,31 +43,6 @@ impl<'a> Checker<'a> {
                 self.r.error(p, "spec.ingress", msg);
             }
         }
-    }
-
-    /// A trigger that starts PipelineRuns in the listener's namespace accepts only that
-    /// namespace's streams: its CEL filter pins `ce-namespace` to it (else every namespace's
-    /// candidates start runs here, which then fail at `begin`).
-    pub fn pins_own_namespace(
-        &mut self,
-        doc: &Doc,
-        tpath: &str,
-        ns: Option<&str>,
-        pinned: Option<&Vec<String>>,
-    ) {
-        let own = ns.unwrap_or("<the listener's namespace>");
-        let msg = match pinned.map(Vec::as_slice) {
-            None | Some([]) => format!(
-                "the CEL filter does not pin ce-namespace, so the streams of every namespace start \
-                 PipelineRuns here (add header.match('ce-namespace', '{own}'))"
-            ),
-            Some([one]) if Some(one.as_str()) == ns => return,
-            Some(values) => format!(
-                "the CEL filter accepts ce-namespace {}, but the listener runs in '{own}'",
-                list(values.iter())
-            ),
-        };
-        self.r.error(doc, tpath, msg);
     }
 
     /// The `imagegate source` Deployment's namespace, pod labels and the port of its `K_SINK`.

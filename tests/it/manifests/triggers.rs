@@ -1,7 +1,8 @@
 //! Tekton Triggers: the EventListener's CEL filter matches headers the source sends with values it
-//! sends, each binding reads a body path the event's data schema has or a header the source sets,
-//! the bindings and the TriggerTemplate agree on params, and the template's PipelineRun passes what
-//! the Pipeline takes. The headers are the ones the source's own encoder writes in binary mode.
+//! sends, every trigger runs the imagegate interceptor and its bindings read only what that
+//! interceptor passed on (never the sender's body or headers), the bindings and the
+//! TriggerTemplate agree on params, and the template's PipelineRun passes what the Pipeline takes.
+//! The headers are the ones the source's own encoder writes in binary mode.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,6 +10,18 @@ use serde_json::Value;
 
 use super::check::{Checker, list};
 use super::model::{Doc, at, duplicates, items, names_of, param_ref, refs, variables};
+
+/// The ClusterInterceptor every trigger that starts PipelineRuns must run (config/triggers/).
+const INTERCEPTOR: &str = "imagegate";
+/// The fields it passes on under `extensions.imagegate` (src/interceptor/judge.rs).
+const INTERCEPTOR_FIELDS: [&str; 6] = [
+    "namespace",
+    "imageStream",
+    "tag",
+    "digest",
+    "runId",
+    "eventId",
+];
 
 /// A binding param to check in the context of the trigger that uses it.
 struct Bound<'a> {
@@ -112,6 +125,34 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// A binding of a trigger that starts PipelineRuns reads what the imagegate interceptor
+    /// passed on (read from the API), never the sender's body or headers, and only the fields it
+    /// sets.
+    fn believes_nothing(&mut self, doc: &Doc, path: &str, expr: &str) {
+        let msg = if expr == "body"
+            || expr.starts_with("body.")
+            || expr.starts_with("body[")
+            || expr.starts_with("header.")
+        {
+            format!(
+                "$({expr}) binds what the sender says; bind $(extensions.{INTERCEPTOR}.<field>), \
+                 what the imagegate interceptor read from the API ({})",
+                INTERCEPTOR_FIELDS.join(", ")
+            )
+        } else if let Some(field) = expr.strip_prefix(&format!("extensions.{INTERCEPTOR}.")) {
+            if INTERCEPTOR_FIELDS.contains(&field) {
+                return;
+            }
+            format!(
+                "$({expr}): the imagegate interceptor sets no '{field}' (it sets {})",
+                INTERCEPTOR_FIELDS.join(", ")
+            )
+        } else {
+            return;
+        };
+        self.r.error(doc, path, msg);
+    }
+
     fn binary_headers(&self) -> String {
         self.code
             .binary_headers
@@ -203,7 +244,19 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        self.pins_own_namespace(doc, tpath, ns, pinned.get("ce-namespace"));
+        let judged = items(&trig["interceptors"]).iter().any(|ic| {
+            ic["ref"]["name"] == INTERCEPTOR && ic["ref"]["kind"] == "ClusterInterceptor"
+        });
+        if judged {
+            overlays.insert(INTERCEPTOR.to_string());
+        } else {
+            let msg = format!(
+                "the trigger does not run ClusterInterceptor '{INTERCEPTOR}', so what a sender \
+                 claims starts PipelineRuns (add {{ref: {{name: {INTERCEPTOR}, kind: \
+                 ClusterInterceptor}}}} to its interceptors)"
+            );
+            self.r.error(doc, &at(tpath, "interceptors"), msg);
+        }
         let accepted: Option<BTreeSet<String>> = pinned
             .get("ce-type")
             .map(|types| types.iter().cloned().collect());
@@ -225,6 +278,7 @@ impl<'a> Checker<'a> {
         }
         for b in &binding_params {
             for (p, expr) in variables(b.value, &b.path, &|_| false) {
+                self.believes_nothing(b.doc, &p, &expr);
                 let in_listener = !std::ptr::eq(b.doc, doc);
                 self.binding_variable(
                     b.doc,

@@ -76,6 +76,8 @@ fn shared() -> Cluster {
             "IMAGEGATE_EMULATOR",
             crate::realcluster::cluster::emulator_binary(),
         )
+        // The imagegate interceptor the shipped EventListener asks (config/triggers/).
+        .env("IMAGEGATE_BIN", env!("CARGO_BIN_EXE_imagegate"))
         // Its own process group: the cluster outlives the test that started it (a runner that
         // kills a timed-out test's group must not take the others' cluster with it).
         .process_group(0)

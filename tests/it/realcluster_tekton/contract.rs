@@ -141,12 +141,12 @@ fn runtime() -> &'static tokio::runtime::Runtime {
     RUNTIME.get_or_init(|| tokio::runtime::Runtime::new().unwrap())
 }
 
-fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+pub(super) fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
     runtime().block_on(f)
 }
 
 /// The image API `up` serves on this cluster (its control API reached directly).
-fn image_api() -> EmulatorServer {
+pub(super) fn image_api() -> EmulatorServer {
     let c = cluster();
     let env = std::fs::read_to_string(c.dir.join("env")).unwrap();
     let port = env

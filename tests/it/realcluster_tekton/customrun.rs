@@ -344,8 +344,21 @@ fn a_pipeline_task_timeout_ends_the_customrun_timed_out(k: &Kubectl, controller:
 }
 
 /// The source's CloudEvent for a new candidate digest, as `imagegate source` builds and encodes
-/// it (binary mode), POSTed by the source's own client to the shipped EventListener's sink.
+/// it (binary mode), POSTed by the source's own client to the shipped EventListener's sink; the
+/// imagegate interceptor passes it (stream `jupyter` has that candidate, ImagePromotion
+/// `notebooks` governs it). The name of the PipelineRun made for it (keyed by the interceptor's
+/// run key: found by its digest).
 fn the_source_event_reaches_the_shipped_eventlistener(k: &Kubectl) -> String {
+    let emu = super::contract::image_api();
+    super::contract::block_on(async {
+        emu.seed(serde_json::json!({
+            "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+            "metadata": {"name": "jupyter", "namespace": NS},
+            "spec": {"tags": [{"name": "candidate", "from": {"kind": "DockerImage", "name": "quay.io/modh/jupyter:latest"}}]}
+        }))
+        .await;
+        emu.import(NS, "jupyter", "candidate", DIGEST).await;
+    });
     let listener = k.wait(NS, "eventlistener/imagegate", 60, |el| {
         condition(el, "Ready").is_some_and(|r| r["status"] == "True")
     });
@@ -374,7 +387,30 @@ fn the_source_event_reaches_the_shipped_eventlistener(k: &Kubectl) -> String {
             .await
     });
     assert_eq!(status.ok(), Some(202), "the sink accepted the event");
-    format!("imagegate-{}", event::event_id(&change))
+    let id = event::event_id(&change);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let runs: Value =
+            serde_json::from_str(&k.ok(&["get", "pipelineruns", "-n", NS, "-o", "json"])).unwrap();
+        let made = runs["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["metadata"]["annotations"]["imagegate.dev/event-id"] == id.as_str());
+        if let Some(r) = made {
+            let name = r["metadata"]["name"].as_str().unwrap().to_string();
+            assert!(
+                !name.contains(&id),
+                "{name}: keyed by the interceptor, not the event's id"
+            );
+            return name;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no PipelineRun for event {id}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
 }
 
 #[test]
@@ -407,10 +443,18 @@ fn the_shipped_pipeline_on_real_tekton_hands_imagegate_its_customruns_and_reads_
     imagegate_ends_the_cancelled_runs(&k);
     imagegate_runs_the_retries_tekton_hands_it(&k);
 
-    // The whole route up to imagegate's first read: the event passes the shipped CEL filter, the
-    // binding and template name the PipelineRun after the event id and fill its params, Tekton
-    // makes `begin`, imagegate finds no ImageStream (no image API on this cluster) and ends it;
+    // The whole route up to imagegate's first check: the event passes the shipped CEL filter and
+    // the imagegate interceptor, the binding and template name the PipelineRun with the
+    // interceptor's run id and fill its params, Tekton makes `begin`, imagegate finds that the
+    // pipeline's account may not promote (its RoleBinding taken away for this) and ends it;
     // Tekton fails the run, skips `validate` and `validate-notebook`, and neither `finally` task's `when` holds.
+    k.ok(&[
+        "delete",
+        "rolebinding",
+        "imagegate-pipeline-promoter",
+        "-n",
+        NS,
+    ]);
     let name = the_source_event_reaches_the_shipped_eventlistener(&k);
     let run = k.wait(NS, &format!("pipelinerun/{name}"), 60, |_| true);
     assert_eq!(
@@ -425,7 +469,7 @@ fn the_shipped_pipeline_on_real_tekton_hands_imagegate_its_customruns_and_reads_
     );
     let begin = k.get(NS, &format!("customrun/{name}-begin")).unwrap();
     let done = condition(&begin, "Succeeded").unwrap();
-    assert_eq!(done["reason"], "ImageStreamNotFound", "{begin:#}");
+    assert_eq!(done["reason"], "Forbidden", "{begin:#}");
     let skipped: Vec<(&str, &str)> = run["status"]["skippedTasks"]
         .as_array()
         .expect("skipped tasks")

@@ -10,7 +10,10 @@
 //! served by `imagegate source --multi-tenant`, which sends to the Broker; then imports a build.
 //! It passes when the PipelineRun the EventListener made for it promoted the digest, and the proxy's
 //! log shows that event's exactly four hops: source -> broker ingress -> channel -> broker filter
-//! -> EventListener ([`route::check_route`]).
+//! -> EventListener ([`route::check_route`]). Then a pod of the cluster forges the stream's events
+//! (a digest of its choice for the candidate tag, the served tag's own digest), posted to the
+//! Broker's ingress and straight to the EventListener: each is answered 2xx and refused by the
+//! imagegate interceptor (its metric counts them), and no PipelineRun is made for them.
 
 mod route;
 #[cfg(test)]
@@ -52,6 +55,7 @@ pub async fn play(w: &mut World, expect: &mut Vec<Expect>) -> anyhow::Result<Tim
     let timing = w.done_timing(t).await?;
     want_task(w, &run, "promote", "True")?;
     route_taken(w, &run).await?;
+    forged_refused(w, &address).await?;
     expect.retain(|e| !e.is(STREAM));
     expect.push(Expect::new(STREAM, digest, "Promoted"));
     Ok(timing)
@@ -245,12 +249,157 @@ async fn switch_source(w: &mut World, address: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The interceptor's count of refused events.
+async fn refused(admin: &str) -> anyhow::Result<f64> {
+    let text = reqwest::get(format!("http://127.0.0.1:{admin}/metrics"))
+        .await?
+        .text()
+        .await?;
+    Ok(text
+        .lines()
+        .filter(|l| l.starts_with("imagegate_interceptor_events_total{verdict=\"refused\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
+}
+
+/// Forged events, posted through the network proxy (as any pod of the cluster could) to the
+/// Broker's ingress and to the EventListener, are each refused by the imagegate interceptor, and
+/// no PipelineRun is made for what they name.
+async fn forged_refused(w: &World, broker: &str) -> anyhow::Result<()> {
+    let env = std::fs::read_to_string(w.cluster.dir.join("env")).context("the cluster's env")?;
+    let proxy = env_value(&env, "NET_PROXY_PORT").ok_or_else(|| anyhow!("no network proxy"))?;
+    let admin = env_value(&env, "IMAGEGATE_INTERCEPTOR_ADMIN_PORT")
+        .ok_or_else(|| anyhow!("the cluster runs no imagegate interceptor (IMAGEGATE_BIN)"))?;
+    let http = reqwest::Client::builder()
+        .proxy(reqwest::Proxy::http(format!("http://127.0.0.1:{proxy}"))?)
+        .build()?;
+    let served = w
+        .cluster
+        .kubectl(&[
+            "get",
+            "imagestream",
+            STREAM,
+            "-n",
+            NAMESPACE,
+            "-o",
+            "jsonpath={.status.tags[?(@.tag==\"latest\")].items[0].image}",
+        ])
+        .await?;
+    let chosen = crate::digest('f');
+    let forgeries = [
+        (
+            "the Broker's ingress",
+            broker.to_string(),
+            "candidate",
+            chosen.clone(),
+        ),
+        (
+            "the EventListener",
+            format!("http://{LISTENER}"),
+            "latest",
+            served.trim().to_string(),
+        ),
+    ];
+    let before = refused(&admin).await?;
+    for (i, (to, url, tag, digest)) in forgeries.iter().enumerate() {
+        let body = serde_json::json!({"namespace": NAMESPACE, "imageStream": STREAM, "tag": tag,
+            "digest": digest, "previousDigest": null, "dockerImageReference": "", "generation": 9,
+            "created": "2026-12-06T00:00:00Z", "imageStreamUID": ""});
+        let answer = http
+            .post(url)
+            .header("ce-specversion", "1.0")
+            .header(
+                "ce-id",
+                format!("f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f{i}"),
+            )
+            .header("ce-type", "dev.imagegate.imagestreamtag.updated")
+            .header("ce-source", "/forged")
+            .header("ce-namespace", NAMESPACE)
+            .header("ce-imagestream", STREAM)
+            .header("ce-imagetag", *tag)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .with_context(|| format!("POST a forged event to {to}"))?;
+        w.timeline.line(
+            "forger",
+            format!(
+                "a forged {STREAM}:{tag} -> {} posted to {to}: {}",
+                short_digest(digest),
+                answer.status()
+            ),
+        );
+        if !answer.status().is_success() {
+            return Err(anyhow!(
+                "{to} answered the forged event {}",
+                answer.status()
+            ));
+        }
+    }
+    // Both refused, each by its event id in the interceptor's log (other events are refused
+    // meanwhile too: the served tags' own changes).
+    let log = w.cluster.dir.join("logs/imagegate-interceptor.log");
+    until(
+        "the imagegate interceptor refuses both forged events",
+        Duration::from_secs(30),
+        || async {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let refused_ids: Vec<(String, String)> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|l| {
+                    l["message"]
+                        .as_str()
+                        .is_some_and(|m| m.starts_with("refused an event"))
+                })
+                .map(|l| {
+                    (
+                        l["event_id"].as_str().unwrap_or("").to_string(),
+                        l["reason"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect();
+            let refused_both = (0..forgeries.len()).all(|i| {
+                refused_ids
+                    .iter()
+                    .any(|(id, _)| id == &format!("f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f{i}"))
+            });
+            Ok((refused_both && refused(&admin).await? >= before + 2.0).then_some(refused_ids))
+        },
+    )
+    .await?;
+    let runs = w
+        .cluster
+        .kubectl(&["get", "pipelineruns", "-n", NAMESPACE, "-o", "json"])
+        .await?;
+    let runs: Value = serde_json::from_str(&runs)?;
+    for r in runs["items"].as_array().into_iter().flatten() {
+        let d = r["metadata"]["annotations"]["imagegate.dev/digest"].as_str();
+        let id = r["metadata"]["annotations"]["imagegate.dev/event-id"]
+            .as_str()
+            .unwrap_or("");
+        if d == Some(chosen.as_str()) || id.starts_with("f0f0f0") {
+            return Err(anyhow!(
+                "a forged event made PipelineRun {}",
+                r["metadata"]["name"]
+            ));
+        }
+    }
+    w.timeline.line(
+        "interceptor",
+        "refused both forged events (imagegate_interceptor_events_total{verdict=\"refused\"} +2); \
+         no PipelineRun was made for them",
+    );
+    Ok(())
+}
+
 /// Checks, from the proxy's log, the hops of the event that made PipelineRun `run`, and prints
 /// them.
 async fn route_taken(w: &World, run: &Value) -> anyhow::Result<()> {
     let name = run["metadata"]["name"].as_str().unwrap_or("");
-    let id = route::event_id_of_run(name)
-        .ok_or_else(|| anyhow!("PipelineRun {name} is not named after an event"))?
+    let id = route::event_id_of_run(run)
+        .ok_or_else(|| anyhow!("PipelineRun {name} has no imagegate.dev/event-id"))?
         .to_string();
     let expected = route::expected_route(BROKER, TRIGGER, LISTENER);
     let path = w.cluster.dir.join("logs/network.jsonl");

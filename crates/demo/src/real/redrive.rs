@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, bail};
-use imagegate::controller::ledger::redrive::{Candidate, event_id};
+use imagegate::api::ImageStream;
+use kube::Api;
 
 use super::observe::run_for;
 use super::scenarios::{Timing, want_task};
@@ -126,15 +127,37 @@ pub(super) async fn play(w: &World, expect: &mut [Expect]) -> anyhow::Result<Tim
         .as_str()
         .unwrap_or_default()
         .to_string();
+    // The controller's first re-drive's name, keyed by the install's run key (which only the
+    // platform's admin, the interceptor and the controller can read).
+    let client = w.cluster.client().await?;
+    let key = imagegate::runkey::read(
+        client.clone(),
+        "imagegate-system",
+        imagegate::runkey::DEFAULT_SECRET,
+    )
+    .await
+    .map_err(|e| anyhow!(e))?
+    .ok_or_else(|| anyhow!("there is no run key"))?;
+    let stream = Api::<ImageStream>::namespaced(client, NAMESPACE)
+        .get(STREAM)
+        .await?;
+    let since = stream
+        .status_tag("candidate")
+        .and_then(|t| t.current())
+        .map(|i| imagegate::runkey::since(i.created.as_ref()))
+        .unwrap_or_default();
     let redriven = format!(
         "imagegate-{}",
-        event_id(&Candidate {
-            namespace: NAMESPACE,
-            imagestream: STREAM,
-            candidate_tag: "candidate",
-            digest: &d,
-            attempt: 1,
-        })
+        key.redrive_id(
+            &imagegate::runkey::Candidate {
+                namespace: NAMESPACE,
+                imagestream: STREAM,
+                tag: "candidate",
+                digest: &d,
+                since: &since,
+            },
+            1
+        )
     );
     if name != redriven {
         return Err(anyhow!(

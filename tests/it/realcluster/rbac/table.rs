@@ -150,6 +150,16 @@ pub fn rows() -> Vec<Row> {
             ("PUT", SOURCE_LEASE_PATH),
         )
         .body(Body::Current),
+        // The run key a re-drive names its PipelineRun with (src/runkey.rs).
+        row(
+            CONTROLLER_ROLE,
+            ("", "secrets", &["imagegate-run-key"]),
+            "get",
+            (
+                "GET",
+                "/api/v1/namespaces/imagegate-system/secrets/imagegate-run-key",
+            ),
+        ),
         row(CONTROLLER_CLUSTER, CUSTOMRUNS, "list", ("GET", all_runs)),
         row(CONTROLLER_CLUSTER, CUSTOMRUNS, "watch", ("GET", watch_runs)),
         row(
@@ -258,6 +268,7 @@ pub async fn fixtures(cp: &ControlPlane) {
     let objects = [
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "imagegate-source", "namespace": SYS}}),
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "imagegate-controller", "namespace": SYS}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "imagegate-run-key", "namespace": SYS}, "data": {"key": "AAAA"}}),
         configmap("imagegate-source-checkpoint-h"),
         serde_json::to_value(run).unwrap(),
         json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion", "metadata": {"name": "notebooks", "namespace": "ds"}, "spec": {}}),

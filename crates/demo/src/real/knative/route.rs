@@ -235,8 +235,11 @@ pub fn check_route(id: &str, hops: &[Hop], route: &[Expected]) -> Result<(), Rou
     Ok(())
 }
 
-/// The event id a PipelineRun of the shipped TriggerTemplate was made for: it is named
-/// `imagegate-<event id>` (tekton/420-triggertemplate.yaml).
-pub fn event_id_of_run(name: &str) -> Option<&str> {
-    name.strip_prefix("imagegate-").filter(|id| !id.is_empty())
+/// The event id a PipelineRun of the shipped TriggerTemplate was made for: its annotation
+/// `imagegate.dev/event-id` (tekton/420-triggertemplate.yaml; its name is keyed by the
+/// interceptor's run key, not the event's id).
+pub fn event_id_of_run(run: &serde_json::Value) -> Option<&str> {
+    run["metadata"]["annotations"]["imagegate.dev/event-id"]
+        .as_str()
+        .filter(|id| !id.is_empty())
 }

@@ -198,7 +198,11 @@ fn a_line_that_is_not_a_request_is_an_error_naming_it() {
 
 #[test]
 fn the_event_id_is_read_from_the_name_the_trigger_template_gives_the_run() {
-    assert_eq!(event_id_of_run("imagegate-4f2a"), Some("4f2a"));
-    assert_eq!(event_id_of_run("imagegate-"), None);
-    assert_eq!(event_id_of_run("by-hand-x"), None);
+    let run = |id: &str| serde_json::json!({"metadata": {"name": "imagegate-77", "annotations": {"imagegate.dev/event-id": id}}});
+    assert_eq!(event_id_of_run(&run("4f2a")), Some("4f2a"));
+    assert_eq!(event_id_of_run(&run("")), None, "a re-drive's");
+    assert_eq!(
+        event_id_of_run(&serde_json::json!({"metadata": {"name": "by-hand-x"}})),
+        None
+    );
 }
