@@ -243,6 +243,27 @@ pub struct ControllerArgs {
     )]
     pub verdict_grace: u64,
 
+    /// Where the controller sends each verdict as a CloudEvent (`dev.imagegate.verdict.*`:
+    /// validating, promoted, updatefailed, rolledback, tampered, lost; docs/events.md). Set by
+    /// a Knative SinkBinding through `K_SINK`. Default: none is sent.
+    #[arg(long, env = "K_SINK")]
+    pub verdict_sink: Option<String>,
+
+    /// Where a verdict event goes when the sink refused it for good (Knative's
+    /// `deadLetterSink`); without it, a refused event is held and sent again until the sink
+    /// takes it.
+    #[arg(long, requires = "verdict_sink")]
+    pub verdict_dead_letter_sink: Option<String>,
+
+    /// Seconds to wait for the verdict sink's answer to one attempt (Knative's
+    /// `K_SINK_TIMEOUT`; default 30).
+    #[arg(long, env = "K_SINK_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
+    pub verdict_sink_timeout: Option<u64>,
+
+    /// A PEM bundle of CA certificates for an https verdict sink (Knative's `K_CA_CERTS`).
+    #[arg(long, env = "K_CA_CERTS")]
+    pub verdict_ca_certs: Option<String>,
+
     /// The Secret of the run key (in the controller's own namespace, `POD_NAMESPACE`) that
     /// `imagegate interceptor` makes: a re-drive names its PipelineRun with it, so nobody can
     /// take the name first.

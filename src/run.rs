@@ -94,6 +94,29 @@ fn http_url(what: &str, value: &str) -> anyhow::Result<reqwest::Url> {
 
 /// `imagegate controller`: reconcile ImagePromotion CustomRuns until SIGTERM.
 pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
+    let verdicts = match args.verdict_sink.as_deref() {
+        None => None,
+        Some(sink) => Some(crate::controller::verdict::Settings {
+            sink: http_url("--verdict-sink/K_SINK", sink)?,
+            delivery: crate::source::deliver::DeliverySpec {
+                dead_letter_sink: match &args.verdict_dead_letter_sink {
+                    Some(u) => Some(http_url("--verdict-dead-letter-sink", u)?),
+                    None => None,
+                },
+                ..crate::controller::verdict::default_delivery()
+            },
+            mode: crate::source::deliver::ContentMode::Binary,
+            schema_base: Some(
+                crate::source::event::DEFAULT_DATASCHEMA_BASE
+                    .parse()
+                    .map_err(|e| anyhow!("the schema base: {e}"))?,
+            ),
+            timeout: args
+                .verdict_sink_timeout
+                .map(std::time::Duration::from_secs),
+            ca_pem: args.verdict_ca_certs.clone(),
+        }),
+    };
     let mut config = kube_config().await?;
     // kube's own retry layer would repeat a 429, 503 or 504 inside one request for minutes (15
     // tries, doubling from 5 ms), holding the reconcile past the run's timeout and its
@@ -112,6 +135,7 @@ pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
             args.leader.lease_namespace.clone(),
             args.run_key_secret.clone(),
         ),
+        verdicts,
     };
     let clock = Arc::new(k8s_openapi::jiff::Timestamp::now);
     crate::controller::run(client, settings, clock, shutdown_signal()).await

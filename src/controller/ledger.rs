@@ -45,6 +45,9 @@ use super::status::phase;
 use crate::api::{CustomRun, ImageStream, PipelineRun, status_code};
 use crate::runkey::RunKey;
 
+use super::verdict::Verdicts;
+use super::verdict::event::{Kind, Verdict};
+
 /// The Event reason of a candidate no validation began for within the grace period.
 pub const WITHOUT_VERDICT: &str = "CandidateWithoutVerdict";
 /// The Event reason of a validation that ended without a verdict.
@@ -143,6 +146,8 @@ pub struct Ledger {
     /// Where the run key is (namespace, Secret), and the key once read.
     run_key_at: (String, String),
     run_key: Option<RunKey>,
+    /// Where its verdicts (`lost`, `updatefailed` after the re-drives) go as CloudEvents.
+    verdicts: Option<Verdicts>,
     metrics: LedgerMetrics,
     recorder: Recorder,
     policies: BTreeMap<Key, ImagePromotion>,
@@ -153,22 +158,38 @@ pub struct Ledger {
     streams: BTreeMap<Key, (ObjectReference, Option<String>)>,
 }
 
+/// What the ledger reports through.
+pub struct Outputs {
+    /// Its gauges.
+    pub metrics: LedgerMetrics,
+    /// Its Kubernetes Events.
+    pub recorder: Recorder,
+    /// Its verdicts as CloudEvents (None: none sent).
+    pub verdicts: Option<Verdicts>,
+}
+
 /// Runs the ledger on the ImageStreams and ImagePromotions of `namespaces` (all when empty)
-/// until `stop` is cancelled.
+/// until `stop` is cancelled: `grace` before a candidate is paged, re-drives named with the
+/// run key of Secret `run_key_at` (namespace, name).
 pub async fn watch(
     client: Client,
     namespaces: Vec<String>,
     grace: Duration,
     run_key_at: (String, String),
-    metrics: LedgerMetrics,
-    recorder: Recorder,
+    outputs: Outputs,
     stop: CancellationToken,
 ) {
+    let Outputs {
+        metrics,
+        recorder,
+        verdicts,
+    } = outputs;
     let mut ledger = Ledger {
         client: client.clone(),
         grace,
         run_key_at,
         run_key: None,
+        verdicts,
         metrics,
         recorder,
         policies: BTreeMap::new(),
@@ -464,6 +485,7 @@ impl Ledger {
             if let Some(e) = self.entries.get_mut(&key) {
                 e.paged = Some((standing, reason));
             }
+            self.verdict(&key, Kind::Lost, &digest, reason, &note);
             self.publish(&key, reason, note).await;
         }
         self.gauges();
@@ -488,7 +510,10 @@ impl Ledger {
                 "no verdict for {digest} after {done} re-drives (ImagePromotion {policy:?})"
             );
             return Some(match self.mark_failed(key, &tags, digest, &why).await {
-                Ok(()) => format!("{why}: {} marked UpdateFailed", tags.served),
+                Ok(()) => {
+                    self.verdict(key, Kind::UpdateFailed, digest, "NoVerdict", &why);
+                    format!("{why}: {} marked UpdateFailed", tags.served)
+                }
                 Err(e) => format!("{why}; marking {} UpdateFailed failed: {e}", tags.served),
             });
         }
@@ -670,6 +695,30 @@ impl Ledger {
             }
             _ => Ok(Some(format!("its PipelineRun {name} is gone"))),
         }
+    }
+
+    /// Sends the ledger's verdict on `key`'s candidate `digest`, where verdicts are sent.
+    fn verdict(&self, key: &Key, kind: Kind, digest: &str, reason: &str, note: &str) {
+        let (Some(verdicts), Some(tags)) = (&self.verdicts, self.tags(key)) else {
+            return;
+        };
+        let uid = (self.streams.get(key))
+            .and_then(|(r, _)| r.uid.clone())
+            .unwrap_or_default();
+        verdicts.send(Verdict {
+            kind,
+            namespace: key.0.clone(),
+            imagestream: key.1.clone(),
+            served_tag: tags.served,
+            digest: digest.to_string(),
+            served_digest: String::new(),
+            previous_digest: String::new(),
+            reason: reason.to_string(),
+            message: note.to_string(),
+            customrun: None,
+            key: uid,
+            time: chrono::Utc::now(),
+        });
     }
 
     async fn publish(&self, key: &Key, reason: &str, note: String) {

@@ -35,6 +35,7 @@ pub mod report;
 pub mod runs;
 pub mod status;
 pub mod tamper;
+pub mod verdict;
 pub mod watch;
 
 use std::sync::Arc;
@@ -79,6 +80,8 @@ pub struct Settings {
     /// The Secret (namespace, name) of the run key the [`ledger`] names its re-drives with
     /// ([`crate::runkey`]; made by `imagegate interceptor`).
     pub run_key: (String, String),
+    /// Where verdicts are sent as CloudEvents ([`verdict`]); None: nowhere.
+    pub verdicts: Option<verdict::Settings>,
 }
 
 /// Runs the controller until `shutdown` resolves (or leadership is lost, which is an error so
@@ -94,6 +97,18 @@ pub async fn run(
     let drift_metrics = drift::DriftMetrics::register(&mut registry);
     let tamper_metrics = tamper::TamperMetrics::register(&mut registry);
     let ledger_metrics = ledger::LedgerMetrics::register(&mut registry);
+    // Verdicts are sent while this process leads (the token is cancelled when it stops).
+    let verdict_stop = CancellationToken::new();
+    let verdict_metrics = verdict::VerdictMetrics::register(&mut registry);
+    let verdicts = match settings.verdicts.clone() {
+        Some(s) => Some(verdict::Verdicts::new(
+            client.clone(),
+            s,
+            verdict_metrics,
+            verdict_stop.clone(),
+        )?),
+        None => None,
+    };
     let health = Health::new();
     let wiring = runtime::Settings {
         admin_addr: settings.admin_addr,
@@ -104,6 +119,13 @@ pub async fn run(
         Runtime::start(client.clone(), wiring, registry, health.clone(), shutdown).await?;
     runtime
         .run(|stop| async move {
+            tokio::spawn({
+                let stop = stop.clone();
+                async move {
+                    stop.cancelled().await;
+                    verdict_stop.cancel();
+                }
+            });
             if let Some(interval) = settings.drift_interval {
                 let recorder = Recorder::new(client.clone(), reporter());
                 let (namespaces, stop) = (settings.namespaces.clone(), stop.clone());
@@ -122,6 +144,7 @@ pub async fn run(
                 settings.namespaces.clone(),
                 tamper_metrics,
                 Recorder::new(client.clone(), reporter()),
+                verdicts.clone(),
                 stop.clone(),
             ));
             // Every candidate of a governed stream reaches a verdict, or someone is paged.
@@ -130,15 +153,18 @@ pub async fn run(
                 settings.namespaces.clone(),
                 settings.verdict_grace,
                 settings.run_key.clone(),
-                ledger_metrics,
-                Recorder::new(client.clone(), reporter()),
+                ledger::Outputs {
+                    metrics: ledger_metrics,
+                    recorder: Recorder::new(client.clone(), reporter()),
+                    verdicts: verdicts.clone(),
+                },
                 stop.clone(),
             ));
             let scopes = Scopes {
                 namespaces: settings.namespaces,
                 concurrency: settings.concurrency,
             };
-            reconcile_runs(client, scopes, metrics, clock, health, stop).await?;
+            reconcile_runs(client, scopes, metrics, clock, health, verdicts, stop).await?;
             Ok(())
         })
         .await
@@ -181,6 +207,7 @@ async fn reconcile_runs(
     metrics: Metrics,
     clock: Clock,
     health: Arc<Health>,
+    verdicts: Option<verdict::Verdicts>,
     stop: CancellationToken,
 ) -> Result<(), preflight::PreflightError> {
     let ctx = Arc::new(Context {
@@ -189,6 +216,7 @@ async fn reconcile_runs(
         metrics,
         clock,
         runs: Arc::new(RunStates::default()),
+        verdicts,
     });
     let apis = scopes.apis(&client);
     preflight::check(&client, &apis).await?;

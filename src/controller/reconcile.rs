@@ -41,6 +41,8 @@ pub struct Context {
     pub clock: Clock,
     /// What the controller remembers per run between reconciles.
     pub runs: Arc<RunStates>,
+    /// Where verdicts go as CloudEvents (None: nowhere).
+    pub verdicts: Option<super::verdict::Verdicts>,
 }
 
 /// Reconciles one CustomRun.
@@ -52,6 +54,12 @@ pub async fn reconcile(run: Arc<CustomRun>, ctx: Arc<Context>) -> Result<Action,
     }
     if run.is_done() {
         ctx.runs.forget(&RunKey::of(&run));
+        // A verdict written but not yet delivered (the controller stopped in between).
+        if let Some(v) = &ctx.verdicts
+            && super::verdict::Verdicts::pending(&run)
+        {
+            v.send_run(&run);
+        }
         return Ok(Action::await_change());
     }
     let _timer = ctx.metrics.reconcile_duration.start_timer();

@@ -51,7 +51,24 @@ pub async fn finish(
         publish(ctx, &written, EventType::Warning, reason::RETRYING, message).await;
         return Ok(Action::requeue(Duration::from_millis(100)));
     }
-    let written = write_status(run, ctx, status::finished(run, &outcome, now)).await?;
+    let mut desired = status::finished(run, &outcome, now);
+    // The verdict event goes out once the status that holds the verdict is written, marked
+    // in that same write so that a restart finds it undelivered (super::verdict).
+    let verdict = ctx.verdicts.as_ref().and_then(|_| {
+        let mut finished = run.clone();
+        finished.status = Some(desired.clone());
+        super::verdict::of_run::verdict(&finished)
+    });
+    if let Some(v) = &verdict {
+        if !desired.extra_fields.is_object() {
+            desired.extra_fields = serde_json::json!({});
+        }
+        desired.extra_fields[super::verdict::FIELD] = super::verdict::Verdicts::mark(v);
+    }
+    let written = write_status(run, ctx, desired).await?;
+    if let (Some(verdicts), Some(_)) = (&ctx.verdicts, &verdict) {
+        verdicts.send_run(&written);
+    }
     ctx.metrics.observe_outcome(&outcome);
     let kind = if outcome.succeeded {
         EventType::Normal

@@ -79,6 +79,7 @@ pub async fn watch(
     namespaces: Vec<String>,
     metrics: TamperMetrics,
     recorder: Recorder,
+    verdicts: Option<super::verdict::Verdicts>,
     stop: CancellationToken,
 ) {
     let mut found: Tampered = BTreeMap::new();
@@ -115,7 +116,11 @@ pub async fn watch(
         }
         metrics.tampered.set(count(&found));
         for t in &tampers {
-            answer(&client, &is, t, &metrics, &recorder).await;
+            if answer(&client, &is, t, &metrics, &recorder).await
+                && let Some(v) = &verdicts
+            {
+                v.send(tampered(&is, t));
+            }
         }
     }
 }
@@ -134,14 +139,41 @@ fn count(found: &Tampered) -> i64 {
     found.values().map(|n| *n as i64).sum()
 }
 
-/// Reports or reverts one tamper, with one write conditional on the resourceVersion read.
+/// The verdict of a tamper that was answered.
+fn tampered(is: &ImageStream, t: &Tamper) -> super::verdict::event::Verdict {
+    let (namespace, name) = key(is);
+    let found = crate::api::digest_from_reference(&t.found)
+        .unwrap_or("")
+        .to_string();
+    super::verdict::event::Verdict {
+        kind: super::verdict::event::Kind::Tampered,
+        message: t.describe(&name),
+        namespace,
+        imagestream: name,
+        served_tag: t.tag.clone(),
+        digest: found,
+        served_digest: String::new(),
+        previous_digest: t.expected.clone(),
+        reason: "Tampered".into(),
+        customrun: None,
+        key: format!(
+            "{}/{}",
+            is.metadata.uid.clone().unwrap_or_default(),
+            t.found
+        ),
+        time: chrono::Utc::now(),
+    }
+}
+
+/// Reports or reverts one tamper, with one write conditional on the resourceVersion read;
+/// whether it was answered now.
 async fn answer(
     client: &Client,
     is: &ImageStream,
     t: &Tamper,
     metrics: &TamperMetrics,
     recorder: &Recorder,
-) {
+) -> bool {
     let (namespace, name) = key(is);
     let revert = match reverts(client, &namespace, &name).await {
         Ok(revert) => revert,
@@ -152,7 +184,7 @@ async fn answer(
         }
     };
     if t.reported && !revert {
-        return;
+        return false;
     }
     let (patch, action, verb) = if revert {
         (detect::revert(is, t), "reverted", "put back")
@@ -166,10 +198,10 @@ async fn answer(
     {
         Ok(_) => {}
         // Changed since read: its next event brings the tamper (or not) again.
-        Err(e) if status_code(&e) == Some(409) => return,
+        Err(e) if status_code(&e) == Some(409) => return false,
         Err(e) => {
             warn!(namespace = %namespace, imagestream = %name, tag = %t.tag, error = %e, "cannot answer a tampered tag");
-            return;
+            return false;
         }
     }
     metrics
@@ -188,6 +220,7 @@ async fn answer(
     if let Err(e) = recorder.publish(&event, &is.object_ref(&())).await {
         warn!(namespace = %namespace, imagestream = %name, error = %e, "cannot publish a Kubernetes Event");
     }
+    true
 }
 
 /// Whether an ImagePromotion that governs `ns/stream` sets `onTamper: Revert`.

@@ -71,6 +71,7 @@ subjects:
         metrics: Metrics::register(&mut registry),
         clock: Arc::new(move || *clock_now.lock().unwrap()),
         runs: Default::default(),
+        verdicts: None,
     });
     Harness { emu, ctx, now }
 }

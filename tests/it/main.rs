@@ -49,6 +49,7 @@ mod controller_odh;
 mod controller_reconcile;
 mod controller_scope;
 mod controller_trust;
+mod controller_verdicts;
 mod crd_drift;
 mod interceptor;
 mod kube_clients;

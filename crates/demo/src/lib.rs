@@ -416,6 +416,7 @@ impl World {
                     "imagegate-system".into(),
                     imagegate::runkey::DEFAULT_SECRET.into(),
                 ),
+                verdicts: None,
             },
             Arc::new(k8s_openapi::jiff::Timestamp::now),
             stopped(),

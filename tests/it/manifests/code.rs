@@ -98,6 +98,35 @@ impl Code {
             );
             code.learn(&e);
         }
+        // The controller's verdicts, with the same default schema base.
+        let base_url: url::Url = base
+            .parse()
+            .expect("the default --dataschema-base is a URL");
+        for kind in imagegate::controller::verdict::event::Kind::ALL {
+            let v = imagegate::controller::verdict::event::Verdict {
+                kind,
+                namespace: "notebooks".into(),
+                imagestream: "jupyter".into(),
+                served_tag: "latest".into(),
+                digest: "sha256:bb".into(),
+                served_digest: "sha256:bb".into(),
+                previous_digest: "sha256:aa".into(),
+                reason: "Promoted".into(),
+                message: "m".into(),
+                customrun: Some("pr-promote".into()),
+                key: "uid".into(),
+                time: now,
+            };
+            let e = imagegate::controller::verdict::event::event(&v, Some(&base_url));
+            code.published.insert(
+                e.ty().to_string(),
+                Published {
+                    schema_file: "verdict.json".into(),
+                    dataschema: e.dataschema().map(ToString::to_string).unwrap_or_default(),
+                },
+            );
+            code.learn(&e);
+        }
         let stream = stream();
         // Every mode of the CLI: those with an ApiServerSource shape send these.
         for shape in [Mode::Resource, Mode::Reference]
@@ -211,13 +240,14 @@ mod tests {
     #[test]
     fn the_code_answers_every_question_the_checks_ask() {
         let code = Code::ask();
-        assert_eq!(code.published.len(), KINDS.len());
+        // The source's three, the controller's six verdicts.
+        assert_eq!(code.published.len(), KINDS.len() + 6);
         for (ty, p) in &code.published {
             assert!(code.event_types.contains(ty));
             assert!(p.dataschema.ends_with(&p.schema_file), "{ty}: {p:?}");
         }
-        // Types of every mode: three of ours, six of ApiServerSource's.
-        assert_eq!(code.event_types.len(), 9, "{:?}", code.event_types);
+        // Types of every mode: three of the source's, six of ApiServerSource's, six verdicts.
+        assert_eq!(code.event_types.len(), 15, "{:?}", code.event_types);
         for h in [
             "type",
             "id",

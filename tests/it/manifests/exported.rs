@@ -53,8 +53,15 @@ pub fn series() -> Series {
     // The tamper watch registers its own beside them (its counter starts at 0 for each action).
     imagegate::controller::tamper::TamperMetrics::register(&mut registry);
     imagegate::controller::ledger::LedgerMetrics::register(&mut registry);
+    imagegate::controller::verdict::VerdictMetrics::register(&mut registry);
     // Every program's runtime registers whether it leads.
     imagegate::runtime::register_leader(&mut registry, "imagegate-controller");
+    read(&registry, &mut out);
+
+    // `imagegate interceptor`.
+    let mut registry = Registry::default();
+    let interceptor = imagegate::interceptor::metrics::Metrics::register(&mut registry);
+    interceptor.duration.observe(0.01);
     read(&registry, &mut out);
     out
 }
