@@ -48,6 +48,7 @@ pub async fn play(w: &mut World, expect: &mut Vec<Expect>) -> anyhow::Result<Tim
          ImageStreamSource sends to the Broker, the Trigger delivers to the EventListener (knative/)",
     );
     let address = install(w).await?;
+    let verdicts = subscribe_to_verdicts(w, &address).await?;
     switch_source(w, &address).await?;
     let digest = crate::digest('b');
     let t = w.timed(7).await?;
@@ -55,6 +56,7 @@ pub async fn play(w: &mut World, expect: &mut Vec<Expect>) -> anyhow::Result<Tim
     let timing = w.done_timing(t).await?;
     want_task(w, &run, "promote", "True")?;
     route_taken(w, &run).await?;
+    verdict_received(w, &verdicts, &digest).await?;
     forged_refused(w, &address).await?;
     expect.retain(|e| !e.is(STREAM));
     expect.push(Expect::new(STREAM, digest, "Promoted"));
@@ -249,6 +251,131 @@ async fn switch_source(w: &mut World, address: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The Trigger of the verdicts' subscriber: `dev.imagegate.verdict.promoted` on the Broker.
+const VERDICT_TRIGGER: &str = r#"{
+  "apiVersion": "eventing.knative.dev/v1", "kind": "Trigger",
+  "metadata": {"name": "imagegate-verdicts-promoted", "namespace": "imagegate-system"},
+  "spec": {"broker": "imagegate", "filter": {"attributes": {"type": "dev.imagegate.verdict.promoted"}},
+           "subscriber": {"uri": "http://verdicts.imagegate-system.svc.cluster.local"}}
+}"#;
+
+/// What the verdicts' subscriber received: (type, data), in order.
+type Received = std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>;
+
+/// A subscriber of the Broker for `promoted` verdicts (a Trigger; its Service name routed by the
+/// network proxy to an HTTP server of the demo), and the controller restarted with `K_SINK` =
+/// the Broker, as knative/150's SinkBinding injects it.
+async fn subscribe_to_verdicts(w: &mut World, broker: &str) -> anyhow::Result<Received> {
+    let received: Received = Default::default();
+    let app = axum::Router::new().fallback({
+        let received = received.clone();
+        move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+            let received = received.clone();
+            async move {
+                if let Ok(e) = cloudevents::binding::http::to_event(&headers, body.to_vec()) {
+                    use cloudevents::AttributesReader;
+                    let data = match e.data() {
+                        Some(cloudevents::Data::Json(v)) => v.clone(),
+                        Some(cloudevents::Data::Binary(b)) => {
+                            serde_json::from_slice(b).unwrap_or(Value::Null)
+                        }
+                        _ => Value::Null,
+                    };
+                    received
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((e.ty().to_string(), data));
+                }
+                axum::http::StatusCode::ACCEPTED
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let routes = w.cluster.dir.join("net/routes");
+    let mut text = std::fs::read_to_string(&routes).unwrap_or_default();
+    text.push_str(&format!(
+        "verdicts.imagegate-system.svc tcp:127.0.0.1:{port}\n"
+    ));
+    std::fs::write(&routes, text).context("the network proxy's routes")?;
+    w.cluster
+        .kubectl_in(&["apply", "--server-side", "-f", "-"], VERDICT_TRIGGER)
+        .await?;
+    ready(
+        w,
+        "triggers.eventing.knative.dev",
+        BROKER.0,
+        "imagegate-verdicts-promoted",
+    )
+    .await?;
+    let env = std::fs::read_to_string(w.cluster.dir.join("env")).context("the cluster's env")?;
+    let proxy = env_value(&env, "NET_PROXY_PORT").ok_or_else(|| anyhow!("no network proxy"))?;
+    let proxy = format!("http://127.0.0.1:{proxy}");
+    let controller = Program::start_with_env(
+        "controller-verdicts",
+        &w.cluster,
+        &w.imagegate,
+        "imagegate-controller",
+        &["controller", "--verdict-grace", "30"],
+        &[
+            ("K_SINK", broker),
+            ("HTTP_PROXY", &proxy),
+            ("NO_PROXY", "127.0.0.1,localhost"),
+        ],
+    )
+    .await?;
+    let old = std::mem::replace(&mut w.controller, controller);
+    old.stop().await?;
+    w.timeline.line(
+        "knative",
+        format!(
+            "Trigger imagegate-verdicts-promoted Ready (type dev.imagegate.verdict.promoted, a \
+             subscriber of the demo); imagegate controller restarted with K_SINK={broker}, as \
+             knative/150's SinkBinding sets it"
+        ),
+    );
+    Ok(received)
+}
+
+/// The subscriber receives the `promoted` verdict of `digest` on STREAM.
+async fn verdict_received(w: &World, received: &Received, digest: &str) -> anyhow::Result<()> {
+    let data = until(
+        "the Broker's subscriber receives the promoted verdict",
+        Duration::from_secs(30),
+        || async {
+            let got = received.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            Ok(got
+                .into_iter()
+                .find(|(ty, d)| {
+                    ty == "dev.imagegate.verdict.promoted"
+                        && d["imageStream"] == STREAM
+                        && d["digest"] == digest
+                })
+                .map(|(_, d)| d))
+        },
+    )
+    .await
+    .map_err(|e| {
+        anyhow!(
+            "{e}\n--- logs/controller-verdicts.log:\n{}",
+            w.cluster.log_tail("controller-verdicts")
+        )
+    })?;
+    w.timeline.line(
+        "subscriber",
+        format!(
+            "received dev.imagegate.verdict.promoted from the Broker: {}:{} now serves {} (was {}), CustomRun {}",
+            STREAM,
+            data["servedTag"].as_str().unwrap_or(""),
+            short_digest(digest),
+            short_digest(data["previousDigest"].as_str().unwrap_or("")),
+            data["customRun"].as_str().unwrap_or("")
+        ),
+    );
+    Ok(())
+}
+
 /// The interceptor's count of refused events.
 async fn refused(admin: &str) -> anyhow::Result<f64> {
     let text = reqwest::get(format!("http://127.0.0.1:{admin}/metrics"))
@@ -412,13 +539,18 @@ async fn route_taken(w: &World, run: &Value) -> anyhow::Result<()> {
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
             let hops = route::hops_of(&route::parse_log(&text)?, &id);
+            let hops = route::for_trigger(hops, BROKER.0, TRIGGER);
             Ok((hops.len() >= expected.len()).then_some(hops))
         },
     )
     .await
     .or_else(|_| -> anyhow::Result<_> {
         let text = std::fs::read_to_string(&path)?;
-        Ok(route::hops_of(&route::parse_log(&text)?, &id))
+        Ok(route::for_trigger(
+            route::hops_of(&route::parse_log(&text)?, &id),
+            BROKER.0,
+            TRIGGER,
+        ))
     })?;
     route::check_route(&id, &hops, &expected)?;
     for (hop, want) in hops.iter().zip(&expected) {

@@ -116,6 +116,17 @@ pub fn hops_of(log: &[Hop], id: &str) -> Vec<Hop> {
     hops
 }
 
+/// The hops of an event that belong to Trigger `trigger` of namespace `ns`: the broker filter
+/// is asked once per Trigger of the Broker (another Trigger's filter answers too, and delivers
+/// nothing further when its filter does not pass), so the deliveries to other Triggers' filter
+/// paths are left out.
+pub fn for_trigger(hops: Vec<Hop>, ns: &str, trigger: &str) -> Vec<Hop> {
+    let own = format!("/triggers/{ns}/{trigger}/");
+    hops.into_iter()
+        .filter(|h| !h.path.starts_with("/triggers/") || h.path.starts_with(&own))
+        .collect()
+}
+
 /// The route an event must take from the source through Broker `broker` (`<ns>/<name>`) and
 /// Trigger `trigger` (in the Broker's namespace) to the EventListener at `listener` (its
 /// cluster-local host and port): (what the hop is, host, path prefix), in order.

@@ -206,3 +206,33 @@ fn the_event_id_is_read_from_the_name_the_trigger_template_gives_the_run() {
         None
     );
 }
+
+#[test]
+fn another_triggers_filter_hop_is_not_part_of_the_route() {
+    let hop = |path: &str| Hop {
+        method: "POST".into(),
+        host: "broker-filter.knative-eventing.svc.cluster.local".into(),
+        path: path.into(),
+        status: 200,
+        ce_id: "x".into(),
+        ce_type: "t".into(),
+        received: 0.0,
+    };
+    let kept = for_trigger(
+        vec![
+            hop("/triggers/imagegate-system/imagegate-notebooks/u1"),
+            hop("/triggers/imagegate-system/imagegate-verdicts-promoted/u2"),
+            hop("/imagegate-system/imagegate"),
+        ],
+        "imagegate-system",
+        "imagegate-notebooks",
+    );
+    let paths: Vec<&str> = kept.iter().map(|h| h.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/triggers/imagegate-system/imagegate-notebooks/u1",
+            "/imagegate-system/imagegate"
+        ]
+    );
+}
