@@ -81,6 +81,20 @@ pub struct SourceArgs {
     #[arg(long, env = "K_CA_CERTS")]
     pub ca_certs: Option<String>,
 
+    /// The sink's OIDC audience (Knative's `K_AUDIENCE`): with it, every event carries a token
+    /// of `--oidc-service-account` for that audience (`Authorization: Bearer`), requested
+    /// with a TokenRequest and renewed before it expires. A Broker with Knative's
+    /// `authentication-oidc` on refuses a sender without one. With `--multi-tenant`, each
+    /// source's sink gives its own audience (its `status.address.audience`, or the
+    /// destination's `audience`).
+    #[arg(long, env = "K_AUDIENCE")]
+    pub sink_audience: Option<String>,
+
+    /// The ServiceAccount (in `POD_NAMESPACE`) whose tokens are sent to a sink with an
+    /// audience (Knative's `K_OIDC_SERVICE_ACCOUNT`); config/ sets it to the pod's own.
+    #[arg(long, env = "K_OIDC_SERVICE_ACCOUNT")]
+    pub oidc_service_account: Option<String>,
+
     /// Seconds to wait for the sink's answer to one attempt (Knative's `K_SINK_TIMEOUT`;
     /// default 30: a sink that never answers is given up on and sent the event again).
     #[arg(long, env = "K_SINK_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
@@ -156,8 +170,9 @@ pub struct SourceArgs {
 }
 
 /// The single-source flags `--multi-tenant` refuses: each source's spec says these.
-const MULTI_TENANT_CONFLICTS: [&str; 16] = [
+const MULTI_TENANT_CONFLICTS: [&str; 17] = [
     "sink",
+    "sink_audience",
     "ce_overrides",
     "ca_certs",
     "sink_timeout",
@@ -263,6 +278,16 @@ pub struct ControllerArgs {
     /// A PEM bundle of CA certificates for an https verdict sink (Knative's `K_CA_CERTS`).
     #[arg(long, env = "K_CA_CERTS")]
     pub verdict_ca_certs: Option<String>,
+
+    /// The verdict sink's OIDC audience (Knative's `K_AUDIENCE`): every verdict event then
+    /// carries a token of `--oidc-service-account` for it.
+    #[arg(long, env = "K_AUDIENCE", requires = "verdict_sink")]
+    pub verdict_sink_audience: Option<String>,
+
+    /// The ServiceAccount (in `POD_NAMESPACE`) whose tokens go to a verdict sink with an
+    /// audience (Knative's `K_OIDC_SERVICE_ACCOUNT`).
+    #[arg(long, env = "K_OIDC_SERVICE_ACCOUNT")]
+    pub oidc_service_account: Option<String>,
 
     /// The Secret of the run key (in the controller's own namespace, `POD_NAMESPACE`) that
     /// `imagegate interceptor` makes: a re-drive names its PipelineRun with it, so nobody can

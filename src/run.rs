@@ -94,6 +94,25 @@ fn http_url(what: &str, value: &str) -> anyhow::Result<reqwest::Url> {
 
 /// `imagegate controller`: reconcile ImagePromotion CustomRuns until SIGTERM.
 pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
+    let oidc_of = oidc_identity(
+        "--verdict-sink-audience (K_AUDIENCE)",
+        args.verdict_sink_audience.as_deref(),
+        args.oidc_service_account.as_deref(),
+    )?;
+    let mut config = kube_config().await?;
+    // kube's own retry layer would repeat a 429, 503 or 504 inside one request for minutes (15
+    // tries, doubling from 5 ms), holding the reconcile past the run's timeout and its
+    // cancellation; the error policy retries instead, never later than the run's deadline.
+    config.default_retry = false;
+    let client = kube_client(config)?;
+    let oidc = oidc_of.map(|(audience, sa)| {
+        crate::source::deliver::oidc::Identity::new(
+            client.clone(),
+            &args.leader.lease_namespace,
+            sa,
+        )
+        .for_audience(audience)
+    });
     let verdicts = match args.verdict_sink.as_deref() {
         None => None,
         Some(sink) => Some(crate::controller::verdict::Settings {
@@ -115,14 +134,9 @@ pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
                 .verdict_sink_timeout
                 .map(std::time::Duration::from_secs),
             ca_pem: args.verdict_ca_certs.clone(),
+            oidc,
         }),
     };
-    let mut config = kube_config().await?;
-    // kube's own retry layer would repeat a 429, 503 or 504 inside one request for minutes (15
-    // tries, doubling from 5 ms), holding the reconcile past the run's timeout and its
-    // cancellation; the error policy retries instead, never later than the run's deadline.
-    config.default_retry = false;
-    let client = kube_client(config)?;
     let settings = crate::controller::Settings {
         admin_addr: args.admin_addr,
         concurrency: args.concurrency,
@@ -139,6 +153,25 @@ pub async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
     };
     let clock = Arc::new(k8s_openapi::jiff::Timestamp::now);
     crate::controller::run(client, settings, clock, shutdown_signal()).await
+}
+
+/// The audience and the ServiceAccount of a sink's OIDC tokens (None: no audience); an
+/// audience without a ServiceAccount is refused (`what` names the audience's flag).
+fn oidc_identity<'a>(
+    what: &str,
+    audience: Option<&'a str>,
+    service_account: Option<&'a str>,
+) -> anyhow::Result<Option<(&'a str, &'a str)>> {
+    match (
+        audience.filter(|a| !a.is_empty()),
+        service_account.filter(|s| !s.is_empty()),
+    ) {
+        (None, _) => Ok(None),
+        (Some(_), None) => bail!(
+            "{what} needs --oidc-service-account (K_OIDC_SERVICE_ACCOUNT): the ServiceAccount whose token is sent"
+        ),
+        (Some(a), Some(sa)) => Ok(Some((a, sa))),
+    }
 }
 
 /// `imagegate interceptor`: serve Tekton Triggers until SIGTERM.
@@ -234,13 +267,27 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
     };
     let backoff_delay = parse_iso8601_duration(&args.backoff_delay)
         .map_err(|e| anyhow::anyhow!("--backoff-delay {:?}: {e}", args.backoff_delay))?;
+    let oidc_of = oidc_identity(
+        "--sink-audience (K_AUDIENCE)",
+        args.sink_audience.as_deref(),
+        args.oidc_service_account.as_deref(),
+    )?;
     let config = kube_config().await?;
     let api_server_url = config.cluster_url.to_string();
     let client = kube_client(config)?;
+    let oidc = oidc_of.map(|(audience, sa)| {
+        crate::source::deliver::oidc::Identity::new(
+            client.clone(),
+            &args.leader.lease_namespace,
+            sa,
+        )
+        .for_audience(audience)
+    });
     let settings = crate::source::Settings {
         sink,
         overrides,
         ca_pem: args.ca_certs.clone(),
+        oidc,
         sink_timeout: args.sink_timeout.map(std::time::Duration::from_secs),
         namespaces: dedup(&args.namespaces),
         selector: args.selector.clone(),
@@ -299,6 +346,13 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
             events,
             api_server_url,
         },
+        identity: args.oidc_service_account.as_deref().map(|sa| {
+            crate::source::deliver::oidc::Identity::new(
+                client.clone(),
+                &args.leader.lease_namespace,
+                sa,
+            )
+        }),
     };
     crate::source::mt::run(client, settings, shutdown_signal()).await
 }

@@ -55,6 +55,8 @@ pub struct Settings {
     pub timeout: Option<std::time::Duration>,
     /// A PEM bundle for an https sink (`K_CA_CERTS`).
     pub ca_pem: Option<String>,
+    /// The tokens the sink takes, when it has an audience (`K_AUDIENCE`).
+    pub oidc: Option<Arc<deliver::oidc::Oidc>>,
 }
 
 /// The delivery spec of verdict events: retried without end within a round (exponential from
@@ -143,7 +145,8 @@ impl Verdicts {
         stop: CancellationToken,
     ) -> anyhow::Result<Verdicts> {
         let sink = SinkClient::new(settings.timeout, settings.ca_pem.as_deref())
-            .map_err(|e| anyhow::anyhow!("the verdict sink's client: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("the verdict sink's client: {e}"))?
+            .with_oidc(settings.oidc.clone());
         let VerdictMetrics { events, held } = metrics;
         Ok(Verdicts {
             inner: Arc::new(Inner {

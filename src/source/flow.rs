@@ -44,6 +44,8 @@ pub struct Route {
     pub sink: reqwest::Url,
     /// The dead-letter sink, if any.
     pub dead_letter_sink: Option<reqwest::Url>,
+    /// The OIDC tokens the sink takes (None: it has no audience).
+    pub auth: Option<Arc<deliver::oidc::Oidc>>,
 }
 
 /// The route of each delivery, read when it starts: None holds deliveries (they wait in the
@@ -91,6 +93,7 @@ pub async fn run(
     let route = Route {
         sink: settings.sink.clone(),
         dead_letter_sink: settings.delivery.dead_letter_sink.clone(),
+        auth: settings.oidc.clone(),
     };
     // The sender stays in this frame while the flow runs: the route never changes.
     let (_route, routes) = tokio::sync::watch::channel(Some(route));
@@ -405,8 +408,12 @@ impl Sender {
                 ..settings.delivery.clone()
             })
         };
+        let client = match &route.auth {
+            Some(_) => std::borrow::Cow::Owned(self.sink.with_oidc(route.auth.clone())),
+            None => std::borrow::Cow::Borrowed(&*self.sink),
+        };
         let outcome = deliver::deliver(
-            &self.sink,
+            &client,
             &route.sink,
             &make,
             settings.content_mode,

@@ -73,6 +73,8 @@ pub struct Settings {
     pub ca_pem: Option<String>,
     /// `K_SINK_TIMEOUT`.
     pub sink_timeout: Option<Duration>,
+    /// The tokens sent to the sink when it has an audience (`K_AUDIENCE`).
+    pub oidc: Option<std::sync::Arc<deliver::oidc::Oidc>>,
     /// Namespaces to watch (empty: all).
     pub namespaces: Vec<String>,
     /// Label selector of the ImageStreams.

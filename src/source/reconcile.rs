@@ -42,6 +42,8 @@ pub struct Context {
     pub cluster_domain: String,
     /// The API server's URL (the `source` of the resource and reference modes' events).
     pub api_server_url: String,
+    /// Whose tokens go to a sink with an audience (the adapter's own ServiceAccount).
+    pub identity: Option<std::sync::Arc<crate::source::deliver::oidc::Identity>>,
 }
 
 /// A reconcile that failed (and is retried).

@@ -14,6 +14,8 @@ fn imagegate(args: &[&str], env: &[(&str, &str)]) -> Output {
         .env_remove("RUST_LOG")
         .env_remove("K_SINK")
         .env_remove("K_CE_OVERRIDES")
+        .env_remove("K_AUDIENCE")
+        .env_remove("K_OIDC_SERVICE_ACCOUNT")
         .env("KUBECONFIG", "/nonexistent/imagegate-test-kubeconfig");
     for (k, v) in env {
         command.env(k, v);
@@ -484,4 +486,16 @@ mod at_start {
             "{line}"
         );
     }
+}
+
+#[test]
+fn an_audience_without_a_service_account_is_refused_before_connecting() {
+    let out = imagegate(
+        &["source", "--sink", "http://x/"],
+        &[("K_AUDIENCE", "broker-aud")],
+    );
+    assert_eq!(
+        one_line(&out),
+        "imagegate: --sink-audience (K_AUDIENCE) needs --oidc-service-account (K_OIDC_SERVICE_ACCOUNT): the ServiceAccount whose token is sent"
+    );
 }

@@ -569,3 +569,68 @@ async fn two_replicas_send_each_change_once_and_hand_over_on_shutdown() {
     assert_eq!(events.len(), 2);
     rbac::assert_config_allows(&emu, "source").await;
 }
+
+/// A sink that wants an OIDC token (a Knative Broker with `authentication-oidc` on): the source
+/// without an audience is refused (401) and holds the change; with `K_AUDIENCE` and
+/// `K_OIDC_SERVICE_ACCOUNT` it sends a token of its own ServiceAccount for that audience (a
+/// TokenRequest), and the held change is delivered.
+#[tokio::test]
+async fn a_sink_with_an_audience_gets_a_token_of_the_sources_own_service_account() {
+    let (emu, dir, sink) = setup().await;
+    emu.seed(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "imagegate-source", "namespace": "imagegate-system"}}))
+        .await;
+    sink.require_audience(Some("broker-aud"));
+    let mut src = Source::new(&emu, &dir, &sink.url, &[]);
+    src.ready().await;
+    emu.import("ds", "nb", "candidate", B).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while held(&src).await.as_deref() != Some("1") {
+        assert!(
+            Instant::now() < deadline,
+            "never held: {:?}",
+            sink.received().len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        sink.received()
+            .iter()
+            .all(|r| r.answered == 401 && r.authorization.is_none())
+    );
+    src.stop().await;
+
+    let env = [
+        ("K_AUDIENCE", "broker-aud"),
+        ("K_OIDC_SERVICE_ACCOUNT", "imagegate-source"),
+        ("POD_NAMESPACE", "imagegate-system"),
+    ];
+    let mut src = Source::with_env(&emu, &dir, &sink.url, &[], &env);
+    src.ready().await;
+    let accepted = sink.wait_accepted(1).await;
+    assert_eq!(data(&accepted[0])["digest"], B);
+    let taken = sink
+        .received()
+        .into_iter()
+        .find(|r| r.answered == 202)
+        .unwrap();
+    let token = taken.authorization.unwrap();
+    let claims = imagegate_emulator::token_claims(token.strip_prefix("Bearer ").unwrap()).unwrap();
+    assert_eq!(claims["aud"], json!(["broker-aud"]));
+    assert_eq!(
+        claims["sub"],
+        "system:serviceaccount:imagegate-system:imagegate-source"
+    );
+    // One token serves every event until it is due for renewal.
+    emu.import("ds", "nb", "candidate", C).await;
+    let accepted = sink.wait_accepted(2).await;
+    assert_eq!(data(&accepted[1])["digest"], C);
+    let tokens: std::collections::BTreeSet<String> = sink
+        .received()
+        .into_iter()
+        .filter(|r| r.answered == 202)
+        .filter_map(|r| r.authorization)
+        .collect();
+    assert_eq!(tokens.len(), 1, "one TokenRequest, not one per event");
+    src.stop().await;
+}

@@ -32,6 +32,7 @@ async fn setup() -> (EmulatorServer, Context) {
         client: emu.client(),
         cluster_domain: "cluster.local".into(),
         api_server_url: API_SERVER.into(),
+        identity: None,
     };
     (emu, ctx)
 }

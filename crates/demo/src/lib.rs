@@ -640,6 +640,7 @@ fn source_settings(
         sink: sink.parse().context("the listener URL")?,
         overrides: None,
         ca_pem: None,
+        oidc: None,
         sink_timeout: None,
         namespaces: vec![NAMESPACE.to_string()],
         selector: None,

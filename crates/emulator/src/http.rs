@@ -263,6 +263,7 @@ fn parse_path(cluster: &Cluster, path: &str, query: &Query) -> Result<Route, Api
     }
     if let Some(s) = &sub
         && !(s == "status" && ty.status_subresource)
+        && !(s == "token" && ty.group.is_empty() && ty.plural == "serviceaccounts")
     {
         return Err(not_found());
     }
@@ -358,6 +359,10 @@ async fn serve_resource(
                 Err(e) => error_response(&e),
             };
         }
+        Method::POST if target.subresource.as_deref() == Some("token") => body_media_type(headers)
+            .and_then(|()| parse_json(body))
+            .and_then(|b| cluster.token_request(&target, &b))
+            .map(|v| (StatusCode::CREATED, v)),
         Method::POST if target.name.is_none() => body_media_type(headers)
             .and_then(|()| parse_json(body))
             .and_then(|b| cluster.create(&target, b, &wopts))

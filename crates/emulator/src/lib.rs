@@ -60,3 +60,4 @@ pub use handle::{Config, Emulator};
 pub use rbac::{Attributes, Grant, PolicyRule, Rbac, RoleKey, UserInfo};
 pub use simulate::{ImportRequest, Imported};
 pub use status::ApiError;
+pub use verbs::token::{ISSUER as TOKEN_ISSUER, claims as token_claims};

@@ -109,6 +109,8 @@ pub struct SinkClient {
     // An Arc of its own (reqwest's client is one inside) so that the shared registry can hold a
     // `Weak` and notice when the last flow using a configuration has gone.
     http: std::sync::Arc<reqwest::Client>,
+    /// The OIDC tokens sent to this sink, when it has an audience.
+    oidc: Option<std::sync::Arc<super::oidc::Oidc>>,
 }
 
 impl SinkClient {
@@ -144,6 +146,7 @@ impl SinkClient {
         })?;
         Ok(Self {
             http: std::sync::Arc::new(http),
+            oidc: None,
         })
     }
 
@@ -158,11 +161,19 @@ impl SinkClient {
         // changed) is dropped here, so the registry holds only what is in use.
         clients.retain(|_, client| client.strong_count() > 0);
         if let Some(http) = clients.get(&key).and_then(std::sync::Weak::upgrade) {
-            return Ok(Self { http });
+            return Ok(Self { http, oidc: None });
         }
         let client = Self::new(timeout, ca_pem)?;
         clients.insert(key, std::sync::Arc::downgrade(&client.http));
         Ok(client)
+    }
+
+    /// The same client, sending `oidc`'s token (`Authorization: Bearer`) with every attempt.
+    pub fn with_oidc(&self, oidc: Option<std::sync::Arc<super::oidc::Oidc>>) -> Self {
+        Self {
+            http: self.http.clone(),
+            oidc,
+        }
     }
 
     /// Whether both send through one and the same client (connection pool, TLS configuration).
@@ -177,6 +188,17 @@ impl SinkClient {
     pub async fn post(&self, sink: &Url, event: Encoded) -> Result<u16, SendError> {
         let mut request = reqwest::Request::new(reqwest::Method::POST, sink.clone());
         *request.headers_mut() = event.headers;
+        if let Some(oidc) = &self.oidc {
+            // No token, no attempt: retried like a sink that did not answer.
+            let token = oidc.token().await.map_err(SendError::Transport)?;
+            let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+                .map_err(|e| {
+                    SendError::Transport(format!("the OIDC token is no header value: {e}"))
+                })?;
+            request
+                .headers_mut()
+                .insert(reqwest::header::AUTHORIZATION, value);
+        }
         *request.body_mut() = Some(event.body.into());
         let mut response = self
             .http

@@ -15,6 +15,7 @@
 //! runs the attempts and the dead-letter sink.
 
 mod client;
+pub mod oidc;
 mod spec;
 mod wire;
 

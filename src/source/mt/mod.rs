@@ -49,6 +49,9 @@ pub struct MtSettings {
     pub cluster_domain: String,
     /// What every source shares: the events' schema base, the API server's URL.
     pub shared: settings::Shared,
+    /// The adapter's own ServiceAccount, whose tokens go to a sink with an audience (None:
+    /// none is sent, and such a sink refuses the events: they are held).
+    pub identity: Option<std::sync::Arc<crate::source::deliver::oidc::Identity>>,
 }
 
 /// Serves every ImageStreamSource until `shutdown` resolves, or until leadership is lost (an
@@ -75,6 +78,7 @@ pub async fn run(
                 client,
                 cluster_domain: settings.cluster_domain,
                 api_server_url: settings.shared.api_server_url.clone(),
+                identity: settings.identity,
             };
             let reports = supervisor::Reports {
                 metrics,

@@ -46,7 +46,11 @@ pub fn ready(facts: &Facts) -> &'static str {
 
 /// The route of a sink resolved to `sink` and a dead-letter sink to `dead_letter` (None: there
 /// is none). None when either did not resolve to a URL: the events wait.
-pub fn route(sink: Option<&str>, dead_letter: Option<Result<String, String>>) -> Option<Route> {
+pub fn route(
+    sink: Option<&str>,
+    dead_letter: Option<Result<String, String>>,
+    auth: Option<std::sync::Arc<crate::source::deliver::oidc::Oidc>>,
+) -> Option<Route> {
     let sink = sink?.parse().ok()?;
     let dead_letter_sink = match dead_letter {
         None => None,
@@ -56,6 +60,7 @@ pub fn route(sink: Option<&str>, dead_letter: Option<Result<String, String>>) ->
     Some(Route {
         sink,
         dead_letter_sink,
+        auth,
     })
 }
 
@@ -101,12 +106,25 @@ pub async fn run(
         Some(Ok(resolved)) => Some(resolved.url.as_str()),
         _ => None,
     };
+    // A sink with an audience gets the adapter's token for it (Knative's authentication-oidc).
+    let audience = match &observed.facts.sink {
+        Some(Ok(resolved)) => resolved.audience.as_deref(),
+        _ => None,
+    };
+    let auth = match (audience, &ctx.identity) {
+        (Some(a), Some(identity)) => Some(identity.for_audience(a)),
+        (Some(a), None) => {
+            warn!(namespace = %id.0, source = %id.1, audience = a, "the sink has an OIDC audience but the adapter has no --oidc-service-account: it sends no token, and a sink that wants one refuses the events (held)");
+            None
+        }
+        (None, _) => None,
+    };
     Some(Observation {
         id: id.clone(),
         uid: source.uid().unwrap_or_default(),
         generation: source.metadata.generation,
         ready: ready(&observed.facts),
-        route: route(sink_url, dead_letter),
+        route: route(sink_url, dead_letter, auth),
         scope: observed.scope,
         denied: observed.denied,
     })
@@ -118,12 +136,15 @@ mod tests {
 
     #[test]
     fn events_wait_while_the_sink_or_the_dead_letter_sink_does_not_resolve() {
-        let ok = route(Some("http://a.ds.svc/"), None).unwrap();
+        let ok = route(Some("http://a.ds.svc/"), None, None).unwrap();
         assert_eq!(ok.sink.as_str(), "http://a.ds.svc/");
         assert_eq!(ok.dead_letter_sink, None);
-        assert_eq!(route(None, None), None);
-        assert_eq!(route(Some("http://a/"), Some(Err("gone".into()))), None);
-        let dl = route(Some("http://a/"), Some(Ok("http://dl/".into()))).unwrap();
+        assert_eq!(route(None, None, None), None);
+        assert_eq!(
+            route(Some("http://a/"), Some(Err("gone".into())), None),
+            None
+        );
+        let dl = route(Some("http://a/"), Some(Ok("http://dl/".into())), None).unwrap();
         assert_eq!(dl.dead_letter_sink.unwrap().as_str(), "http://dl/");
     }
 }

@@ -77,6 +77,8 @@ pub fn of(source: &ImageStreamSource, shared: &Shared) -> Result<Settings, Strin
         sink: NO_SINK.parse().expect("a URL"),
         overrides,
         ca_pem: spec.sink.ca_certs.clone(),
+        // Per delivery, from the route (its resolved audience).
+        oidc: None,
         sink_timeout,
         namespaces: Vec::new(),
         selector: None,

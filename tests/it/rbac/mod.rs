@@ -89,6 +89,12 @@ impl Program {
                 (Value::String(v), _) => v.clone(),
                 (_, Some("metadata.namespace")) => namespace.to_string(),
                 (_, Some("metadata.name")) => pod.to_string(),
+                (_, Some("spec.serviceAccountName")) => {
+                    deployment["spec"]["template"]["spec"]["serviceAccountName"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                }
                 _ => panic!("{file}: env {key} comes from something this test cannot resolve"),
             };
             let value = overrides

@@ -422,6 +422,7 @@ impl Adapter {
                 (Value::String(v), _) => v.clone(),
                 (_, Some("metadata.namespace")) => namespace.to_string(),
                 (_, Some("metadata.name")) => "imagegate-source-multi-tenant-0".to_string(),
+                (_, Some("spec.serviceAccountName")) => "imagegate-source-multi-tenant".to_string(),
                 _ => panic!("403: env {key} comes from something this test cannot resolve"),
             };
             command.env(key, value);

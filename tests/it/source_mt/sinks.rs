@@ -318,3 +318,66 @@ async fn events_for_a_sink_that_went_away_wait_for_it_and_are_not_dropped() {
         "the change made while the sink was away arrives once it is back"
     );
 }
+
+/// A Broker with an audience (Knative's `authentication-oidc` on): the adapter sends each event
+/// with a token of its own ServiceAccount for the Broker's `status.address.audience`, and the
+/// sink that wants it takes the events.
+#[tokio::test]
+async fn a_broker_with_an_audience_gets_a_token_of_the_adapters_service_account() {
+    let world = World::start().await;
+    let to_broker = Sink::start().await;
+    let audience = "eventing.knative.dev/broker/ds/default";
+    to_broker.require_audience(Some(audience));
+    world
+        .emu
+        .seed(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "imagegate-source-multi-tenant", "namespace": "imagegate-system"}}))
+        .await;
+    world
+        .addressable(
+            BROKER,
+            "Broker",
+            "brokers",
+            "ds",
+            "default",
+            json!({}),
+            json!({"address": {"name": "http", "url": to_broker.url, "audience": audience},
+                   "addresses": [{"name": "http", "url": to_broker.url, "audience": audience}],
+                   "conditions": [{"type": "Ready", "status": "True"}]}),
+        )
+        .await;
+    world.stream("ds", "nb").await;
+    world.stream("ds", "warm").await;
+    world
+        .source("ds", "to-broker", json!({"sink": broker_ref("default")}))
+        .await;
+    let adapter = Adapter::start(
+        &world,
+        &["--oidc-service-account", "imagegate-source-multi-tenant"],
+    );
+    world
+        .wait_ready(&adapter, "ds", "to-broker", "True", reason::READY)
+        .await;
+    world.prime("ds", &[&to_broker]).await;
+    let n = to_broker.accepted().len();
+    let d = world.change("ds", "nb").await;
+    let events = accepted(&adapter, &to_broker, n + 1).await;
+    assert_eq!(changes(&events[n..]), [("ds".into(), "nb".into(), d)]);
+    let token = to_broker
+        .received()
+        .into_iter()
+        .rev()
+        .find(|r| r.answered == 202)
+        .and_then(|r| r.authorization)
+        .unwrap();
+    let claims = imagegate_emulator::token_claims(token.strip_prefix("Bearer ").unwrap()).unwrap();
+    assert_eq!(claims["aud"], json!([audience]));
+    assert_eq!(
+        claims["sub"],
+        "system:serviceaccount:imagegate-system:imagegate-source-multi-tenant"
+    );
+    assert!(
+        to_broker.received().iter().all(|r| r.answered != 401),
+        "no event went without its token"
+    );
+}

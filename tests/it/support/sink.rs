@@ -25,6 +25,8 @@ pub struct Received {
     /// The request's `Host` header: the host the sender addressed (through a proxy, the
     /// cluster-local name it resolved, e.g. `display.ds.svc.cluster.local`).
     pub host: String,
+    /// The request's `Authorization` header, if any.
+    pub authorization: Option<String>,
 }
 
 #[derive(Default)]
@@ -34,6 +36,9 @@ struct Inner {
     script: Vec<u16>,
     /// Answer every request with this status (after the script).
     always: Option<u16>,
+    /// Answer 401, as a Knative Broker with `authentication-oidc` on does, unless the request
+    /// carries a bearer token (of the emulator's TokenRequest) for this audience.
+    audience: Option<String>,
 }
 
 /// A running sink.
@@ -63,18 +68,37 @@ async fn receive(
         Ok(e) => e,
         Err(_) => return StatusCode::BAD_REQUEST,
     };
+    let authorization = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let answered = {
         let mut i = inner.lock().unwrap();
-        let answered = if i.script.is_empty() {
-            i.always.unwrap_or(202)
-        } else {
-            i.script.remove(0)
+        let token_ok = |want: &str| {
+            let claims = authorization
+                .as_deref()
+                .and_then(|a| a.strip_prefix("Bearer "))
+                .and_then(imagegate_emulator::token_claims);
+            claims.is_some_and(|c| {
+                c["aud"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x == want))
+                    && c["exp"]
+                        .as_i64()
+                        .is_some_and(|e| e > chrono::Utc::now().timestamp())
+            })
+        };
+        let answered = match i.audience.clone() {
+            Some(want) if !token_ok(&want) => 401,
+            _ if i.script.is_empty() => i.always.unwrap_or(202),
+            _ => i.script.remove(0),
         };
         i.received.push(Received {
             event,
             content_type,
             answered,
             host,
+            authorization: authorization.clone(),
         });
         answered
     };
@@ -119,6 +143,11 @@ impl Sink {
     /// Answers every request with `status` (None: back to 202).
     pub fn always(&self, status: Option<u16>) {
         self.inner.lock().unwrap().always = status;
+    }
+
+    /// Answers 401 to a request without a token for `audience` (None: takes any).
+    pub fn require_audience(&self, audience: Option<&str>) {
+        self.inner.lock().unwrap().audience = audience.map(str::to_string);
     }
 
     /// Every request received.

@@ -20,6 +20,7 @@ mod names;
 mod patching;
 mod read;
 mod stream_import;
+pub mod token;
 mod write;
 
 use super::openshift::{self, Settings, StrategyError};

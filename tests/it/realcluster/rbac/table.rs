@@ -126,6 +126,8 @@ pub fn rows() -> Vec<Row> {
     let watch_runs = "/apis/tekton.dev/v1beta1/customruns?watch=true&timeoutSeconds=1";
     let series = json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}});
     let touch = json!({"metadata": {"annotations": {"imagegate.test/touched": "yes"}}});
+    let token_request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"audiences": ["eventing.knative.dev/broker/imagegate-system/imagegate"]}});
     // What the controller asks before a promotion: may the run's account promote.
     let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
         "spec": {"user": "system:serviceaccount:ds:default", "resourceAttributes": {
@@ -150,6 +152,27 @@ pub fn rows() -> Vec<Row> {
             ("PUT", SOURCE_LEASE_PATH),
         )
         .body(Body::Current),
+        // An OIDC token of its own ServiceAccount, for a sink with an audience.
+        row(
+            SOURCE_ROLE,
+            ("", "serviceaccounts/token", &["imagegate-source"]),
+            "create",
+            (
+                "POST",
+                "/api/v1/namespaces/imagegate-system/serviceaccounts/imagegate-source/token",
+            ),
+        )
+        .body(Body::Json(JSON, token_request.clone())),
+        row(
+            CONTROLLER_ROLE,
+            ("", "serviceaccounts/token", &["imagegate-controller"]),
+            "create",
+            (
+                "POST",
+                "/api/v1/namespaces/imagegate-system/serviceaccounts/imagegate-controller/token",
+            ),
+        )
+        .body(Body::Json(JSON, token_request)),
         // The run key a re-drive names its PipelineRun with (src/runkey.rs).
         row(
             CONTROLLER_ROLE,
