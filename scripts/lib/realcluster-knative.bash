@@ -184,6 +184,37 @@ pod_answers() {
   curl -sf --max-time 2 -A kube-probe/1.35 --unix-socket "$TK_DIR/net/pods/$1-8080.sock" "http://localhost$2" >/dev/null
 }
 
+# Knative's `authentication-oidc` on, as a platform that wants every sender to a Broker to say who
+# it is turns it on (config-features): a Broker then has an audience, its ingress answers 401 to a
+# request without a token for it and 403 to one from a ServiceAccount no EventPolicy (or the default
+# mode, allow-same-namespace) admits, and each hop of the data plane sends a token of its own.
+# Every program verifies tokens against the API server's OIDC discovery; here that is the API
+# server's own URL (its issuer, https://127.0.0.1:<port>: each program's network namespace forwards
+# that port to the host), its CA given as a trust bundle, and the discovery documents readable
+# without credentials (the RBAC a cluster admin grants for this: Knative's docs say so).
+# The trust bundle and the RBAC go first; the flag is turned on once the programs run (their
+# verifier builds its OIDC provider when the flag changes, and only once: turned on before they
+# have read the trust bundle, the provider fails and stays nil).
+knative_oidc_prepare() {
+  tk create configmap -n "$KN_NS" realcluster-apiserver-ca --from-file=ca.crt="$TK_DIR/pki/ca.crt" >/dev/null \
+    && tk label configmap -n "$KN_NS" realcluster-apiserver-ca networking.knative.dev/trust-bundle=true >/dev/null \
+    && tk create clusterrolebinding realcluster-oidc-discovery \
+      --clusterrole=system:service-account-issuer-discovery --group=system:unauthenticated >/dev/null
+}
+knative_oidc_enable() {
+  local api log="$TK_DIR/logs/knative-mt-broker-ingress.log" before
+  api="$(env_of "$TK_DIR" APISERVER_PORT)"
+  before="$(wc -l <"$log")"
+  tk patch configmap -n "$KN_NS" config-features --type merge \
+    -p "{\"data\":{\"authentication-oidc\":\"enabled\",\"oidc-discovery-base-url\":\"https://127.0.0.1:$api\"}}" >/dev/null \
+    || return 1
+  # Each program's verifier reads the discovery documents when it sees the change: give the
+  # ingress time to, then fail if it logged a failure since (it logs nothing when it succeeds;
+  # its failures from before, with the flag off, are expected).
+  sleep 3
+  ! tail -n +"$((before + 1))" "$log" | grep -q "could not initialize provider"
+}
+
 # `up --knative` (after up_tekton, whose helpers it uses).
 up_knative() {
   TK_DIR="$1"
@@ -193,6 +224,7 @@ up_knative() {
   install_knative "$E" || tekton_fail "applying Knative Eventing's release files failed"
   knative_aggregate_roles || tekton_fail "aggregating Knative's ClusterRoles failed"
   knative_ready_objects || tekton_fail "writing the dispatcher's status and the Endpoints failed"
+  knative_oidc_prepare || tekton_fail "preparing Knative's authentication-oidc failed"
   command -v unshare >/dev/null || tekton_fail "unshare (util-linux) is needed: each Knative program runs in a network namespace"
   unshare --user --map-root-user --net --uts true 2>/dev/null \
     || tekton_fail "unshare --user --map-root-user --net --uts is refused here (unprivileged user namespaces disabled? sysctl kernel.unprivileged_userns_clone / user.max_user_namespaces)"
@@ -218,7 +250,8 @@ up_knative() {
   # The in-memory-channel controller runs knative's webhook main, whose probes are the webhook's
   # (HTTPS, a certificate it makes first): it is ready once it leads its reconciler.
   wait_for knative-imc-controller 90 knative_leading imc-controller-0
+  knative_oidc_enable || tekton_fail "turning Knative's authentication-oidc on failed" knative-mt-broker-ingress
   log "Knative Eventing $(component_version knative-eventing-controller) ready in $((SECONDS - start)) s" \
-    "(six programs, each in its own network namespace; proxy 127.0.0.1:$(env_of "$TK_DIR" NET_PROXY_PORT)," \
+    "(authentication-oidc on; six programs, each in its own network namespace; proxy 127.0.0.1:$(env_of "$TK_DIR" NET_PROXY_PORT)," \
     "requests in $TK_DIR/logs/network.jsonl)"
 }

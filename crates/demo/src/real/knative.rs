@@ -47,8 +47,8 @@ pub async fn play(w: &mut World, expect: &mut Vec<Expect>) -> anyhow::Result<Tim
         "7. The fixed build of jupyter-trustyai-notebook comes through Knative Eventing: an \
          ImageStreamSource sends to the Broker, the Trigger delivers to the EventListener (knative/)",
     );
-    let address = install(w).await?;
-    let verdicts = subscribe_to_verdicts(w, &address).await?;
+    let (address, audience) = install(w).await?;
+    let verdicts = subscribe_to_verdicts(w, &address, &audience).await?;
     switch_source(w, &address).await?;
     let digest = crate::digest('b');
     let t = w.timed(7).await?;
@@ -57,7 +57,7 @@ pub async fn play(w: &mut World, expect: &mut Vec<Expect>) -> anyhow::Result<Tim
     want_task(w, &run, "promote", "True")?;
     route_taken(w, &run).await?;
     verdict_received(w, &verdicts, &digest).await?;
-    forged_refused(w, &address).await?;
+    forged_refused(w, &address, &audience).await?;
     expect.retain(|e| !e.is(STREAM));
     expect.push(Expect::new(STREAM, digest, "Promoted"));
     Ok(timing)
@@ -65,7 +65,7 @@ pub async fn play(w: &mut World, expect: &mut Vec<Expect>) -> anyhow::Result<Tim
 
 /// Applies 220, 200 and 210 and waits until the Broker and the Trigger are Ready; the Broker's
 /// address.
-async fn install(w: &World) -> anyhow::Result<String> {
+async fn install(w: &World) -> anyhow::Result<(String, String)> {
     let file = |p: &str| w.root.join("knative").join(p);
     w.cluster
         .kubectl(&[
@@ -96,10 +96,15 @@ async fn install(w: &World) -> anyhow::Result<String> {
         .as_str()
         .unwrap_or("")
         .to_string();
+    let audience = broker["status"]["address"]["audience"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
     w.timeline.line(
         "knative",
         format!(
-            "Broker {} Ready (class MTChannelBasedBroker, its InMemoryChannel {}-kne-trigger): address {address}",
+            "Broker {} Ready (class MTChannelBasedBroker, its InMemoryChannel {}-kne-trigger): address {address}, \
+             OIDC audience {audience} (authentication-oidc on: a sender without a token for it is refused)",
             BROKER.1, BROKER.1
         ),
     );
@@ -111,7 +116,7 @@ async fn install(w: &World) -> anyhow::Result<String> {
             trigger["status"]["subscriberUri"].as_str().unwrap_or("")
         ),
     );
-    Ok(address)
+    Ok((address, audience))
 }
 
 /// Waits until `kind` `ns/name` is Ready; the object. The error carries its conditions and the
@@ -192,7 +197,13 @@ async fn switch_source(w: &mut World, address: &str) -> anyhow::Result<()> {
         &w.imagegate,
         "imagegate-source-multi-tenant",
         &["source", "--multi-tenant"],
-        &[("HTTP_PROXY", &proxy), ("NO_PROXY", "127.0.0.1,localhost")],
+        &[
+            ("HTTP_PROXY", &proxy),
+            ("NO_PROXY", "127.0.0.1,localhost"),
+            // config/403 sets it to the pod's own: tokens for the Broker's audience.
+            ("K_OIDC_SERVICE_ACCOUNT", "imagegate-source-multi-tenant"),
+            ("POD_NAMESPACE", "imagegate-system"),
+        ],
     )
     .await?;
     let source = until(
@@ -265,7 +276,11 @@ type Received = std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>;
 /// A subscriber of the Broker for `promoted` verdicts (a Trigger; its Service name routed by the
 /// network proxy to an HTTP server of the demo), and the controller restarted with `K_SINK` =
 /// the Broker, as knative/150's SinkBinding injects it.
-async fn subscribe_to_verdicts(w: &mut World, broker: &str) -> anyhow::Result<Received> {
+async fn subscribe_to_verdicts(
+    w: &mut World,
+    broker: &str,
+    audience: &str,
+) -> anyhow::Result<Received> {
     let received: Received = Default::default();
     let app = axum::Router::new().fallback({
         let received = received.clone();
@@ -320,6 +335,9 @@ async fn subscribe_to_verdicts(w: &mut World, broker: &str) -> anyhow::Result<Re
         &["controller", "--verdict-grace", "30"],
         &[
             ("K_SINK", broker),
+            ("K_AUDIENCE", audience),
+            ("K_OIDC_SERVICE_ACCOUNT", "imagegate-controller"),
+            ("POD_NAMESPACE", "imagegate-system"),
             ("HTTP_PROXY", &proxy),
             ("NO_PROXY", "127.0.0.1,localhost"),
         ],
@@ -331,8 +349,9 @@ async fn subscribe_to_verdicts(w: &mut World, broker: &str) -> anyhow::Result<Re
         "knative",
         format!(
             "Trigger imagegate-verdicts-promoted Ready (type dev.imagegate.verdict.promoted, a \
-             subscriber of the demo); imagegate controller restarted with K_SINK={broker}, as \
-             knative/150's SinkBinding sets it"
+             subscriber of the demo); imagegate controller restarted with K_SINK={broker} and \
+             K_AUDIENCE={audience}, as knative/150's SinkBinding sets them: its verdicts carry a token \
+             of imagegate-system/imagegate-controller"
         ),
     );
     Ok(received)
@@ -389,10 +408,12 @@ async fn refused(admin: &str) -> anyhow::Result<f64> {
         .sum())
 }
 
-/// Forged events, posted through the network proxy (as any pod of the cluster could) to the
-/// Broker's ingress and to the EventListener, are each refused by the imagegate interceptor, and
-/// no PipelineRun is made for what they name.
-async fn forged_refused(w: &World, broker: &str) -> anyhow::Result<()> {
+/// Forged events, posted through the network proxy (as any pod of the cluster could): to the
+/// Broker's ingress without a token (401: authentication-oidc) and with a tenant pod's token
+/// (`notebooks/default`, 403: no EventPolicy admits it, and the default mode admits only the
+/// Broker's namespace), and to the EventListener, where the imagegate interceptor refuses it; no
+/// PipelineRun is made for what they name.
+async fn forged_refused(w: &World, broker: &str, audience: &str) -> anyhow::Result<()> {
     let env = std::fs::read_to_string(w.cluster.dir.join("env")).context("the cluster's env")?;
     let proxy = env_value(&env, "NET_PROXY_PORT").ok_or_else(|| anyhow!("no network proxy"))?;
     let admin = env_value(&env, "IMAGEGATE_INTERCEPTOR_ADMIN_PORT")
@@ -413,27 +434,54 @@ async fn forged_refused(w: &World, broker: &str) -> anyhow::Result<()> {
         ])
         .await?;
     let chosen = crate::digest('f');
+    let tenant_token = w
+        .cluster
+        .kubectl(&[
+            "create",
+            "token",
+            "default",
+            "-n",
+            NAMESPACE,
+            "--audience",
+            audience,
+        ])
+        .await?;
     let forgeries = [
         (
-            "the Broker's ingress",
+            "the Broker's ingress, without a token",
             broker.to_string(),
             "candidate",
             chosen.clone(),
+            None,
+            401,
+        ),
+        (
+            "the Broker's ingress, with a token of notebooks/default (a tenant's pod)",
+            broker.to_string(),
+            "candidate",
+            chosen.clone(),
+            Some(tenant_token.trim().to_string()),
+            403,
         ),
         (
             "the EventListener",
             format!("http://{LISTENER}"),
             "latest",
             served.trim().to_string(),
+            None,
+            202,
         ),
     ];
     let before = refused(&admin).await?;
-    for (i, (to, url, tag, digest)) in forgeries.iter().enumerate() {
+    for (i, (to, url, tag, digest, token, want)) in forgeries.iter().enumerate() {
         let body = serde_json::json!({"namespace": NAMESPACE, "imageStream": STREAM, "tag": tag,
             "digest": digest, "previousDigest": null, "dockerImageReference": "", "generation": 9,
             "created": "2026-12-06T00:00:00Z", "imageStreamUID": ""});
-        let answer = http
-            .post(url)
+        let mut request = http.post(url);
+        if let Some(t) = token {
+            request = request.bearer_auth(t);
+        }
+        let answer = request
             .header("ce-specversion", "1.0")
             .header(
                 "ce-id",
@@ -457,18 +505,19 @@ async fn forged_refused(w: &World, broker: &str) -> anyhow::Result<()> {
                 answer.status()
             ),
         );
-        if !answer.status().is_success() {
+        if answer.status().as_u16() != *want {
             return Err(anyhow!(
-                "{to} answered the forged event {}",
+                "{to} answered the forged event {}, not {want}",
                 answer.status()
             ));
         }
     }
-    // Both refused, each by its event id in the interceptor's log (other events are refused
-    // meanwhile too: the served tags' own changes).
+    // The one the EventListener took: refused by the interceptor, by its id in its log (other
+    // events are refused meanwhile too: the served tags' own changes).
+    let to_listener = forgeries.len() - 1;
     let log = w.cluster.dir.join("logs/imagegate-interceptor.log");
     until(
-        "the imagegate interceptor refuses both forged events",
+        "the imagegate interceptor refuses the forged event the EventListener took",
         Duration::from_secs(30),
         || async {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -487,12 +536,9 @@ async fn forged_refused(w: &World, broker: &str) -> anyhow::Result<()> {
                     )
                 })
                 .collect();
-            let refused_both = (0..forgeries.len()).all(|i| {
-                refused_ids
-                    .iter()
-                    .any(|(id, _)| id == &format!("f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f{i}"))
-            });
-            Ok((refused_both && refused(&admin).await? >= before + 2.0).then_some(refused_ids))
+            let id = format!("f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f{to_listener}");
+            let refused_it = refused_ids.iter().any(|(i, _)| *i == id);
+            Ok((refused_it && refused(&admin).await? > before).then_some(refused_ids))
         },
     )
     .await?;
@@ -515,8 +561,9 @@ async fn forged_refused(w: &World, broker: &str) -> anyhow::Result<()> {
     }
     w.timeline.line(
         "interceptor",
-        "refused both forged events (imagegate_interceptor_events_total{verdict=\"refused\"} +2); \
-         no PipelineRun was made for them",
+        "refused the forged event the EventListener took (imagegate_interceptor_events_total\
+         {verdict=\"refused\"}); the Broker's ingress refused the other two (authentication-oidc); \
+         no PipelineRun was made for any",
     );
     Ok(())
 }
