@@ -446,6 +446,19 @@ async fn forged_refused(w: &World, broker: &str, audience: &str) -> anyhow::Resu
             audience,
         ])
         .await?;
+    // An identity the Broker admits (its own namespace's): a compromised source pod.
+    let admitted_token = w
+        .cluster
+        .kubectl(&[
+            "create",
+            "token",
+            "imagegate-source",
+            "-n",
+            "imagegate-system",
+            "--audience",
+            audience,
+        ])
+        .await?;
     let forgeries = [
         (
             "the Broker's ingress, without a token",
@@ -462,6 +475,14 @@ async fn forged_refused(w: &World, broker: &str, audience: &str) -> anyhow::Resu
             chosen.clone(),
             Some(tenant_token.trim().to_string()),
             403,
+        ),
+        (
+            "the Broker's ingress, with a token of imagegate-system/imagegate-source (an admitted sender)",
+            broker.to_string(),
+            "candidate",
+            chosen.clone(),
+            Some(admitted_token.trim().to_string()),
+            202,
         ),
         (
             "the EventListener",
@@ -512,12 +533,18 @@ async fn forged_refused(w: &World, broker: &str, audience: &str) -> anyhow::Resu
             ));
         }
     }
-    // The one the EventListener took: refused by the interceptor, by its id in its log (other
-    // events are refused meanwhile too: the served tags' own changes).
-    let to_listener = forgeries.len() - 1;
+    // Those taken (by the Broker, which delivers to the EventListener, and by the EventListener):
+    // refused by the interceptor, each by its id in its log (other events are refused meanwhile
+    // too: the served tags' own changes).
+    let taken: Vec<String> = forgeries
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.5 == 202)
+        .map(|(i, _)| format!("f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f{i}"))
+        .collect();
     let log = w.cluster.dir.join("logs/imagegate-interceptor.log");
     until(
-        "the imagegate interceptor refuses the forged event the EventListener took",
+        "the imagegate interceptor refuses the forged events the Broker and the EventListener took",
         Duration::from_secs(30),
         || async {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -536,9 +563,11 @@ async fn forged_refused(w: &World, broker: &str, audience: &str) -> anyhow::Resu
                     )
                 })
                 .collect();
-            let id = format!("f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f{to_listener}");
-            let refused_it = refused_ids.iter().any(|(i, _)| *i == id);
-            Ok((refused_it && refused(&admin).await? > before).then_some(refused_ids))
+            let refused_all = taken
+                .iter()
+                .all(|id| refused_ids.iter().any(|(i, _)| i == id));
+            let counted = refused(&admin).await? >= before + taken.len() as f64;
+            Ok((refused_all && counted).then_some(refused_ids))
         },
     )
     .await?;
@@ -561,9 +590,9 @@ async fn forged_refused(w: &World, broker: &str, audience: &str) -> anyhow::Resu
     }
     w.timeline.line(
         "interceptor",
-        "refused the forged event the EventListener took (imagegate_interceptor_events_total\
-         {verdict=\"refused\"}); the Broker's ingress refused the other two (authentication-oidc); \
-         no PipelineRun was made for any",
+        "refused the forged events the admitted sender got through the Broker and the one posted \
+         to the EventListener (imagegate_interceptor_events_total{verdict=\"refused\"}); the \
+         Broker's ingress refused the other two (authentication-oidc); no PipelineRun was made for any",
     );
     Ok(())
 }
