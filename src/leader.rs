@@ -3,8 +3,11 @@
 //! client-go programs that share its conventions.
 //!
 //! A candidate reads the Lease every `retry_period` and writes itself as holder when the Lease
-//! is absent (create), free (released), its own, or expired (`renewTime + leaseDurationSeconds`
-//! in the past). Every write after the create is an update conditional on the resourceVersion
+//! is absent (create), free (released), its own, or expired: its record (holder, times,
+//! duration, transitions) has not changed for `leaseDurationSeconds` as measured on this
+//! process's monotonic clock since it last saw it change (client-go's `observedTime`). The
+//! holder's `renewTime` is never compared with our clock, so clock skew between nodes cannot
+//! make a Lease that is still renewed look expired (two leaders). Every write after the create is an update conditional on the resourceVersion
 //! it read, so a 409 means someone else wrote first: the candidate re-reads next round and
 //! never overwrites. The leader renews every `retry_period`; if no renewal succeeds for
 //! `renew_deadline` it stops leading, before its Lease can expire for the others. On shutdown
@@ -20,7 +23,7 @@ use std::time::Duration;
 use backon::{ConstantBuilder, Retryable};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -125,24 +128,35 @@ pub fn spawn(
     (rx, task)
 }
 
-/// Whether the Lease's holder has stopped renewing: its `renewTime` (else `acquireTime`) plus
-/// `leaseDurationSeconds` is not after `now`. A Lease with neither time is expired.
-///
-/// This compares the holder's clock (renewTime) with ours, so clock skew between nodes moves a
-/// takeover by the skew; client-go instead times expiry from when it saw the record change.
-pub fn is_expired(lease: &Lease, now: Timestamp) -> bool {
+/// What a candidate saw of the Lease: its record and when, on this process's monotonic clock,
+/// the record last changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observed {
+    record: String,
+    /// When the record was first seen as it is now.
+    pub at: Instant,
+}
+
+impl Observed {
+    /// Notes `lease` read at `now`: the time moves only when its record changed since `prev`.
+    pub fn note(prev: Option<&Observed>, lease: &Lease, now: Instant) -> Observed {
+        let record = serde_json::to_string(&lease.spec).unwrap_or_default();
+        match prev {
+            Some(p) if p.record == record => p.clone(),
+            _ => Observed { record, at: now },
+        }
+    }
+}
+
+/// Whether the Lease's holder has stopped renewing: its record has not changed for its
+/// `leaseDurationSeconds` since `observed_at` (when this process saw it change), at `now` on
+/// the same clock. A Lease without a spec is expired.
+pub fn is_expired(lease: &Lease, observed_at: Instant, now: Instant) -> bool {
     let Some(spec) = &lease.spec else {
         return true;
     };
-    let Some(last) = spec.renew_time.as_ref().or(spec.acquire_time.as_ref()) else {
-        return true;
-    };
-    let secs = i64::from(spec.lease_duration_seconds.unwrap_or(0).max(0));
-    match last.0.checked_add(SignedDuration::from_secs(secs)) {
-        Ok(expiry) => expiry <= now,
-        // Beyond the representable range: far in the future.
-        Err(_) => false,
-    }
+    let secs = u64::try_from(spec.lease_duration_seconds.unwrap_or(0)).unwrap_or(0);
+    observed_at + Duration::from_secs(secs) <= now
 }
 
 /// The Lease's holder; `None` when it is free (never held, or released with an empty
@@ -156,15 +170,18 @@ pub fn holder(lease: &Lease) -> Option<&str> {
         .filter(|h| !h.is_empty())
 }
 
-/// Whether `identity` may write itself as the holder at `now`: the Lease is free, already
-/// its own (renewal, or a restart under the same identity), or expired.
-pub fn may_acquire(lease: &Lease, identity: &str, now: Timestamp) -> bool {
+/// Whether `identity` may write itself as the holder: the Lease is free, already its own
+/// (renewal, or a restart under the same identity), or `expired` ([`is_expired`]).
+pub fn may_acquire(lease: &Lease, identity: &str, expired: bool) -> bool {
     match holder(lease) {
         None => true,
         Some(h) if h == identity => true,
-        Some(_) => is_expired(lease, now),
+        Some(_) => expired,
     }
 }
+
+/// What a candidate remembers between rounds.
+type Seen = std::sync::Mutex<Option<Observed>>;
 
 /// The Lease `cfg.identity` writes to hold it at `now`: a new one (transitions 0), a takeover
 /// (transitions + 1, new acquireTime) or a renewal (acquireTime and transitions kept). The
@@ -249,15 +266,22 @@ fn is_conflict(e: &kube::Error) -> bool {
 }
 
 /// One round: read the Lease, decide, and write it if we may.
-async fn attempt(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<Attempt, LeaseError> {
+async fn attempt(api: &Api<Lease>, cfg: &LeaderConfig, seen: &Seen) -> Result<Attempt, LeaseError> {
     let at = Instant::now();
     let current = api
         .get_opt(&cfg.lease_name)
         .await
         .map_err(LeaseError::Read)?;
     let now = micro_now();
+    let expired = current.as_ref().is_some_and(|lease| {
+        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+        let observed = Observed::note(seen.as_ref(), lease, Instant::now());
+        let expired = is_expired(lease, observed.at, Instant::now());
+        *seen = Some(observed);
+        expired
+    });
     if let Some(lease) = &current
-        && !may_acquire(lease, &cfg.identity, now)
+        && !may_acquire(lease, &cfg.identity, expired)
     {
         return Ok(Attempt::HeldBy(
             holder(lease).unwrap_or_default().to_string(),
@@ -339,8 +363,12 @@ enum NotHeld {
 }
 
 /// One round, as a result: the Lease held, or why not.
-async fn hold(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<(Lease, Instant), NotHeld> {
-    match attempt(api, cfg).await {
+async fn hold(
+    api: &Api<Lease>,
+    cfg: &LeaderConfig,
+    seen: &Seen,
+) -> Result<(Lease, Instant), NotHeld> {
+    match attempt(api, cfg, seen).await {
         Ok(Attempt::Held { lease, at }) => Ok((*lease, at)),
         Ok(Attempt::HeldBy(h)) => Err(NotHeld::HeldBy(h)),
         Ok(Attempt::Conflict) => Err(NotHeld::Conflict),
@@ -358,8 +386,9 @@ fn every_retry_period(cfg: &LeaderConfig) -> ConstantBuilder {
 /// Tries every `retry_period` until this process holds the Lease.
 async fn acquire(api: &Api<Lease>, cfg: &LeaderConfig) -> (Lease, Instant) {
     let mut seen_holder = None;
+    let seen = Seen::default();
     loop {
-        let tries = (|| hold(api, cfg))
+        let tries = (|| hold(api, cfg, &seen))
             .retry(every_retry_period(cfg))
             .notify(|why, _| match why {
                 NotHeld::HeldBy(h) => {
@@ -392,7 +421,8 @@ async fn keep(api: &Api<Lease>, cfg: &LeaderConfig, held: &mut (Lease, Instant))
         // renewTime it wrote, so we stop leading before others may take over.
         let deadline = held.1 + cfg.renew_deadline;
         tokio::time::sleep(cfg.retry_period).await;
-        let renewal = (|| hold(api, cfg))
+        let seen = Seen::default();
+        let renewal = (|| hold(api, cfg, &seen))
             .retry(every_retry_period(cfg))
             .when(|why| !matches!(why, NotHeld::HeldBy(_)))
             .notify(|why, _| match why {

@@ -30,104 +30,50 @@ const NOW: &str = "2025-01-01T00:01:00Z";
 
 #[test]
 fn who_may_acquire_when() {
+    // (holder, who asks, expired, may acquire)
     let cases = [
-        // (holder, renewTime, leaseDurationSeconds, who asks, expired, may acquire)
-        (
-            Some("a"),
-            Some("2025-01-01T00:00:59Z"),
-            Some(15),
-            "b",
-            false,
-            false,
-        ),
-        (
-            Some("a"),
-            Some("2025-01-01T00:00:59Z"),
-            Some(15),
-            "a",
-            false,
-            true,
-        ),
-        (
-            Some("a"),
-            Some("2025-01-01T00:00:46Z"),
-            Some(15),
-            "b",
-            false,
-            false,
-        ),
-        (
-            Some("a"),
-            Some("2025-01-01T00:00:45Z"),
-            Some(15),
-            "b",
-            true,
-            true,
-        ),
-        (
-            Some("a"),
-            Some("2025-01-01T00:00:30Z"),
-            Some(15),
-            "b",
-            true,
-            true,
-        ),
-        (
-            Some(""),
-            Some("2025-01-01T00:00:59.5Z"),
-            Some(1),
-            "b",
-            false,
-            true,
-        ),
-        (
-            None,
-            Some("2025-01-01T00:00:59Z"),
-            Some(15),
-            "b",
-            false,
-            true,
-        ),
-        (
-            Some("a"),
-            Some("2025-01-01T00:01:00Z"),
-            None,
-            "b",
-            true,
-            true,
-        ),
+        (Some("a"), "b", false, false),
+        (Some("a"), "a", false, true),
+        (Some("a"), "a", true, true),
+        (Some("a"), "b", true, true),
+        (Some(""), "b", false, true),
+        (None, "b", false, true),
     ];
-    for (holder, renewed, duration, who, expired, may) in cases {
-        let l = lease(holder, renewed, duration);
-        let now = ts(NOW);
+    for (holder, who, expired, may) in cases {
+        let l = lease(holder, Some("2025-01-01T00:00:59Z"), Some(15));
         assert_eq!(
-            is_expired(&l, now),
-            expired,
-            "{holder:?} {renewed:?} {duration:?}"
-        );
-        assert_eq!(
-            may_acquire(&l, who, now),
+            may_acquire(&l, who, expired),
             may,
-            "{holder:?} {renewed:?} {who}"
+            "{holder:?} {who} {expired}"
         );
     }
 }
 
 #[test]
-fn without_renew_time_the_acquire_time_counts() {
-    let l = lease(Some("a"), None, Some(15));
-    assert!(!is_expired(&l, ts("2025-01-01T00:00:14Z")));
-    assert!(is_expired(&l, ts("2025-01-01T00:00:15Z")));
-}
-
-#[test]
-fn a_lease_without_spec_or_times_is_expired() {
-    let mut l = lease(Some("a"), None, Some(15));
-    l.spec.as_mut().unwrap().acquire_time = None;
-    assert!(is_expired(&l, ts(NOW)));
-    l.spec = None;
-    assert!(is_expired(&l, ts(NOW)));
-    assert!(may_acquire(&l, "b", ts(NOW)));
+fn expiry_is_measured_from_when_the_record_was_seen_to_change_never_from_its_times() {
+    let t0 = Instant::now();
+    let secs = |s: u64| t0 + Duration::from_secs(s);
+    // A renewTime an hour old (a holder whose clock is behind ours) is not expired when first seen.
+    let l = lease(Some("a"), Some("2025-01-01T00:00:00Z"), Some(15));
+    let seen = Observed::note(None, &l, t0);
+    assert!(!is_expired(&l, seen.at, secs(14)));
+    assert!(is_expired(&l, seen.at, secs(15)));
+    // The same record read again later: the time it was seen to change stays.
+    let again = Observed::note(Some(&seen), &l, secs(10));
+    assert_eq!(again.at, t0);
+    // A renewal (any change of the record) restarts the count, whatever time it writes.
+    let renewed = lease(Some("a"), Some("2024-12-31T23:00:00Z"), Some(15));
+    let after = Observed::note(Some(&again), &renewed, secs(14));
+    assert_eq!(after.at, secs(14));
+    assert!(!is_expired(&renewed, after.at, secs(28)));
+    assert!(is_expired(&renewed, after.at, secs(29)));
+    // A record without a duration is expired at once; one without a spec too.
+    let no_duration = lease(Some("a"), None, None);
+    assert!(is_expired(&no_duration, t0, t0));
+    let mut no_spec = lease(Some("a"), None, Some(15));
+    no_spec.spec = None;
+    assert!(is_expired(&no_spec, t0, t0));
+    assert!(may_acquire(&no_spec, "b", true));
 }
 
 fn cfg(identity: &str) -> LeaderConfig {
@@ -188,7 +134,7 @@ fn a_release_empties_the_holder_and_shortens_the_lease() {
     assert_eq!(spec.lease_duration_seconds, Some(1));
     assert_eq!(spec.lease_transitions, Some(3));
     assert_eq!(holder(&l), None);
-    assert!(may_acquire(&l, "b", now));
+    assert!(may_acquire(&l, "b", false));
 }
 
 #[test]

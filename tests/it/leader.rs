@@ -263,3 +263,67 @@ async fn a_leader_that_finds_another_holder_stops_leading() {
     );
     emu.shutdown().await;
 }
+
+/// The leader's renewals are what count, not the clocks: a standby whose clock runs 30 s ahead of
+/// the holder's sees a `renewTime` 30 s old on every read. Measured against its own clock that
+/// Lease is long expired and it would take it while the holder still renews (two leaders);
+/// measured from when it saw the record change (client-go's rule), it waits as long as the
+/// record keeps changing, and takes over one lease duration after it stops.
+#[tokio::test]
+async fn a_standby_whose_clock_runs_ahead_does_not_take_a_lease_that_is_still_renewed() {
+    let emu = start_emulator().await;
+    let api = leases(&emu);
+    // The holder, on a clock 30 s behind the standby's: each renewal writes a renewTime 30 s in
+    // the standby's past.
+    let behind = || {
+        let now = k8s_openapi::jiff::Timestamp::now() - SignedDuration::from_secs(30);
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(now)
+    };
+    let mut lease: Lease = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": LEASE, "namespace": NS},
+        "spec": {"holderIdentity": "skewed-holder", "leaseDurationSeconds": 2, "leaseTransitions": 0}
+    }))
+    .unwrap();
+    lease.spec.as_mut().unwrap().acquire_time = Some(behind());
+    lease.spec.as_mut().unwrap().renew_time = Some(behind());
+    api.create(&PostParams::default(), &lease).await.unwrap();
+    let (stop_renewing, mut stopped) = oneshot::channel::<()>();
+    let renewer = tokio::spawn({
+        let api = api.clone();
+        async move {
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => return,
+                    () = tokio::time::sleep(Duration::from_millis(300)) => {}
+                }
+                let mut current = api.get(LEASE).await.unwrap();
+                current.spec.as_mut().unwrap().renew_time = Some(behind());
+                let _ = api.replace(LEASE, &PostParams::default(), &current).await;
+            }
+        }
+    });
+    let standby = Contender::start(&emu, config("standby"));
+    // Six lease durations of renewals: never the standby's.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert!(
+        !standby.leads(),
+        "the standby took a Lease that was still renewed"
+    );
+    assert_eq!(
+        spec(&api.get(LEASE).await.unwrap())
+            .holder_identity
+            .as_deref(),
+        Some("skewed-holder")
+    );
+    // The holder stops: one lease duration after its last change, the standby takes over.
+    let _ = stop_renewing.send(());
+    renewer.await.unwrap();
+    let stopped_at = Instant::now();
+    wait_for("the standby leads", || standby.leads()).await;
+    assert!(
+        stopped_at.elapsed() >= Duration::from_millis(1500),
+        "taken {:?} after the last renewal, before the lease duration",
+        stopped_at.elapsed()
+    );
+    standby.shutdown().await;
+}
