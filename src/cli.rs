@@ -67,6 +67,16 @@ pub struct SourceArgs {
     #[arg(long)]
     pub cluster_domain: Option<String>,
 
+    /// With `--multi-tenant`: a host a tenant's sink may name although it is loopback,
+    /// link-local or the API server (repeatable; exact host or IP). Without it, such a sink is
+    /// refused (`SinkNotAllowed`) and no name of a sink is sent to an address of those kinds.
+    #[arg(
+        long = "allow-sink-host",
+        value_name = "HOST",
+        requires = "multi_tenant"
+    )]
+    pub allow_sink_hosts: Vec<String>,
+
     /// The CloudEvents sink (a Tekton EventListener, a Knative Broker, any HTTP receiver).
     /// Set by a Knative SinkBinding or ContainerSource through `K_SINK`. Required, except with
     /// `--multi-tenant`.

@@ -288,6 +288,7 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
         overrides,
         ca_pem: args.ca_certs.clone(),
         oidc,
+        sink_guard: None,
         sink_timeout: args.sink_timeout.map(std::time::Duration::from_secs),
         namespaces: dedup(&args.namespaces),
         selector: args.selector.clone(),
@@ -334,6 +335,7 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("--dataschema-base: {e}"))?;
     let config = kube_config().await?;
     let api_server_url = config.cluster_url.to_string();
+    let api_server_host = config.cluster_url.host().map(|h| h.to_ascii_lowercase());
     let client = kube_client(config)?;
     let settings = crate::source::mt::MtSettings {
         admin_addr: args.admin_addr,
@@ -345,6 +347,17 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
         shared: crate::source::mt::settings::Shared {
             events,
             api_server_url,
+            guard: crate::source::sink::guard::Guard {
+                api_server_host: api_server_host.clone(),
+                allowed: args
+                    .allow_sink_hosts
+                    .iter()
+                    .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+                    .collect(),
+                cluster_domain: args.cluster_domain.clone().unwrap_or_else(|| {
+                    crate::source::sink::resolve::DEFAULT_CLUSTER_DOMAIN.to_owned()
+                }),
+            },
         },
         identity: args.oidc_service_account.as_deref().map(|sa| {
             crate::source::deliver::oidc::Identity::new(

@@ -148,6 +148,7 @@ pub fn imagestreamsource(data: &[u8]) -> bool {
         events: crate::source::event::EventSettings::new("https://imagegate.dev/schemas/")
             .expect("the default schema base"),
         api_server_url: "https://api.example:6443".into(),
+        guard: Default::default(),
     };
     let settings = crate::source::mt::settings::of(source, &shared).is_ok();
     let namespace = source.metadata.namespace.as_deref().unwrap_or("ns");

@@ -175,7 +175,14 @@ pub fn start_mt(emu: &Emulator, dir: &Path, admin: u16) -> Killed {
         .split_whitespace()
         .filter_map(|kv| kv.split_once('='))
         .collect();
-    start_source(emu, dir, MT_USER, admin, &["--multi-tenant"], &env)
+    start_source(
+        emu,
+        dir,
+        MT_USER,
+        admin,
+        &["--multi-tenant", "--allow-sink-host", "127.0.0.1"],
+        &env,
+    )
 }
 
 /// `imagegate source` (release, single-source mode) watching team 0's namespace, posting to

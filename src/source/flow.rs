@@ -125,9 +125,10 @@ pub fn serve(
     stop: CancellationToken,
 ) -> impl Future<Output = anyhow::Result<()>> + Send + 'static {
     async move {
-        let sink = Arc::new(SinkClient::shared(
+        let sink = Arc::new(SinkClient::shared_guarded(
             settings.sink_timeout,
             settings.ca_pem.as_deref(),
+            settings.sink_guard.as_ref(),
         )?);
         let deliver = Sender {
             settings: settings.clone(),

@@ -75,6 +75,9 @@ pub struct Settings {
     pub sink_timeout: Option<Duration>,
     /// The tokens sent to the sink when it has an audience (`K_AUDIENCE`).
     pub oidc: Option<std::sync::Arc<deliver::oidc::Oidc>>,
+    /// Where a tenant's sink may not connect (the multi-tenant adapter's; None: anywhere, as
+    /// the operator who configured the single source chose).
+    pub sink_guard: Option<sink::guard::Guard>,
     /// Namespaces to watch (empty: all).
     pub namespaces: Vec<String>,
     /// Label selector of the ImageStreams.

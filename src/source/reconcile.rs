@@ -44,6 +44,8 @@ pub struct Context {
     pub api_server_url: String,
     /// Whose tokens go to a sink with an audience (the adapter's own ServiceAccount).
     pub identity: Option<std::sync::Arc<crate::source::deliver::oidc::Identity>>,
+    /// Where a tenant's sink may not point.
+    pub guard: crate::source::sink::guard::Guard,
 }
 
 /// A reconcile that failed (and is retried).
@@ -147,7 +149,7 @@ pub async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observ
             source_name: source_name.clone(),
             error,
         })?;
-    facts.sink = Some(resolution);
+    facts.sink = Some(sink::guarded(resolution, &ctx.guard));
     let scope = scope(&ctx.client, spec, &namespace)
         .await
         .map_err(|error| Error::ListNamespaces {

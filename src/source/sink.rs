@@ -3,6 +3,7 @@
 //! object `spec.sink.ref` names, through the dynamic API (any kind: a Broker, a Knative
 //! Service, a Tekton EventListener, a core Service).
 
+pub mod guard;
 pub mod resolve;
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
@@ -15,6 +16,24 @@ use crate::source::crd::status::reason;
 /// What resolving a sink ended in: a URL, or why not (for `SinkProvided=False`). A read that
 /// failed for another reason than the object's absence or a refusal is an `Err`, retried.
 pub type Resolution = Result<Resolved, Unresolved>;
+
+/// `resolution` unless its URL is one a tenant may not send to ([`guard::Guard::refused`]):
+/// then `SinkNotAllowed` with why.
+pub fn guarded(resolution: Resolution, guard: &guard::Guard) -> Resolution {
+    let resolved = resolution?;
+    match resolved
+        .url
+        .parse::<url::Url>()
+        .ok()
+        .and_then(|u| guard.refused(&u))
+    {
+        Some(why) => Err(Unresolved {
+            reason: reason::SINK_NOT_ALLOWED,
+            message: why,
+        }),
+        None => Ok(resolved),
+    }
+}
 
 /// Resolves `dest` of a source in `source_namespace`, reading the object its `ref` names.
 pub async fn resolve_sink(

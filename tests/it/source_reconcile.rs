@@ -33,6 +33,10 @@ async fn setup() -> (EmulatorServer, Context) {
         cluster_domain: "cluster.local".into(),
         api_server_url: API_SERVER.into(),
         identity: None,
+        guard: imagegate::source::sink::guard::Guard {
+            allowed: vec!["127.0.0.1".into()],
+            ..Default::default()
+        },
     };
     (emu, ctx)
 }

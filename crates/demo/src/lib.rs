@@ -641,6 +641,7 @@ fn source_settings(
         overrides: None,
         ca_pem: None,
         oidc: None,
+        sink_guard: None,
         sink_timeout: None,
         namespaces: vec![NAMESPACE.to_string()],
         selector: None,

@@ -30,6 +30,9 @@ pub mod reason {
     pub const SINK_NOT_FOUND: &str = "SinkNotFound";
     /// SinkProvided=False: the object exists but has no usable address (yet).
     pub const SINK_NOT_ADDRESSABLE: &str = "SinkNotAddressable";
+    /// The sink resolves to where a tenant may not send (loopback, link-local, the API
+    /// server), and the operator does not allow the host.
+    pub const SINK_NOT_ALLOWED: &str = "SinkNotAllowed";
     /// SufficientPermissions: every review allowed.
     pub const PERMITTED: &str = "Permitted";
     /// SufficientPermissions=False: a review was refused.

@@ -82,7 +82,11 @@ impl SendError {
     }
 }
 
-type SharedKey = (Option<Duration>, Option<String>);
+type SharedKey = (
+    Option<Duration>,
+    Option<String>,
+    Option<crate::source::sink::guard::Guard>,
+);
 type SharedClients = std::sync::Mutex<HashMap<SharedKey, std::sync::Weak<reqwest::Client>>>;
 
 /// The clients [`SinkClient::shared`] handed out, by configuration, while some flow holds them.
@@ -121,6 +125,17 @@ impl SinkClient {
     /// https sink, as Knative adds it to the system pool. Redirects are not followed: a 3xx is
     /// a failure that is not retried, as in Knative.
     pub fn new(timeout: Option<Duration>, ca_pem: Option<&str>) -> Result<Self, DeliverError> {
+        Self::build(timeout, ca_pem, None)
+    }
+
+    /// [`SinkClient::new`], with every name it connects to resolved through `guard`: an address
+    /// a tenant's sink may not reach (loopback, link-local) is never connected to, whatever name
+    /// leads there, unless the operator allows the name.
+    fn build(
+        timeout: Option<Duration>,
+        ca_pem: Option<&str>,
+        guard: Option<&crate::source::sink::guard::Guard>,
+    ) -> Result<Self, DeliverError> {
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
             .redirect(reqwest::redirect::Policy::none())
@@ -129,6 +144,9 @@ impl SinkClient {
         builder = builder
             .timeout(timeout.unwrap_or(DEFAULT_SINK_TIMEOUT))
             .connect_timeout(CONNECT_TIMEOUT);
+        if let Some(guard) = guard {
+            builder = builder.dns_resolver(std::sync::Arc::new(GuardedResolver(guard.clone())));
+        }
         if let Some(pem) = ca_pem {
             let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
                 .map_err(|e| DeliverError::CaCerts(e.to_string()))?;
@@ -155,7 +173,16 @@ impl SinkClient {
     /// The multi-tenant adapter runs a flow per source, and 1,000 clients of their own held
     /// 1,000 idle connections to sinks that are mostly the same few (a Broker's ingress).
     pub fn shared(timeout: Option<Duration>, ca_pem: Option<&str>) -> Result<Self, DeliverError> {
-        let key = (timeout, ca_pem.map(str::to_string));
+        Self::shared_guarded(timeout, ca_pem, None)
+    }
+
+    /// [`SinkClient::shared`], resolving names through `guard` when given (a tenant's sinks).
+    pub fn shared_guarded(
+        timeout: Option<Duration>,
+        ca_pem: Option<&str>,
+        guard: Option<&crate::source::sink::guard::Guard>,
+    ) -> Result<Self, DeliverError> {
+        let key = (timeout, ca_pem.map(str::to_string), guard.cloned());
         let mut clients = shared_clients().lock().unwrap_or_else(|p| p.into_inner());
         // A configuration no flow uses any more (a source deleted, its timeout or CA bundle
         // changed) is dropped here, so the registry holds only what is in use.
@@ -163,7 +190,7 @@ impl SinkClient {
         if let Some(http) = clients.get(&key).and_then(std::sync::Weak::upgrade) {
             return Ok(Self { http, oidc: None });
         }
-        let client = Self::new(timeout, ca_pem)?;
+        let client = Self::build(timeout, ca_pem, guard)?;
         clients.insert(key, std::sync::Arc::downgrade(&client.http));
         Ok(client)
     }
@@ -223,6 +250,38 @@ impl SinkClient {
             status,
             retry_after,
             body,
+        })
+    }
+}
+
+/// Resolves a tenant's sink names, keeping only the addresses [`address_allowed`] allows
+/// (none left: the connection is refused, with why).
+///
+/// [`address_allowed`]: crate::source::sink::guard::address_allowed
+struct GuardedResolver(crate::source::sink::guard::Guard);
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let guard = self.0.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let addrs: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if guard.allows(&host) {
+                return Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs);
+            }
+            let kept: Vec<std::net::SocketAddr> = addrs
+                .into_iter()
+                .filter(|a| crate::source::sink::guard::address_allowed(a.ip()))
+                .collect();
+            if kept.is_empty() {
+                return Err(format!(
+                    "{host} resolves only to loopback, link-local or unspecified addresses, \
+                     where a tenant's sink may not point (--allow-sink-host allows a host)"
+                )
+                .into());
+            }
+            Ok(Box::new(kept.into_iter()) as reqwest::dns::Addrs)
         })
     }
 }

@@ -93,8 +93,10 @@ pub async fn run(
         None => None,
         Some(dest) => Some(
             match sink::resolve_sink(&ctx.client, dest, &id.0, &ctx.cluster_domain).await {
-                Ok(Ok(resolved)) => Ok(resolved.url),
-                Ok(Err(unresolved)) => Err(unresolved.message),
+                Ok(resolution) => match sink::guarded(resolution, &ctx.guard) {
+                    Ok(resolved) => Ok(resolved.url),
+                    Err(unresolved) => Err(unresolved.message),
+                },
                 Err(e) => Err(e.to_string()),
             },
         ),

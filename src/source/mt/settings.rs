@@ -33,6 +33,8 @@ pub struct Shared {
     pub events: EventSettings,
     /// The API server's URL (the `source` of resource and reference events).
     pub api_server_url: String,
+    /// Where a tenant's sink may not point or connect.
+    pub guard: crate::source::sink::guard::Guard,
 }
 
 /// The longest source name kept whole in its checkpoint's names: 253, less the suffix
@@ -79,6 +81,7 @@ pub fn of(source: &ImageStreamSource, shared: &Shared) -> Result<Settings, Strin
         ca_pem: spec.sink.ca_certs.clone(),
         // Per delivery, from the route (its resolved audience).
         oidc: None,
+        sink_guard: Some(shared.guard.clone()),
         sink_timeout,
         namespaces: Vec::new(),
         selector: None,
@@ -156,6 +159,7 @@ mod tests {
         Shared {
             events: EventSettings::new("https://imagegate.dev/schemas/").unwrap(),
             api_server_url: "https://172.30.0.1:443".into(),
+            guard: Default::default(),
         }
     }
 

@@ -371,6 +371,9 @@ impl Adapter {
                 pod,
             ])
             .args(extra)
+            // The tests' sinks listen on this machine's loopback, which a tenant's sink may not
+            // name unless the operator allows it.
+            .args(["--allow-sink-host", "127.0.0.1"])
             .arg("--admin-addr")
             .arg(format!("127.0.0.1:{admin}"))
             .env("KUBECONFIG", &kubeconfig)
@@ -410,6 +413,7 @@ impl Adapter {
         let mut command = Command::new(env!("CARGO_BIN_EXE_imagegate"));
         command
             .args(args)
+            .args(["--allow-sink-host", "127.0.0.1"])
             .arg("--admin-addr")
             .arg(format!("127.0.0.1:{admin}"))
             .env_clear();

@@ -381,3 +381,62 @@ async fn a_broker_with_an_audience_gets_a_token_of_the_adapters_service_account(
         "no event went without its token"
     );
 }
+
+/// A tenant's sink may not lend them the adapter's network position: the cloud's metadata
+/// address, this host's loopback by name, and the API server are refused (`SinkNotAllowed`, the
+/// source not Ready), and nothing is sent there; the operator allows a host by name.
+#[tokio::test]
+async fn a_sink_at_the_metadata_address_loopback_or_the_api_server_is_refused() {
+    let world = World::start().await;
+    let listening = Sink::start().await;
+    let port = listening
+        .url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    world.stream("ds", "nb").await;
+    let cases = [
+        (
+            "metadata",
+            "http://169.254.169.254/latest/meta-data/".to_string(),
+        ),
+        ("loopback-by-name", format!("http://localhost:{port}/")),
+        (
+            "api-server",
+            "https://kubernetes.default.svc/api".to_string(),
+        ),
+    ];
+    for (name, uri) in &cases {
+        world
+            .source("ds", name, json!({"sink": {"uri": uri}}))
+            .await;
+    }
+    let adapter = Adapter::start(&world, &[]);
+    for (name, uri) in &cases {
+        let status = world
+            .wait_ready(&adapter, "ds", name, "False", reason::SINK_NOT_ALLOWED)
+            .await;
+        let (s, r, message) = cond(&status, condition::SINK_PROVIDED).unwrap();
+        assert_eq!(
+            (s.as_str(), r.as_str()),
+            ("False", reason::SINK_NOT_ALLOWED),
+            "{name}"
+        );
+        assert!(
+            message.contains(uri.as_str()) && message.contains("--allow-sink-host"),
+            "{name}: {message}"
+        );
+    }
+    world.change("ds", "nb").await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(listening.received().is_empty(), "nothing reached loopback");
+    drop(adapter);
+
+    // The operator allows `localhost`: that source is served.
+    let allowed = Adapter::start(&world, &["--allow-sink-host", "localhost"]);
+    world
+        .wait_ready(&allowed, "ds", "loopback-by-name", "True", reason::READY)
+        .await;
+}

@@ -30,6 +30,9 @@ impl Adapter {
         command
             .args(["source", "--multi-tenant"])
             .args(extra)
+            // The tests' sinks listen on this machine's loopback, which a tenant's sink may not
+            // name unless the operator allows it.
+            .args(["--allow-sink-host", "127.0.0.1"])
             .arg("--admin-addr")
             .arg(format!("127.0.0.1:{admin}"))
             .env("KUBECONFIG", &emu.kubeconfig)

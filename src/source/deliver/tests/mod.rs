@@ -589,6 +589,7 @@ async fn a_stop_already_given_sends_nothing() {
 
 // ---- pure decisions --------------------------------------------------------------------------
 
+mod guarded;
 mod https;
 mod shared;
 mod spec;

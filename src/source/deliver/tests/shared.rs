@@ -11,7 +11,7 @@ const B: Duration = Duration::from_millis(987_602);
 const C: Duration = Duration::from_millis(987_603);
 
 fn kept(timeout: Duration) -> bool {
-    shared_configurations().contains(&(Some(timeout), None))
+    shared_configurations().contains(&(Some(timeout), None, None))
 }
 
 #[test]
