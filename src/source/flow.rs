@@ -46,6 +46,9 @@ pub struct Route {
     pub dead_letter_sink: Option<reqwest::Url>,
     /// The OIDC tokens the sink takes (None: it has no audience).
     pub auth: Option<Arc<deliver::oidc::Oidc>>,
+    /// Whether the sink's refusal bodies are kept (`knativeerrordata`): not for a tenant's
+    /// raw-URI sink.
+    pub error_bodies: bool,
 }
 
 /// The route of each delivery, read when it starts: None holds deliveries (they wait in the
@@ -94,6 +97,7 @@ pub async fn run(
         sink: settings.sink.clone(),
         dead_letter_sink: settings.delivery.dead_letter_sink.clone(),
         auth: settings.oidc.clone(),
+        error_bodies: true,
     };
     // The sender stays in this frame while the flow runs: the route never changes.
     let (_route, routes) = tokio::sync::watch::channel(Some(route));
@@ -409,9 +413,13 @@ impl Sender {
                 ..settings.delivery.clone()
             })
         };
-        let client = match &route.auth {
-            Some(_) => std::borrow::Cow::Owned(self.sink.with_oidc(route.auth.clone())),
-            None => std::borrow::Cow::Borrowed(&*self.sink),
+        let client = match (&route.auth, route.error_bodies) {
+            (None, true) => std::borrow::Cow::Borrowed(&*self.sink),
+            _ => std::borrow::Cow::Owned(
+                self.sink
+                    .with_oidc(route.auth.clone())
+                    .with_error_bodies(route.error_bodies),
+            ),
         };
         let outcome = deliver::deliver(
             &client,

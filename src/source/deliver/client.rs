@@ -115,6 +115,10 @@ pub struct SinkClient {
     http: std::sync::Arc<reqwest::Client>,
     /// The OIDC tokens sent to this sink, when it has an audience.
     oidc: Option<std::sync::Arc<super::oidc::Oidc>>,
+    /// Whether a refusal's body is kept (for the log and `knativeerrordata`); not for a
+    /// tenant's raw-URI sink, whose answers would otherwise come back to the tenant through the
+    /// dead-letter sink (a read-back of any address the adapter reaches).
+    error_bodies: bool,
 }
 
 impl SinkClient {
@@ -165,6 +169,7 @@ impl SinkClient {
         Ok(Self {
             http: std::sync::Arc::new(http),
             oidc: None,
+            error_bodies: true,
         })
     }
 
@@ -188,7 +193,11 @@ impl SinkClient {
         // changed) is dropped here, so the registry holds only what is in use.
         clients.retain(|_, client| client.strong_count() > 0);
         if let Some(http) = clients.get(&key).and_then(std::sync::Weak::upgrade) {
-            return Ok(Self { http, oidc: None });
+            return Ok(Self {
+                http,
+                oidc: None,
+                error_bodies: true,
+            });
         }
         let client = Self::build(timeout, ca_pem, guard)?;
         clients.insert(key, std::sync::Arc::downgrade(&client.http));
@@ -200,7 +209,14 @@ impl SinkClient {
         Self {
             http: self.http.clone(),
             oidc,
+            error_bodies: self.error_bodies,
         }
+    }
+
+    /// The same client, keeping (`true`) or dropping a refusal's body.
+    pub fn with_error_bodies(mut self, keep: bool) -> Self {
+        self.error_bodies = keep;
+        self
     }
 
     /// Whether both send through one and the same client (connection pool, TLS configuration).
@@ -245,7 +261,11 @@ impl SinkClient {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| parse_retry_after(value, Utc::now()));
-        let body = read_at_most(&mut response, ERROR_BODY_LIMIT).await;
+        let body = if self.error_bodies {
+            read_at_most(&mut response, ERROR_BODY_LIMIT).await
+        } else {
+            Vec::new()
+        };
         Err(SendError::Status {
             status,
             retry_after,

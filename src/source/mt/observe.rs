@@ -50,6 +50,7 @@ pub fn route(
     sink: Option<&str>,
     dead_letter: Option<Result<String, String>>,
     auth: Option<std::sync::Arc<crate::source::deliver::oidc::Oidc>>,
+    raw_uri: bool,
 ) -> Option<Route> {
     let sink = sink?.parse().ok()?;
     let dead_letter_sink = match dead_letter {
@@ -61,6 +62,7 @@ pub fn route(
         sink,
         dead_letter_sink,
         auth,
+        error_bodies: !raw_uri,
     })
 }
 
@@ -126,7 +128,14 @@ pub async fn run(
         uid: source.uid().unwrap_or_default(),
         generation: source.metadata.generation,
         ready: ready(&observed.facts),
-        route: route(sink_url, dead_letter, auth),
+        // A tenant's raw URI may point anywhere the adapter reaches: its answers do not go
+        // back to the tenant through the dead-letter sink.
+        route: route(
+            sink_url,
+            dead_letter,
+            auth,
+            source.spec.sink.r#ref.is_none(),
+        ),
         scope: observed.scope,
         denied: observed.denied,
     })
@@ -138,15 +147,21 @@ mod tests {
 
     #[test]
     fn events_wait_while_the_sink_or_the_dead_letter_sink_does_not_resolve() {
-        let ok = route(Some("http://a.ds.svc/"), None, None).unwrap();
+        let ok = route(Some("http://a.ds.svc/"), None, None, false).unwrap();
         assert_eq!(ok.sink.as_str(), "http://a.ds.svc/");
         assert_eq!(ok.dead_letter_sink, None);
-        assert_eq!(route(None, None, None), None);
+        assert_eq!(route(None, None, None, false), None);
         assert_eq!(
-            route(Some("http://a/"), Some(Err("gone".into())), None),
+            route(Some("http://a/"), Some(Err("gone".into())), None, false),
             None
         );
-        let dl = route(Some("http://a/"), Some(Ok("http://dl/".into())), None).unwrap();
+        let dl = route(
+            Some("http://a/"),
+            Some(Ok("http://dl/".into())),
+            None,
+            false,
+        )
+        .unwrap();
         assert_eq!(dl.dead_letter_sink.unwrap().as_str(), "http://dl/");
     }
 }

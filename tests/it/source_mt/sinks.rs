@@ -440,3 +440,48 @@ async fn a_sink_at_the_metadata_address_loopback_or_the_api_server_is_refused() 
         .wait_ready(&allowed, "ds", "loopback-by-name", "True", reason::READY)
         .await;
 }
+
+/// A tenant's raw-URI sink may be any address the adapter reaches: what it answers does not come
+/// back to the tenant. Its refusal reaches the dead-letter sink with the sink and the status
+/// (`knativeerrordest`, `knativeerrorcode`) and no body (`knativeerrordata` empty).
+#[tokio::test]
+async fn the_answer_of_a_raw_uri_sink_does_not_reach_the_dead_letter_sink() {
+    let world = World::start().await;
+    let target = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target_url = format!("http://{}/", target.local_addr().unwrap());
+    let app = axum::Router::new().fallback(|| async {
+        (
+            axum::http::StatusCode::BAD_REQUEST,
+            "secret-of-the-target: token=hunter2",
+        )
+    });
+    tokio::spawn(async move { axum::serve(target, app).await });
+    let dead = Sink::start().await;
+    world.stream("ds", "nb").await;
+    world.stream("ds", "warm").await;
+    world
+        .source(
+            "ds",
+            "raw",
+            json!({"sink": {"uri": target_url},
+                   "delivery": {"retry": 0, "deadLetterSink": {"uri": dead.url}}}),
+        )
+        .await;
+    let adapter = Adapter::start(&world, &[]);
+    world
+        .wait_ready(&adapter, "ds", "raw", "True", reason::READY)
+        .await;
+    world.change("ds", "nb").await;
+    let letters = dead.wait_accepted(1).await;
+    let ext = |name: &str| super::harness::ext(&letters[0], name);
+    assert_eq!(ext("knativeerrorcode").as_deref(), Some("400"));
+    assert_eq!(
+        ext("knativeerrordest").as_deref(),
+        Some(target_url.as_str())
+    );
+    assert!(
+        ext("knativeerrordata").unwrap_or_default().is_empty(),
+        "the target's answer came back: {:?}",
+        ext("knativeerrordata")
+    );
+}
