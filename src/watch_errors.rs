@@ -134,9 +134,11 @@ impl Refusals {
             Some(ns) => format!(" in namespace {ns:?}"),
             None => String::new(),
         };
+        // The status code only: `/readyz` is served without authentication, and the API
+        // server's message (the identity, the verb, the resource) stays in the log.
         let why = format!(
-            "the API server refuses the {} watch{scope} ({}: {}); retrying with backoff",
-            self.kind, refusal.code, refusal.message
+            "the API server refuses the {} watch{scope} ({}); retrying with backoff",
+            self.kind, refusal.code
         );
         warn!(
             namespace = namespace.unwrap_or_default(),
@@ -231,9 +233,9 @@ mod tests {
         assert_eq!(
             health.reason().as_deref(),
             Some(
-                "the API server refuses the CustomRun watch in namespace \"a\" (403: refused \
-                 with 403); retrying with backoff; the API server refuses the CustomRun watch in \
-                 namespace \"b\" (403: refused with 403); retrying with backoff"
+                "the API server refuses the CustomRun watch in namespace \"a\" (403); retrying \
+                 with backoff; the API server refuses the CustomRun watch in namespace \"b\" \
+                 (403); retrying with backoff"
             )
         );
         refusals.recovered(Some("a"));

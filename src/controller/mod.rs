@@ -263,9 +263,13 @@ async fn ready_once_listed(scopes: Vec<(Option<String>, Api<CustomRun>)>, health
         let listed = list
             .retry(backoff)
             .notify(|e, _| {
+                // `/readyz` names the failure, never the API server's message (the log has it).
+                let code = crate::api::status_code(e)
+                    .map_or("no answer".to_string(), |c| c.to_string());
+                tracing::warn!(namespace = namespace.as_deref().unwrap_or(""), error = %e, "cannot list CustomRuns; retrying");
                 let reason = match namespace {
-                    None => format!("cannot list CustomRuns: {e}"),
-                    Some(ns) => format!("cannot list CustomRuns in namespace {ns:?}: {e}"),
+                    None => format!("cannot list CustomRuns ({code})"),
+                    Some(ns) => format!("cannot list CustomRuns in namespace {ns:?} ({code})"),
                 };
                 health.set_not_ready(reason)
             })

@@ -43,6 +43,18 @@ impl FailureKind {
     }
 
     /// What the operator must do, for the log and `/readyz`.
+    /// What kind of refusal it was, for `/readyz` (which never repeats the API server's own
+    /// message: the log has it).
+    pub fn describe(self) -> &'static str {
+        match self {
+            FailureKind::Forbidden => "403 Forbidden",
+            FailureKind::NamespaceMissing => "404: no such namespace",
+            FailureKind::TooLarge => "an entry too large for a ConfigMap",
+            FailureKind::Invalid => "the object was refused",
+            FailureKind::Unavailable => "the API server is unavailable",
+        }
+    }
+
     pub fn remedy(self, namespace: &str) -> String {
         match self {
             FailureKind::Forbidden => format!(
@@ -174,9 +186,11 @@ impl Persistence {
     /// Why the source is not ready because of its checkpoint (None: it is fine).
     pub fn not_ready(&self, namespace: &str) -> Option<String> {
         match (&self.last_error, self.complete, self.failing()) {
-            (Some((kind, error)), _, true) => Some(format!(
-                "checkpoint writes are failing ({} flushes in a row): {error}; {}",
+            (Some((kind, _)), _, true) => Some(format!(
+                "checkpoint writes are failing ({} flushes in a row): {}; {} (the log has the API \
+                 server's answer)",
                 self.failed_in_a_row,
+                kind.describe(),
                 kind.remedy(namespace)
             )),
             (_, false, _) => Some(format!(
