@@ -5,7 +5,9 @@
 //! (so every replica serves the same one), and writes the CA into its ClusterInterceptor's
 //! `spec.clientConfig.caBundle`. Nothing else reads the Secret; the CA signs this certificate
 //! only. A certificate within [`RENEW_BEFORE`] of its end is replaced, at start and by the
-//! running process (checked hourly): [`Resolver`] serves the newest.
+//! running process (checked hourly): [`Resolver`] serves the newest, and the bundle keeps the
+//! previous CA beside the new one ([`bundle`]), so a replica that still serves the old
+//! certificate until its next check stays trusted.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -93,6 +95,20 @@ pub fn fresh(m: &Material, names: &[String], now: Timestamp) -> bool {
     m.names == names && now.checked_add(RENEW_BEFORE).is_ok_and(|t| t < m.not_after)
 }
 
+/// The CA bundle of a renewal: the new CA, then the first certificate of the old bundle (the
+/// CA the replaced certificate was signed by; older ones are dropped).
+pub fn bundle(new_ca: &str, old_bundle: &str) -> String {
+    const END: &str = "-----END CERTIFICATE-----";
+    let old_first = match old_bundle.find(END) {
+        Some(i) => old_bundle[..i + END.len()].trim(),
+        None => return new_ca.to_string(),
+    };
+    if old_first == new_ca.trim() {
+        return new_ca.to_string();
+    }
+    format!("{}\n{old_first}\n", new_ca.trim_end())
+}
+
 fn to_secret(m: &Material, name: &str, resource_version: Option<String>) -> Secret {
     let data = [("ca.crt", &m.ca), ("tls.crt", &m.cert), ("tls.key", &m.key)]
         .into_iter()
@@ -159,7 +175,13 @@ pub async fn ensure(
         {
             return Ok(m);
         }
-        let m = issue(names, now)?;
+        let mut m = issue(names, now)?;
+        // A renewal keeps the old CA in the bundle beside the new one: a replica still serving
+        // the old certificate (until its hourly check) stays trusted by an EventListener that
+        // loads the new bundle.
+        if let Some(old) = current.as_ref().and_then(from_secret) {
+            m.ca = bundle(&m.ca, &old.ca);
+        }
         let written = match current {
             None => {
                 api.create(&PostParams::default(), &to_secret(&m, name, None))
@@ -274,6 +296,58 @@ mod tests {
         );
         assert_eq!(from_secret(&to_secret(&m, "s", None)), Some(m.clone()));
         Resolver::new(&m).unwrap();
+    }
+
+    #[test]
+    fn a_renewals_bundle_trusts_the_old_and_the_new_certificate() {
+        let now = Timestamp::now();
+        let old = issue(&names(), now).unwrap();
+        let new = issue(&names(), now).unwrap();
+        let b = bundle(&new.ca, &old.ca);
+        assert_eq!(
+            CertificateDer::pem_slice_iter(b.as_bytes()).count(),
+            2,
+            "{b}"
+        );
+        // Renewed again: the bundle keeps the newest and the one before, not every CA.
+        let newer = issue(&names(), now).unwrap();
+        let b2 = bundle(&newer.ca, &b);
+        let certs: Vec<_> = CertificateDer::pem_slice_iter(b2.as_bytes())
+            .map(Result::unwrap)
+            .collect();
+        let first = |pem: &str| {
+            CertificateDer::pem_slice_iter(pem.as_bytes())
+                .next()
+                .unwrap()
+                .unwrap()
+        };
+        assert_eq!(certs, vec![first(&newer.ca), first(&new.ca)]);
+        assert_eq!(
+            bundle(&new.ca, &new.ca),
+            new.ca,
+            "the same CA is not doubled"
+        );
+        // Both leaves verify against the bundle.
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(b.as_bytes()) {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .unwrap();
+        let at = rustls::pki_types::UnixTime::since_unix_epoch(Duration::from_secs(
+            now.as_second() as u64 + 60,
+        ));
+        let name = rustls::pki_types::ServerName::try_from(names()[0].clone()).unwrap();
+        for m in [&old, &new] {
+            let leaf = first(&m.cert);
+            verifier
+                .verify_server_cert(&leaf, &[], &name, &[], at)
+                .expect("old and new certificates are trusted during the overlap");
+        }
     }
 
     #[test]
