@@ -358,6 +358,7 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
                     crate::source::sink::resolve::DEFAULT_CLUSTER_DOMAIN.to_owned()
                 }),
             },
+            checkpoint_namespace: args.checkpoint_namespace.clone(),
         },
         identity: args.oidc_service_account.as_deref().map(|sa| {
             crate::source::deliver::oidc::Identity::new(

@@ -149,6 +149,7 @@ pub fn imagestreamsource(data: &[u8]) -> bool {
             .expect("the default schema base"),
         api_server_url: "https://api.example:6443".into(),
         guard: Default::default(),
+        checkpoint_namespace: "imagegate-system".into(),
     };
     let settings = crate::source::mt::settings::of(source, &shared).is_ok();
     let namespace = source.metadata.namespace.as_deref().unwrap_or("ns");

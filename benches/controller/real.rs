@@ -113,9 +113,11 @@ pub async fn run(runs_n: usize, paced_n: usize) {
     }
     cluster.kubectl(&["create", "namespace", "bench"]);
     cluster.kubectl(&["create", "namespace", "floor"]);
-    // The runs' account `default` may promote, as tekton/ grants its pipeline's account.
+    // The runs' account `default` may promote, as tekton/ grants its pipeline's account, and
+    // the namespace is opted in to the controller's writes (tekton/330).
     for ns in ["bench", "floor"] {
         cluster.kubectl(&["create", "serviceaccount", "default", "-n", ns]);
+        cluster.kubectl(&["apply", "-n", ns, "-f", "tekton/330-controller-rbac.yaml"]);
         cluster.kubectl(&[
             "create",
             "rolebinding",

@@ -93,6 +93,9 @@ pub enum Error {
 impl Error {
     /// A fixed label for metrics (never the error's text).
     pub fn kind(&self) -> &'static str {
+        if self.not_onboarded() {
+            return "not_onboarded";
+        }
         match self {
             Error::ReadSpec { .. } => "read_spec",
             Error::Authorize { .. } => "authorize",
@@ -103,6 +106,20 @@ impl Error {
             Error::Contended { .. } => "contended",
             Error::NotYet { .. } => "not_yet",
             Error::WriteStatus { .. } => "write_status",
+        }
+    }
+}
+
+impl Error {
+    /// Whether this is the API server refusing (403) one of the writes a run needs: config/
+    /// grants the controller no write in any namespace, tekton/330-controller-rbac.yaml opts one
+    /// in (F-6), so a run in a namespace that did not opt in ends here.
+    pub fn not_onboarded(&self) -> bool {
+        match self {
+            Error::WriteStatus { source, .. } | Error::PatchImageStream { source, .. } => {
+                crate::api::status_code(source) == Some(403)
+            }
+            _ => false,
         }
     }
 }
@@ -137,6 +154,17 @@ pub fn error_policy(run: Arc<CustomRun>, error: &Error, ctx: Arc<Context>) -> Ac
         let left = deadline.as_second() - (ctx.clock)().as_second();
         delay = delay.min(Duration::from_secs(left.max(0) as u64 + 1));
     }
+    if error.not_onboarded() {
+        warn!(
+            namespace = %run.namespace().unwrap_or_default(),
+            customrun = %run.name_any(),
+            error = %error,
+            retry_in = ?delay,
+            "this namespace has not opted in to imagegate: the controller may not write here until \
+             the platform applies tekton/ (its 330-controller-rbac.yaml) in it; retrying"
+        );
+        return Action::requeue(delay);
+    }
     warn!(
         namespace = %run.namespace().unwrap_or_default(),
         customrun = %run.name_any(),
@@ -159,6 +187,39 @@ pub fn retry_delay(failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn api(code: u16) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure("refused", "Forbidden")
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn a_refused_write_names_the_namespace_not_onboarded_and_other_errors_keep_their_kind() {
+        let status = |code| Error::WriteStatus {
+            name: "r".into(),
+            source: api(code),
+        };
+        let patch = |code| Error::PatchImageStream {
+            name: "nb".into(),
+            source: api(code),
+        };
+        assert_eq!(status(403).kind(), "not_onboarded");
+        assert_eq!(patch(403).kind(), "not_onboarded");
+        assert_eq!(status(409).kind(), "write_status");
+        assert_eq!(patch(500).kind(), "patch_imagestream");
+        let read = Error::ReadImageStream {
+            name: "nb".into(),
+            source: api(403),
+        };
+        assert_eq!(
+            read.kind(),
+            "read_imagestream",
+            "a refused read is not about onboarding"
+        );
+    }
 
     #[test]
     fn the_retry_delay_doubles_from_half_a_second_up_to_a_minute() {

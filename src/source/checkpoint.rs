@@ -84,11 +84,16 @@ const LABELS: [(&str, &str); 2] = [
     ("app.kubernetes.io/component", "source-checkpoint"),
 ];
 
-/// The ImageStreamSource a checkpoint belongs to, in the multi-tenant adapter: its ConfigMaps
-/// carry [`OWNER_LABEL`] and [`MANAGED_BY`] and an ownerReference to it, so that they are
-/// found (and deleted) per source, and deleted with the source by the garbage collector.
+/// The ImageStreamSource a checkpoint belongs to, in the multi-tenant adapter. Its ConfigMaps
+/// live in the adapter's own namespace, never the tenant's (a tenant cannot make or edit them,
+/// and the adapter needs no ConfigMap right outside its namespace, F-6, F-9); they carry
+/// [`MANAGED_BY`], the component `imagestreamsource-checkpoint` (so the single source's list
+/// never reads them) and the source's namespace, name and uid, so that they are found per source
+/// and deleted when it goes (no ownerReference: an owner must be in the dependent's namespace).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointOwner {
+    /// The source's namespace.
+    pub namespace: String,
     /// The source's name.
     pub name: String,
     /// The source's uid.
@@ -97,42 +102,37 @@ pub struct CheckpointOwner {
 
 /// The label naming the ImageStreamSource a checkpoint ConfigMap belongs to.
 pub const OWNER_LABEL: &str = "sources.imagegate.dev/imagestreamsource";
+/// The label naming that source's namespace.
+pub const OWNER_NAMESPACE_LABEL: &str = "sources.imagegate.dev/namespace";
+/// The label with that source's uid (a source deleted and made again has a new one).
+pub const OWNER_UID_LABEL: &str = "sources.imagegate.dev/uid";
 /// `app.kubernetes.io/managed-by: imagegate`, on the ConfigMaps of an owned checkpoint.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "imagegate");
+/// The component label of an owned checkpoint's ConfigMaps.
+pub const OWNED_COMPONENT: &str = "imagestreamsource-checkpoint";
 
 impl CheckpointOwner {
-    /// The labels of the ConfigMaps of a checkpoint owned by `owner` (None: the single source's).
+    /// The labels that select the ConfigMaps of a checkpoint owned by `owner` (None: the single
+    /// source's).
     pub fn labels(owner: Option<&CheckpointOwner>) -> BTreeMap<String, String> {
         let mut labels: BTreeMap<String, String> = LABELS
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         if let Some(owner) = owner {
+            labels.insert(LABELS[1].0.into(), OWNED_COMPONENT.into());
             labels.insert(MANAGED_BY.0.into(), MANAGED_BY.1.into());
+            labels.insert(OWNER_NAMESPACE_LABEL.into(), owner.namespace.clone());
             labels.insert(OWNER_LABEL.into(), fit::owner_label(&owner.name));
         }
         labels
-    }
-
-    /// The `ownerReferences` of the ConfigMaps of a checkpoint owned by `owner`.
-    pub fn references(owner: Option<&CheckpointOwner>) -> serde_json::Value {
-        match owner {
-            None => serde_json::Value::Null,
-            Some(o) => serde_json::json!([{
-                "apiVersion": "sources.imagegate.dev/v1alpha1",
-                "kind": "ImageStreamSource",
-                "name": o.name,
-                "uid": o.uid,
-                "controller": true,
-            }]),
-        }
     }
 }
 
 /// Where the checkpoint lives and how often it is written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointConfig {
-    /// The source's own namespace.
+    /// The namespace of its ConfigMaps: the program's own (`POD_NAMESPACE`).
     pub namespace: String,
     /// The ConfigMaps' name prefix (`imagegate-source-checkpoint`).
     pub prefix: String,
@@ -300,7 +300,7 @@ impl Checkpoint {
     }
 
     /// [`Checkpoint::load`] of the checkpoint `owner` owns (None: the single source's): only
-    /// its ConfigMaps are read, and those it writes carry its labels and ownerReference.
+    /// its ConfigMaps are read, and those it writes carry its labels.
     pub async fn load_owned(
         client: kube::Client,
         cfg: CheckpointConfig,
@@ -380,18 +380,18 @@ impl Checkpoint {
         CheckpointOwner::labels(self.owner.as_ref())
     }
 
-    /// The metadata every ConfigMap this checkpoint creates carries: its name, namespace,
-    /// labels and (when owned) ownerReferences.
+    /// The metadata every ConfigMap this checkpoint creates carries: its name, namespace and
+    /// labels (when owned, the owner's uid too).
     fn metadata(&self, name: &str) -> serde_json::Value {
-        let mut meta = serde_json::json!({
+        let mut labels = self.labels();
+        if let Some(owner) = &self.owner {
+            labels.insert(OWNER_UID_LABEL.into(), owner.uid.clone());
+        }
+        serde_json::json!({
             "name": name,
             "namespace": self.cfg.namespace,
-            "labels": self.labels(),
-        });
-        if self.owner.is_some() {
-            meta["ownerReferences"] = CheckpointOwner::references(self.owner.as_ref());
-        }
-        meta
+            "labels": labels,
+        })
     }
 
     fn layout(&self) -> MutexGuard<'_, Layout> {

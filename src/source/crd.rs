@@ -6,7 +6,7 @@
 //! `sinkUri` and `ceAttributes`.
 //!
 //! As with the ImagePromotion CRD, the Rust types are the source of the CRD: `imagegate crds`
-//! prints [`crd_yaml`], committed as `config/301-imagestreamsource-crd.yaml`, and
+//! prints [`crd_yaml`], committed as `config/multi-tenant/300-imagestreamsource-crd.yaml`, and
 //! `tests/it/crd_drift.rs` fails when the two differ. [`crd`] adds what the derive cannot: the
 //! source duck labels and the `registry.knative.dev/eventTypes` annotation ([`registry`]). The
 //! `///` docs become what `kubectl explain` shows, so they are written for the teams that write

@@ -15,7 +15,8 @@ use kube::api::{Api, PostParams};
 use serde_json::json;
 
 /// `config/` with the component `config/namespaced/`, built by `kubectl kustomize` as a user's
-/// overlay builds it, for the watched namespace `namespace` instead of `notebooks`.
+/// overlay builds it, for the watched namespace `namespace` instead of `notebooks`, which
+/// tekton/330 opts in.
 fn namespaced_install(namespace: &str) -> Policy {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
@@ -48,6 +49,11 @@ fn namespaced_install(namespace: &str) -> Policy {
         .replace("--namespace=notebooks", &format!("--namespace={namespace}"));
     let mut policy = Policy::default();
     policy.add("kubectl kustomize my-install", &built);
+    // The namespace opted in, as `kubectl apply -k tekton/` there does.
+    policy.add(
+        "tekton/330-controller-rbac.yaml",
+        &rbac::onboarding(namespace),
+    );
     policy
 }
 

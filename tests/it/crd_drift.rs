@@ -4,7 +4,7 @@
 //!
 //! To regenerate the manifests after changing the types:
 //! `cargo run -- crds imagepromotions > config/300-imagepromotion-crd.yaml`,
-//! `cargo run -- crds imagestreamsources > config/301-imagestreamsource-crd.yaml`, or
+//! `cargo run -- crds imagestreamsources > config/multi-tenant/300-imagestreamsource-crd.yaml`, or
 //! `IMAGEGATE_UPDATE_CRDS=1 cargo test --test it crd_drift`.
 
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ use kube::{CustomResourceExt, Resource};
 use serde_json::json;
 
 const COMMITTED: &str = "config/300-imagepromotion-crd.yaml";
-const COMMITTED_SOURCE: &str = "config/301-imagestreamsource-crd.yaml";
+const COMMITTED_SOURCE: &str = "config/multi-tenant/300-imagestreamsource-crd.yaml";
 
 fn committed_path(file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file)

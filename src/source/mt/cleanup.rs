@@ -1,8 +1,8 @@
 //! The checkpoints of sources that are gone: deleted when the adapter sees a source deleted
 //! (after its pipeline stopped, so that its last flush cannot re-create them), and swept at
 //! start for the sources deleted while no adapter ran, or deleted and created again under the
-//! same name (their ownerReference names the old uid). On a cluster the garbage collector
-//! deletes them too, through their ownerReference; the adapter does not rely on it.
+//! same name (their uid label names the old uid). Every checkpoint is in the adapter's own
+//! namespace ([`crate::source::checkpoint::CheckpointOwner`]), so both look only there.
 
 use std::collections::BTreeMap;
 
@@ -13,15 +13,15 @@ use tracing::info;
 
 use super::index::SourceId;
 use crate::source::checkpoint::fit::owner_label;
-use crate::source::checkpoint::{MANAGED_BY, OWNER_LABEL};
+use crate::source::checkpoint::{MANAGED_BY, OWNER_LABEL, OWNER_NAMESPACE_LABEL, OWNER_UID_LABEL};
 
-/// Whether a checkpoint ConfigMap in `namespace`, labelled for the source `owner` (its name,
-/// fit to a label value) and owned by `owner_uids`, belongs to no source of `sources`
-/// (namespace and name to uid).
+/// Whether a checkpoint ConfigMap labelled for the source `owner` (its name, fit to a label
+/// value) of `namespace`, with the uid `owner_uid` (None: unlabelled), belongs to no source of
+/// `sources` (namespace and name to uid).
 pub fn orphaned(
     namespace: &str,
     owner: &str,
-    owner_uids: &[String],
+    owner_uid: Option<&str>,
     sources: &BTreeMap<SourceId, String>,
 ) -> bool {
     let mut same = sources
@@ -31,22 +31,29 @@ pub fn orphaned(
     if same.peek().is_none() {
         return true;
     }
-    !owner_uids.is_empty() && !same.any(|(_, uid)| owner_uids.contains(uid))
+    owner_uid.is_some_and(|uid| !same.any(|(_, u)| u == uid))
 }
 
-fn selector(source: Option<&str>) -> String {
+fn selector(source: Option<&SourceId>) -> String {
     let owner = match source {
-        Some(name) => format!("{OWNER_LABEL}={}", owner_label(name)),
+        Some((ns, name)) => format!(
+            "{OWNER_NAMESPACE_LABEL}={ns},{OWNER_LABEL}={}",
+            owner_label(name)
+        ),
         None => OWNER_LABEL.to_owned(),
     };
     format!("{}={},{owner}", MANAGED_BY.0, MANAGED_BY.1)
 }
 
-/// Deletes the checkpoint ConfigMaps of the source `id`.
-pub async fn delete(client: &kube::Client, id: &SourceId) -> Result<usize, kube::Error> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &id.0);
+/// Deletes the checkpoint ConfigMaps, in `namespace` (the adapter's), of the source `id`.
+pub async fn delete(
+    client: &kube::Client,
+    namespace: &str,
+    id: &SourceId,
+) -> Result<usize, kube::Error> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let found = api
-        .list(&ListParams::default().labels(&selector(Some(&id.1))))
+        .list(&ListParams::default().labels(&selector(Some(id))))
         .await?;
     let mut deleted = 0;
     for cm in found.items {
@@ -59,28 +66,26 @@ pub async fn delete(client: &kube::Client, id: &SourceId) -> Result<usize, kube:
     Ok(deleted)
 }
 
-/// Deletes every checkpoint ConfigMap, cluster-wide, of a source not in `sources`.
+/// Deletes every checkpoint ConfigMap in `namespace` (the adapter's) of a source not in
+/// `sources`.
 pub async fn sweep(
     client: &kube::Client,
+    namespace: &str,
     sources: &BTreeMap<SourceId, String>,
 ) -> Result<usize, kube::Error> {
-    let all: Api<ConfigMap> = Api::all(client.clone());
-    let found = all
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let found = api
         .list(&ListParams::default().labels(&selector(None)))
         .await?;
     let mut deleted = 0;
     for cm in found.items {
-        let namespace = cm.namespace().unwrap_or_default();
-        let owner = cm.labels().get(OWNER_LABEL).cloned().unwrap_or_default();
-        let uids: Vec<String> = cm
-            .owner_references()
-            .iter()
-            .map(|o| o.uid.clone())
-            .collect();
-        if orphaned(&namespace, &owner, &uids, sources) {
-            let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+        let label = |k: &str| cm.labels().get(k).cloned();
+        let source_ns = label(OWNER_NAMESPACE_LABEL).unwrap_or_default();
+        let owner = label(OWNER_LABEL).unwrap_or_default();
+        let uid = label(OWNER_UID_LABEL);
+        if orphaned(&source_ns, &owner, uid.as_deref(), sources) {
             gone_ok(api.delete(&cm.name_any(), &DeleteParams::default()).await)?;
-            info!(namespace = %namespace, source = %owner, configmap = %cm.name_any(), "orphaned checkpoint ConfigMap deleted");
+            info!(namespace = %source_ns, source = %owner, configmap = %cm.name_any(), "orphaned checkpoint ConfigMap deleted");
             deleted += 1;
         }
     }
@@ -103,30 +108,27 @@ mod tests {
     fn a_checkpoint_is_orphaned_when_its_source_is_gone_or_was_created_again() {
         let sources: BTreeMap<SourceId, String> =
             [(("ds".to_string(), "team-a".to_string()), "u2".to_string())].into();
-        assert!(!orphaned("ds", "team-a", &["u2".into()], &sources));
+        assert!(!orphaned("ds", "team-a", Some("u2"), &sources));
         assert!(
-            !orphaned("ds", "team-a", &[], &sources),
-            "no owner to compare"
+            !orphaned("ds", "team-a", None, &sources),
+            "no uid to compare"
         );
         assert!(
-            orphaned("ds", "team-a", &["u1".into()], &sources),
+            orphaned("ds", "team-a", Some("u1"), &sources),
             "an older source's"
         );
-        assert!(orphaned("ml", "team-a", &["u2".into()], &sources));
-        assert!(orphaned("ds", "team-b", &[], &sources));
+        assert!(orphaned("ml", "team-a", Some("u2"), &sources));
+        assert!(orphaned("ds", "team-b", None, &sources));
         let long = "t".repeat(200);
         let sources: BTreeMap<SourceId, String> =
             [(("ds".to_string(), long.clone()), "u3".to_string())].into();
-        assert!(!orphaned(
-            "ds",
-            &owner_label(&long),
-            &["u3".into()],
-            &sources
-        ));
-        assert!(selector(Some(&long)).ends_with(&owner_label(&long)));
+        assert!(!orphaned("ds", &owner_label(&long), Some("u3"), &sources));
+        let id = ("ds".to_string(), long.clone());
+        assert!(selector(Some(&id)).ends_with(&owner_label(&long)));
         assert_eq!(
-            selector(Some("team-a")),
-            "app.kubernetes.io/managed-by=imagegate,sources.imagegate.dev/imagestreamsource=team-a"
+            selector(Some(&("ds".into(), "team-a".into()))),
+            "app.kubernetes.io/managed-by=imagegate,sources.imagegate.dev/namespace=ds,\
+             sources.imagegate.dev/imagestreamsource=team-a"
         );
     }
 }

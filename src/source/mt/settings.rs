@@ -35,18 +35,21 @@ pub struct Shared {
     pub api_server_url: String,
     /// Where a tenant's sink may not point or connect.
     pub guard: crate::source::sink::guard::Guard,
+    /// The adapter's own namespace (`POD_NAMESPACE`), where every source's checkpoint lives.
+    pub checkpoint_namespace: String,
 }
 
-/// The longest source name kept whole in its checkpoint's names: 253, less the suffix
+/// The longest `<namespace>.<name>` kept whole in a checkpoint's names: 253, less the suffix
 /// `-imagegate-checkpoint` (21) and the longest shard suffix, `-h` and 40 bits (42).
 pub const NAME_IN_PREFIX_MAX: usize = 253 - 21 - 42;
 
-/// The name prefix of `source_name`'s checkpoint ConfigMaps, in its namespace (a long name
-/// cut, with a hash of the whole: [`fit`]).
-pub fn checkpoint_prefix(source_name: &str) -> String {
+/// The name prefix of the checkpoint ConfigMaps of the source `namespace/name`, in the
+/// adapter's namespace: `<namespace>.<name>-imagegate-checkpoint` (a namespace holds no `.`,
+/// so no two sources share it; a long name is cut, with a hash of the whole: [`fit`]).
+pub fn checkpoint_prefix(namespace: &str, name: &str) -> String {
     format!(
         "{}-imagegate-checkpoint",
-        fit(source_name, NAME_IN_PREFIX_MAX)
+        fit(&format!("{namespace}.{name}"), NAME_IN_PREFIX_MAX)
     )
 }
 
@@ -109,8 +112,8 @@ pub fn of(source: &ImageStreamSource, shared: &Shared) -> Result<Settings, Strin
         emit_existing: spec.emit_existing,
         admin_addr: ([127, 0, 0, 1], 0).into(),
         checkpoint: CheckpointConfig {
-            namespace,
-            prefix: checkpoint_prefix(&source.name_any()),
+            namespace: shared.checkpoint_namespace.clone(),
+            prefix: checkpoint_prefix(&namespace, &source.name_any()),
             flush_interval: FLUSH_INTERVAL,
             write_budget: DEFAULT_WRITE_BUDGET,
         },
@@ -124,6 +127,7 @@ pub fn of(source: &ImageStreamSource, shared: &Shared) -> Result<Settings, Strin
 /// The owner of `source`'s checkpoint.
 pub fn owner(source: &ImageStreamSource) -> CheckpointOwner {
     CheckpointOwner {
+        namespace: source.namespace().unwrap_or_default(),
         name: source.name_any(),
         uid: source.uid().unwrap_or_default(),
     }
@@ -160,6 +164,7 @@ mod tests {
             events: EventSettings::new("https://imagegate.dev/schemas/").unwrap(),
             api_server_url: "https://172.30.0.1:443".into(),
             guard: Default::default(),
+            checkpoint_namespace: "imagegate-system".into(),
         }
     }
 
@@ -185,8 +190,11 @@ mod tests {
             ..Default::default()
         };
         let s = of(&source(spec), &shared()).unwrap();
-        assert_eq!(s.checkpoint.namespace, "ds");
-        assert_eq!(s.checkpoint.prefix, "team-a-imagegate-checkpoint");
+        assert_eq!(
+            s.checkpoint.namespace, "imagegate-system",
+            "the adapter's, not the tenant's"
+        );
+        assert_eq!(s.checkpoint.prefix, "ds.team-a-imagegate-checkpoint");
         assert_eq!(s.delivery.retry, Some(2));
         assert_eq!(s.delivery.backoff_policy, BackoffPolicy::Linear);
         assert_eq!(s.delivery.backoff_delay, Duration::from_secs(1));
@@ -198,13 +206,16 @@ mod tests {
 
     #[test]
     fn a_long_name_gives_checkpoint_names_within_the_limit() {
-        assert_eq!(checkpoint_prefix("team-a"), "team-a-imagegate-checkpoint");
-        let long = "t".repeat(253);
-        let shard = format!("{}-h{}", checkpoint_prefix(&long), "0".repeat(40));
+        assert_eq!(
+            checkpoint_prefix("ds", "team-a"),
+            "ds.team-a-imagegate-checkpoint"
+        );
+        let (ns, long) = ("n".repeat(63), "t".repeat(253));
+        let shard = format!("{}-h{}", checkpoint_prefix(&ns, &long), "0".repeat(40));
         assert_eq!(shard.len(), 253);
         assert_ne!(
-            checkpoint_prefix(&long),
-            checkpoint_prefix(&"t".repeat(252))
+            checkpoint_prefix(&ns, &long),
+            checkpoint_prefix(&ns, &"t".repeat(252))
         );
     }
 

@@ -267,7 +267,8 @@ impl Supervisor {
             .iter()
             .map(|(id, s)| (id.clone(), s.uid().unwrap_or_default()))
             .collect();
-        if let Err(e) = super::cleanup::sweep(&self.ctx.client, &uids).await {
+        let namespace = &self.shared.checkpoint_namespace;
+        if let Err(e) = super::cleanup::sweep(&self.ctx.client, namespace, &uids).await {
             warn!(error = %e, "sweeping the checkpoints of deleted sources failed; they stay");
         }
     }

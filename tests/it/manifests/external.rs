@@ -14,7 +14,14 @@ use super::ROOT;
 use super::model::Manifests;
 
 /// The directories `kubectl kustomize` must build.
-const KUSTOMIZE_DIRS: [&str; 4] = ["config", "config/monitoring", "tekton", NAMESPACED_OVERLAY];
+const KUSTOMIZE_DIRS: [&str; 6] = [
+    "config",
+    "config/monitoring",
+    "config/multi-tenant",
+    "config/triggers",
+    "tekton",
+    NAMESPACED_OVERLAY,
+];
 
 /// A user's overlay of the namespace-scoped install, written next to `config/` as
 /// `config/namespaced/kustomization.yaml` says (the component cannot be built on its own).

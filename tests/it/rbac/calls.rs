@@ -194,3 +194,67 @@ async fn the_shipped_promoter_role_lets_the_pipelines_account_promote_and_no_oth
         );
     }
 }
+
+/// F-6: `config/` alone lets the controller write in no namespace; `tekton/330` opts one in, and
+/// only that one. Each write the controller makes for a run (its status, the served tag, an
+/// Event) is denied in `openshift` (whose builder images it must never touch) and in a
+/// namespace before it is onboarded, and allowed in it after. Its reads stay cluster-wide.
+#[test]
+fn the_controller_writes_only_in_namespaces_that_opted_in() {
+    let writes = |ns: &str| {
+        [
+            (
+                "PUT",
+                format!("/apis/tekton.dev/v1beta1/namespaces/{ns}/customruns/r/status"),
+            ),
+            (
+                "PATCH",
+                format!("/apis/image.openshift.io/v1/namespaces/{ns}/imagestreams/nb"),
+            ),
+            (
+                "POST",
+                format!("/apis/events.k8s.io/v1/namespaces/{ns}/events"),
+            ),
+            (
+                "PATCH",
+                format!("/apis/events.k8s.io/v1/namespaces/{ns}/events/r.1"),
+            ),
+        ]
+        .map(|(method, path)| call(method, &path))
+    };
+    let denied = |policy: &Policy, records: &[RequestRecord]| {
+        rbac::audit(policy, records, CONTROLLER_SA, CONTROLLER_SA)
+            .denied
+            .len()
+    };
+    let shipped = Policy::installed(&[]);
+    let onboarded = Policy::installed(&["ds"]);
+    for ns in ["ds", "openshift"] {
+        assert_eq!(
+            denied(&shipped, &writes(ns)),
+            4,
+            "config/ alone writes in {ns}"
+        );
+    }
+    assert_eq!(
+        denied(&onboarded, &writes("ds")),
+        0,
+        "tekton/330 opts ds in"
+    );
+    assert_eq!(
+        denied(&onboarded, &writes("openshift")),
+        4,
+        "and no other namespace"
+    );
+    let reads = [
+        call(
+            "GET",
+            "/apis/image.openshift.io/v1/namespaces/openshift/imagestreams/python",
+        ),
+        call(
+            "GET",
+            "/apis/imagegate.dev/v1alpha1/namespaces/openshift/imagepromotions",
+        ),
+    ];
+    assert_eq!(denied(&shipped, &reads), 0, "reads stay cluster-wide");
+}

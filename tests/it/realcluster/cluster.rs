@@ -240,6 +240,13 @@ impl ControlPlane {
         self.customrun_crd();
     }
 
+    /// Opts `ns` in, as `kubectl apply -k tekton/` does with its 330: the controller may write
+    /// there.
+    pub fn onboard(&self, ns: &str) {
+        let (ok, out) = self.apply_text(&crate::support::rbac::onboarding(ns));
+        assert!(ok, "{out}");
+    }
+
     /// The namespace-scoped install: `config/` with the component `config/namespaced/`, from an
     /// overlay written as that component's comment says to write one, after the namespace
     /// `notebooks` its RoleBindings go to; and Tekton's CustomRun CRD, established.

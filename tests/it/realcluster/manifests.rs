@@ -13,10 +13,15 @@ fn config_tekton_and_their_crds_apply_to_a_real_api_server() {
     );
     cp.ok(&["apply", "--server-side", "-k", "config/"]);
     cp.established("imagepromotions.imagegate.dev");
-    assert!(
-        cp.ok(&["get", "deployments", "-n", "imagegate-system", "-o", "name"])
-            .contains("imagegate-source")
+    let deployments = || cp.ok(&["get", "deployments", "-n", "imagegate-system", "-o", "name"]);
+    assert_eq!(
+        deployments(),
+        "deployment.apps/imagegate-controller\ndeployment.apps/imagegate-source\n",
+        "config/ alone: no multi-tenant adapter"
     );
+    // The multi-tenant adapter is an overlay a platform opts into.
+    cp.ok(&["apply", "--server-side", "-k", "config/multi-tenant/"]);
+    assert!(deployments().contains("imagegate-source-multi-tenant"));
 
     // Tekton's and Triggers' released CRDs (from Go's module cache), then tekton/ itself,
     // validated by the server against them (strict field validation: an unknown field is an error).
@@ -74,7 +79,7 @@ fn config_tekton_and_their_crds_apply_to_a_real_api_server() {
     );
     assert!(ok, "{out}");
 
-    // The ImageStreamSource CRD (config/301): served, its schema held, its status a subresource.
+    // The ImageStreamSource CRD (config/multi-tenant/300): served, its schema held, its status a subresource.
     cp.established("imagestreamsources.sources.imagegate.dev");
     let source = "apiVersion: sources.imagegate.dev/v1alpha1\nkind: ImageStreamSource\nmetadata: {name: team-a, namespace: notebooks}\nspec:\n  sink:\n    ref: {apiVersion: eventing.knative.dev/v1, kind: Broker, name: default}\n  namespaceSelector: {matchLabels: {team: a}}\n  mode: reference\n  delivery: {retry: 3, backoffPolicy: exponential, backoffDelay: PT0.5S}\n";
     let (ok, out) = cp.apply_text(source);
@@ -115,6 +120,8 @@ fn the_shipped_roles_grant_what_the_programs_need_and_nothing_more_on_a_real_api
         "-f",
         "tekton/310-pipeline-rbac.yaml",
     ]);
+    // notebooks opted in (tekton/330); `openshift` (its builder images) is not.
+    cp.onboard("notebooks");
     let source = "system:serviceaccount:imagegate-system:imagegate-source";
     let controller = "system:serviceaccount:imagegate-system:imagegate-controller";
     let pipeline = "system:serviceaccount:notebooks:imagegate-pipeline";
@@ -265,6 +272,39 @@ fn the_shipped_roles_grant_what_the_programs_need_and_nothing_more_on_a_real_api
             no,
         ),
         (controller, "list", "tekton.dev/taskruns", nb, "", no),
+        // F-6: no write in a namespace that did not opt in; reads stay cluster-wide.
+        (
+            controller,
+            "patch",
+            "image.openshift.io/imagestreams",
+            "openshift",
+            "python",
+            no,
+        ),
+        (
+            controller,
+            "update",
+            "tekton.dev/customruns/status",
+            "openshift",
+            "r",
+            no,
+        ),
+        (
+            controller,
+            "create",
+            "events.k8s.io/events",
+            "openshift",
+            "",
+            no,
+        ),
+        (
+            controller,
+            "get",
+            "image.openshift.io/imagestreams",
+            "openshift",
+            "python",
+            yes,
+        ),
         (pipeline, "promote", promotions, nb, "notebooks", yes),
         (pipeline, "promote", promotions, nb, "", no),
         (pipeline, "promote", promotions, nb, "added-later", no),

@@ -19,6 +19,8 @@
 //!   policy says so.
 //! - [`namespaced`]: the namespace-scoped install (`config/namespaced/`), both programs with only
 //!   its Roles.
+//! - [`onboarding`]: what the default install may write, as the server answers each account,
+//!   and the controller refused, saying so, in a namespace that did not opt in.
 //! - [`differential`]: the same requests to the real server and to the emulator, compared.
 //! - [`rbac`]: every verb of `config/`'s roles, sufficient and needed, on the real authorizer.
 //! - [`admission`]: `config/`'s admission policy refusing a served tag moved outside the gate.
@@ -31,6 +33,7 @@ mod differential;
 mod image_api;
 mod manifests;
 mod namespaced;
+mod onboarding;
 mod ops;
 mod rbac;
 mod runs;

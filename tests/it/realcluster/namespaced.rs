@@ -47,6 +47,14 @@ async fn a_namespace_scoped_install_works_in_its_namespace_and_nowhere_else() {
     let (a, b) = (digest('a'), digest('b'));
     c.promotion_stream(LISTED, &a, &b).await;
     c.promotion_namespace(OTHER, &a, &b).await;
+    // OTHER is a namespace the install does not serve: not opted in either.
+    c.cp.ok(&[
+        "delete",
+        "rolebinding",
+        "imagegate-controller-writer",
+        "-n",
+        OTHER,
+    ]);
 
     // What the install grants, as the real authorizer answers.
     for (user, verb, resource) in [

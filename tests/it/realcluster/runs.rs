@@ -54,7 +54,7 @@ impl Cluster {
     /// A namespace on the real server with `nb` in the image API: candidate imported `served`
     /// then `candidate`, latest on `served` (set through the real server, as `oc tag` would);
     /// the runs' account `default` may promote (config/'s ClusterRole, bound as tekton/ binds
-    /// it to its pipeline's account).
+    /// it to its pipeline's account); the namespace opted in (tekton/330).
     pub async fn promotion_namespace(&self, ns: &str, served: &str, candidate: &str) {
         self.cp.ok(&["create", "namespace", ns]);
         self.promotion_stream(ns, served, candidate).await;
@@ -62,6 +62,7 @@ impl Cluster {
 
     /// [`Cluster::promotion_namespace`] in a namespace that exists.
     pub async fn promotion_stream(&self, ns: &str, served: &str, candidate: &str) {
+        self.cp.onboard(ns);
         self.cp.ok(&[
             "create",
             "rolebinding",

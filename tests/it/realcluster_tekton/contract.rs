@@ -231,6 +231,11 @@ fn install(k: &Kubectl) {
         "crd/imagepromotions.imagegate.dev",
     ]);
     k.namespace(NS);
+    // The namespace opted in to the controller's writes, as `kubectl apply -k tekton/` does.
+    k.create(
+        NS,
+        &std::fs::read_to_string(format!("{ROOT}/tekton/330-controller-rbac.yaml")).unwrap(),
+    );
     k.create(NS, PROMOTION);
     k.create(
         NS,

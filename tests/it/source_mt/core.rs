@@ -53,16 +53,17 @@ async fn two_sources_on_overlapping_namespaces_each_get_exactly_their_changes_on
         delivered(&emu, "ds", "both").await == 2 && delivered(&emu, "ml", "own").await == 1
     })
     .await;
-    let marker = checkpoint_of(&emu, "ds", "both").await;
-    let owner = &marker[0].metadata.owner_references.as_ref().unwrap()[0];
-    assert_eq!(
-        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
-        ("ImageStreamSource", "both", Some(true))
-    );
-    assert_eq!(
-        marker[0].metadata.labels.as_ref().unwrap()["app.kubernetes.io/managed-by"],
-        "imagegate"
-    );
+    // Each source's checkpoint, in the adapter's namespace, labelled with the source.
+    for (ns, name) in [("ds", "both"), ("ml", "own")] {
+        let shards = checkpoint_of(&emu, ns, name).await;
+        assert!(!shards.is_empty(), "{ns}/{name} has a checkpoint");
+        for cm in shards {
+            assert_eq!(cm.metadata.namespace.as_deref(), Some("imagegate-system"));
+            let labels = cm.metadata.labels.unwrap();
+            assert_eq!(labels["app.kubernetes.io/managed-by"], "imagegate");
+            assert_eq!(labels["sources.imagegate.dev/namespace"], ns);
+        }
+    }
 }
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use imagegate::source::crd::status::condition;
 use imagegate::source::crd::{ImageStreamSource, ImageStreamSourceStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::PostParams;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 
@@ -29,8 +29,6 @@ use crate::support::{EmulatorServer, Process, free_port};
 /// The ServiceAccount user `config/` runs the multi-tenant adapter as.
 pub const ADAPTER_USER: &str =
     "system:serviceaccount:imagegate-system:imagegate-source-multi-tenant";
-/// The label every checkpoint ConfigMap of a source carries, with the source's name.
-pub const SOURCE_LABEL: &str = "sources.imagegate.dev/imagestreamsource";
 
 /// How long a test waits for the adapter: longer than its 30 s resync (the safety net; the
 /// tests that a sink object's change is followed at once assert their own, shorter, bound).
@@ -246,6 +244,12 @@ impl World {
         api.delete(name, &DeleteParams::default()).await.unwrap();
     }
 
+    /// The uid of the ImageStreamSource `ns/name`.
+    pub async fn source_uid(&self, ns: &str, name: &str) -> String {
+        let api: Api<ImageStreamSource> = Api::namespaced(self.emu.client(), ns);
+        api.get(name).await.unwrap().metadata.uid.unwrap()
+    }
+
     /// The status of `ns/name` as last written.
     pub async fn status(&self, ns: &str, name: &str) -> ImageStreamSourceStatus {
         let api: Api<ImageStreamSource> = Api::namespaced(self.emu.client(), ns);
@@ -276,13 +280,10 @@ impl World {
         }
     }
 
-    /// The checkpoint ConfigMaps of the source `ns/name`, by their label.
+    /// The checkpoint ConfigMaps of the source `ns/name`, by their labels, in the adapter's
+    /// namespace.
     pub async fn checkpoints(&self, ns: &str, name: &str) -> Vec<ConfigMap> {
-        let api: Api<ConfigMap> = Api::namespaced(self.emu.client(), ns);
-        api.list(&ListParams::default().labels(&format!("{SOURCE_LABEL}={name}")))
-            .await
-            .unwrap()
-            .items
+        mt::checkpoint_of(&self.emu, ns, name).await
     }
 
     /// Imports into `ns/warm` until every sink received an event about it, then waits until no
@@ -388,14 +389,14 @@ impl Adapter {
         }
     }
 
-    /// The adapter as `config/403-source-multi-tenant-deployment.yaml` runs it: the container's
+    /// The adapter as `config/multi-tenant/400-deployment.yaml` runs it: the container's
     /// args and env (the downward API resolved for the pod `imagegate-source-multi-tenant-0` in
     /// the Deployment's namespace), the admin server on a free port, logged in as
     /// [`ADAPTER_USER`], behind the test's cluster network as [`Adapter::start`].
     pub fn from_deployment(world: &World) -> Adapter {
         let file = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/config/403-source-multi-tenant-deployment.yaml"
+            "/config/multi-tenant/400-deployment.yaml"
         );
         let text = std::fs::read_to_string(file).unwrap();
         let deployment: Value = serde_yaml::Deserializer::from_str(&text)

@@ -83,5 +83,5 @@ async fn the_adapter_makes_only_the_calls_config_grants_and_uses_every_grant() {
     .await;
     adapter.stop().await;
 
-    crate::rbac::assert_least_privilege(&world.emu.requests().await, ADAPTER_USER);
+    crate::rbac::assert_least_privilege(&world.emu.requests().await, ADAPTER_USER, &[]);
 }

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeSet;
 
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
 use serde_json::json;
 
 use super::harness::{ADAPTER_USER, Adapter, World, accepted, changes, cond, quiet, until};
@@ -179,25 +181,40 @@ async fn a_source_deleted_mid_stream_stops_its_checkpoint_goes_and_the_others_go
         !world.checkpoints("ds", "leaving").await.is_empty()
     })
     .await;
+    let uid = world.source_uid("ds", "leaving").await;
     for cm in world.checkpoints("ds", "leaving").await {
         let meta = &cm.metadata;
         assert!(
             meta.name
                 .as_deref()
                 .unwrap()
-                .starts_with("leaving-imagegate-checkpoint"),
+                .starts_with("ds.leaving-imagegate-checkpoint"),
             "{meta:?}"
         );
+        // In the adapter's namespace, never the tenant's: the tenant can neither make nor edit
+        // it (F-9), and the adapter needs no ConfigMap right in the tenant's namespace (F-6).
+        assert_eq!(meta.namespace.as_deref(), Some("imagegate-system"));
+        let labels = meta.labels.as_ref().unwrap();
+        assert_eq!(labels["app.kubernetes.io/managed-by"], "imagegate");
         assert_eq!(
-            meta.labels.as_ref().unwrap()["app.kubernetes.io/managed-by"],
-            "imagegate"
+            labels["app.kubernetes.io/component"],
+            "imagestreamsource-checkpoint"
         );
-        let owner = &meta.owner_references.as_ref().unwrap()[0];
-        assert_eq!(
-            (owner.kind.as_str(), owner.name.as_str()),
-            ("ImageStreamSource", "leaving")
+        assert_eq!(labels["sources.imagegate.dev/uid"], uid);
+        assert!(
+            meta.owner_references.is_none(),
+            "an owner must share the namespace"
         );
     }
+    assert!(
+        Api::<ConfigMap>::namespaced(world.emu.client(), "ds")
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "nothing written in the tenant's namespace"
+    );
 
     // A stream of changes; the source is deleted in the middle of it.
     let (l0, s0) = (leaving.accepted().len(), staying.accepted().len());

@@ -121,7 +121,8 @@ pub async fn install_sink_crds(emu: &EmulatorServer) {
 /// Installs the ImageStreamSource CRD and the namespaces `namespaces`.
 pub async fn setup(emu: &EmulatorServer, namespaces: &[&str]) {
     install_source_crd(emu).await;
-    for ns in namespaces {
+    // The adapter's own namespace (config/100), where the checkpoints live.
+    for ns in namespaces.iter().chain(&["imagegate-system"]) {
         emu.seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
             .await;
     }
@@ -144,10 +145,13 @@ pub async fn grant_read(emu: &EmulatorServer, sa_ns: &str, ns: &str) {
     .await;
 }
 
-/// The names of the checkpoint ConfigMaps of the source `ns/name`.
+/// The checkpoint ConfigMaps of the source `ns/name`: in the adapter's namespace
+/// (`imagegate-system`), never the tenant's, found by their labels.
 pub async fn checkpoint_of(emu: &EmulatorServer, ns: &str, name: &str) -> Vec<ConfigMap> {
-    let api: Api<ConfigMap> = Api::namespaced(emu.client(), ns);
-    let selector = format!("sources.imagegate.dev/imagestreamsource={name}");
+    let api: Api<ConfigMap> = Api::namespaced(emu.client(), "imagegate-system");
+    let selector = format!(
+        "sources.imagegate.dev/namespace={ns},sources.imagegate.dev/imagestreamsource={name}"
+    );
     api.list(&ListParams::default().labels(&selector))
         .await
         .unwrap()
@@ -157,7 +161,7 @@ pub async fn checkpoint_of(emu: &EmulatorServer, ns: &str, name: &str) -> Vec<Co
 /// Waits until the source `ns/name` has listed its streams and written its checkpoint's
 /// marker: from then on it delivers every change.
 pub async fn serving(emu: &EmulatorServer, ns: &str, name: &str) {
-    let marker = format!("{name}-imagegate-checkpoint");
+    let marker = format!("{ns}.{name}-imagegate-checkpoint");
     super::eventually(
         &format!("{ns}/{name} writes its checkpoint marker"),
         || async {

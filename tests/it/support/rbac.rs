@@ -648,11 +648,69 @@ pub fn service_account(program: &str) -> String {
     format!("system:serviceaccount:imagegate-system:imagegate-{program}")
 }
 
+/// The text of `tekton/330-controller-rbac.yaml` as `kubectl apply -k tekton/` applies it in
+/// `namespace`: the RoleBinding that opts the namespace in to the controller's writes.
+pub fn onboarding(namespace: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tekton/330-controller-rbac.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let named = "metadata:\n  name: imagegate-controller-writer\n";
+    assert!(
+        text.contains(named),
+        "{}: no RoleBinding imagegate-controller-writer",
+        path.display()
+    );
+    text.replace(named, &format!("{named}  namespace: {namespace}\n"))
+}
+
+impl Policy {
+    /// `config/` as `kubectl apply -k config/` installs it, with the multi-tenant adapter's
+    /// overlay (`config/multi-tenant/`, its own identity) and each namespace of `onboarded` opted
+    /// in as `kubectl apply -k tekton/` does ([`onboarding`]).
+    pub fn installed(onboarded: &[&str]) -> Policy {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut policy = Policy::load(&root.join("config"));
+        let overlay = root.join("config/multi-tenant/200-rbac.yaml");
+        let text = std::fs::read_to_string(&overlay).unwrap();
+        policy.add("multi-tenant/200-rbac.yaml", &text);
+        for ns in onboarded {
+            policy.add(
+                &format!("tekton/330-controller-rbac.yaml in {ns}"),
+                &onboarding(ns),
+            );
+        }
+        policy
+    }
+}
+
 /// For an end-to-end test: panics unless `config/` grants the program's ServiceAccount
 /// ([`service_account`]) every request `imagegate <program>`, logged in to `emu` as the user
-/// `<program>`, made.
+/// `<program>`, made. The namespaces the tests gate (those that hold an ImagePromotion, a
+/// CustomRun or an adopted ImageStream) are opted in, as applying `tekton/` there (its 330) does; no other. That the
+/// controller writes nowhere else is `rbac::calls` and `realcluster::onboarding`.
 pub async fn assert_config_allows(emu: &super::EmulatorServer, program: &str) {
-    let policy = Policy::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("config"));
+    let promotions: kube::Api<imagegate::controller::crd::ImagePromotion> =
+        kube::Api::all(emu.client());
+    let runs: kube::Api<imagegate::api::CustomRun> = kube::Api::all(emu.client());
+    let mut onboarded: BTreeSet<String> = promotions
+        .list(&Default::default())
+        .await
+        .map(|l| {
+            l.items
+                .iter()
+                .filter_map(|p| p.metadata.namespace.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Ok(l) = runs.list(&Default::default()).await {
+        onboarded.extend(l.items.iter().filter_map(|r| r.metadata.namespace.clone()));
+    }
+    let adopted: kube::Api<imagegate::api::ImageStream> = kube::Api::all(emu.client());
+    let managed = kube::api::ListParams::default().labels("imagegate.dev/managed=true");
+    if let Ok(l) = adopted.list(&managed).await {
+        onboarded.extend(l.items.iter().filter_map(|r| r.metadata.namespace.clone()));
+    }
+    let onboarded: Vec<&str> = onboarded.iter().map(String::as_str).collect();
+    let policy = Policy::installed(&onboarded);
     assert_allowed(
         &policy,
         &emu.requests().await,

@@ -176,6 +176,23 @@ async fn switch_source(w: &mut World, address: &str) -> anyhow::Result<()> {
             .to_string_lossy()
             .into_owned()
     };
+    // The adapter's overlay (its identity, rights and the ImageStreamSource CRD): a platform
+    // opts into it.
+    let overlay = w
+        .root
+        .join("config/multi-tenant")
+        .to_string_lossy()
+        .into_owned();
+    w.cluster
+        .kubectl(&["apply", "--server-side", "-k", &overlay])
+        .await?;
+    w.cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/imagestreamsources.sources.imagegate.dev",
+        ])
+        .await?;
     w.cluster
         .kubectl(&[
             "apply",
@@ -200,7 +217,7 @@ async fn switch_source(w: &mut World, address: &str) -> anyhow::Result<()> {
         &[
             ("HTTP_PROXY", &proxy),
             ("NO_PROXY", "127.0.0.1,localhost"),
-            // config/403 sets it to the pod's own: tokens for the Broker's audience.
+            // config/multi-tenant/400 sets it to the pod's own: tokens for the Broker's audience.
             ("K_OIDC_SERVICE_ACCOUNT", "imagegate-source-multi-tenant"),
             ("POD_NAMESPACE", "imagegate-system"),
         ],
@@ -236,13 +253,22 @@ async fn switch_source(w: &mut World, address: &str) -> anyhow::Result<()> {
             w.cluster.log_tail("source-multi-tenant")
         )
     })?;
-    let marker = format!("{SOURCE}-imagegate-checkpoint");
+    // In the adapter's namespace, never the tenant's.
+    let marker = format!("{NAMESPACE}.{SOURCE}-imagegate-checkpoint");
     until(
         &format!("the checkpoint marker {marker}"),
         LIMIT,
         || async {
             Ok(w.cluster
-                .kubectl(&["get", "configmap", "-n", NAMESPACE, &marker, "-o", "name"])
+                .kubectl(&[
+                    "get",
+                    "configmap",
+                    "-n",
+                    "imagegate-system",
+                    &marker,
+                    "-o",
+                    "name",
+                ])
                 .await
                 .ok())
         },

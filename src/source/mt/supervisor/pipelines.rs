@@ -90,8 +90,9 @@ impl Supervisor {
     /// Deletes the checkpoint of the deleted source `id`, once its last pipeline has stopped.
     pub(super) fn delete_checkpoint(&mut self, id: &SourceId) {
         let (client, gone) = (self.ctx.client.clone(), id.clone());
+        let namespace = self.shared.checkpoint_namespace.clone();
         self.then(id, async move {
-            if let Err(e) = super::super::cleanup::delete(&client, &gone).await {
+            if let Err(e) = super::super::cleanup::delete(&client, &namespace, &gone).await {
                 warn!(namespace = %gone.0, source = %gone.1, error = %e, "deleting the checkpoint of a deleted source failed; the next start sweeps it");
             }
         });
