@@ -77,6 +77,13 @@ pub struct SourceArgs {
     )]
     pub allow_sink_hosts: Vec<String>,
 
+    /// With `--multi-tenant`: let an ImageStreamSource's sink or dead-letter sink ref name an
+    /// object in another namespace than the source's, when the source's service account may
+    /// `knsubscribe` it (Knative's `cross-namespace-event-links`). Off: such a ref is refused
+    /// (`SinkNotAllowed`) before anything is read.
+    #[arg(long, requires = "multi_tenant")]
+    pub allow_cross_namespace_sinks: bool,
+
     /// The CloudEvents sink (a Tekton EventListener, a Knative Broker, any HTTP receiver).
     /// Set by a Knative SinkBinding or ContainerSource through `K_SINK`. Required, except with
     /// `--multi-tenant`.

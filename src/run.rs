@@ -357,6 +357,7 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
                 cluster_domain: args.cluster_domain.clone().unwrap_or_else(|| {
                     crate::source::sink::resolve::DEFAULT_CLUSTER_DOMAIN.to_owned()
                 }),
+                cross_namespace: args.allow_cross_namespace_sinks,
             },
             checkpoint_namespace: args.checkpoint_namespace.clone(),
         },

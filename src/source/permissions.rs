@@ -83,10 +83,15 @@ pub struct Verdict {
     pub message: String,
 }
 
-/// The verdict of the `answers` to [`reviews`] for `account`.
+/// The verdict of the `answers` to [`reviews`] for `account`, for the source's status: it names
+/// only the namespaces of `named` (those the tenant named itself, and its own); a namespace its
+/// `namespaceSelector` found is counted, never named, nor is what the API server said of it
+/// (F-7: the status must not list namespaces the tenant cannot read). [`denied`] has them all,
+/// for the adapter's log.
 pub fn verdict(
     account: &ServiceAccount,
     answers: &[(Question, SubjectAccessReviewStatus)],
+    named: &[String],
 ) -> Verdict {
     // Per namespace, in the order asked: the verbs refused, and what the API server said.
     let mut missing: Vec<(String, Vec<&str>, Vec<String>)> = Vec::new();
@@ -117,7 +122,10 @@ pub fn verdict(
             message: String::new(),
         };
     }
-    let parts: Vec<String> = missing
+    let (shown, withheld): (Vec<_>, Vec<_>) = missing
+        .into_iter()
+        .partition(|(namespace, _, _)| namespace.is_empty() || named.contains(namespace));
+    let mut parts: Vec<String> = shown
         .iter()
         .map(|(namespace, verbs, words)| {
             let place = if namespace.is_empty() {
@@ -135,6 +143,14 @@ pub fn verdict(
             format!("{} {place}{quoted}", verbs.join(", "))
         })
         .collect();
+    if !withheld.is_empty() {
+        parts.push(format!(
+            "a verb in {} namespace{} its namespaceSelector selects (not named here: the \
+             adapter's log names them for the platform)",
+            withheld.len(),
+            if withheld.len() == 1 { "" } else { "s" }
+        ));
+    }
     Verdict {
         sufficient: false,
         reason: reason::INSUFFICIENT_PERMISSIONS,
@@ -155,8 +171,9 @@ pub async fn check(
     client: &kube::Client,
     account: &ServiceAccount,
     scope: &Scope,
+    named: &[String],
 ) -> Result<Verdict, kube::Error> {
-    Ok(check_each(client, account, scope).await?.0)
+    Ok(check_each(client, account, scope, named).await?.0)
 }
 
 /// [`check`], with the namespaces where a review was refused (`""`: cluster-wide), which the
@@ -165,13 +182,14 @@ pub async fn check_each(
     client: &kube::Client,
     account: &ServiceAccount,
     scope: &Scope,
+    named: &[String],
 ) -> Result<(Verdict, Vec<String>), kube::Error> {
     let mut answers = Vec::new();
     for question in reviews(account, scope) {
         let status = access::ask(client, &question.review).await?;
         answers.push((question, status));
     }
-    Ok((verdict(account, &answers), denied(&answers)))
+    Ok((verdict(account, &answers, named), denied(&answers)))
 }
 
 /// The namespaces of the `answers` that refused a verb, each once, in the order asked.

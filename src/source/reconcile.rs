@@ -143,12 +143,20 @@ pub async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observ
             denied: None,
         });
     }
-    let resolution = sink::resolve_sink(&ctx.client, &spec.sink, &namespace, &ctx.cluster_domain)
-        .await
-        .map_err(|error| Error::ResolveSink {
-            source_name: source_name.clone(),
-            error,
-        })?;
+    let account = ServiceAccount::or_default(&namespace, spec.service_account_name.as_deref());
+    let resolution = sink::resolve_sink(
+        &ctx.client,
+        &spec.sink,
+        &namespace,
+        &account,
+        &ctx.guard,
+        &ctx.cluster_domain,
+    )
+    .await
+    .map_err(|error| Error::ResolveSink {
+        source_name: source_name.clone(),
+        error,
+    })?;
     facts.sink = Some(sink::guarded(resolution, &ctx.guard));
     let scope = scope(&ctx.client, spec, &namespace)
         .await
@@ -156,10 +164,19 @@ pub async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observ
             source_name: source_name.clone(),
             error,
         })?;
-    let account = ServiceAccount::or_default(&namespace, spec.service_account_name.as_deref());
     let mut denied = None;
-    facts.permissions = match permissions::check_each(&ctx.client, &account, &scope).await {
+    // The namespaces the tenant may be told about: those it named, and its own.
+    let mut named = spec.namespaces.clone();
+    named.push(namespace.clone());
+    facts.permissions = match permissions::check_each(&ctx.client, &account, &scope, &named).await {
         Ok((verdict, refused)) => {
+            let unnamed: Vec<&String> = refused
+                .iter()
+                .filter(|n| !n.is_empty() && !named.contains(n))
+                .collect();
+            if !unnamed.is_empty() {
+                info!(namespace = %namespace, source = %name, namespaces = ?unnamed, "the source's service account may not read these namespaces its namespaceSelector selects (the status counts them without names)");
+            }
             denied = Some(refused);
             Some(verdict)
         }

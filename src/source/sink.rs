@@ -9,7 +9,10 @@ pub mod resolve;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value;
 
+use k8s_openapi::api::authorization::v1::ResourceAttributes;
+
 use self::resolve::{Plan, Resolved, Target, Unresolved};
+use crate::access::{self, ServiceAccount};
 use crate::source::crd::Destination;
 use crate::source::crd::status::reason;
 
@@ -35,11 +38,17 @@ pub fn guarded(resolution: Resolution, guard: &guard::Guard) -> Resolution {
     }
 }
 
-/// Resolves `dest` of a source in `source_namespace`, reading the object its `ref` names.
+/// Resolves `dest` of a source in `source_namespace` whose service account is `account`,
+/// reading the object its `ref` names. A ref to another namespace is refused before anything is
+/// read, unless `guard` allows refs across namespaces and `account` may
+/// [`resolve::CROSS_NAMESPACE_VERB`] the object (F-7: a tenant learns nothing of another
+/// namespace, and sends nowhere its account was not let).
 pub async fn resolve_sink(
     client: &kube::Client,
     dest: &Destination,
     source_namespace: &str,
+    account: &ServiceAccount,
+    guard: &guard::Guard,
     cluster_domain: &str,
 ) -> Result<Resolution, kube::Error> {
     let target = match resolve::plan(dest, source_namespace) {
@@ -47,6 +56,34 @@ pub async fn resolve_sink(
         Ok(Plan::Read(target)) => target,
         Err(unresolved) => return Ok(Err(unresolved)),
     };
+    if let Some(refused) =
+        resolve::other_namespace(&target, source_namespace, guard.cross_namespace)
+    {
+        return Ok(Err(refused));
+    }
+    if target.namespace != source_namespace {
+        let review = account.review(ResourceAttributes {
+            namespace: Some(target.namespace.clone()),
+            verb: Some(resolve::CROSS_NAMESPACE_VERB.to_owned()),
+            group: Some(target.group().to_owned()),
+            resource: Some(target.plural.clone()),
+            name: Some(target.name.clone()),
+            ..Default::default()
+        });
+        if !access::allowed(&access::ask(client, &review).await?) {
+            return Ok(Err(Unresolved {
+                reason: reason::SINK_NOT_ALLOWED,
+                message: format!(
+                    "service account {:?} may not {} {}: grant it that verb on the object \
+                     (a Role in namespace {:?}) to send there",
+                    account.describe(),
+                    resolve::CROSS_NAMESPACE_VERB,
+                    target.describe(),
+                    target.namespace
+                ),
+            }));
+        }
+    }
     let object = match read(client, &target).await {
         Ok(object) => object,
         Err(kube::Error::Api(status)) if status.code == 403 => {

@@ -244,7 +244,7 @@ async fn a_sink_that_is_missing_then_unaddressed_then_moves_is_followed() {
 }
 
 #[tokio::test]
-async fn an_account_without_permission_in_one_namespace_is_named_with_the_verbs() {
+async fn an_account_without_permission_in_a_namespace_it_named_is_told_the_verbs_there() {
     let (emu, ctx) = setup().await;
     broker(&emu, BROKER_URL).await;
     grant(&emu, "ml", &["get"]).await;
@@ -265,8 +265,10 @@ async fn an_account_without_permission_in_one_namespace_is_named_with_the_verbs(
         message.contains("service account \"ds/watcher\""),
         "{message}"
     );
+    // Found by the selector: counted, never named (F-7).
     assert!(
-        message.contains("it lacks list, watch in namespace \"ml\""),
+        message.contains("it lacks a verb in 1 namespace its namespaceSelector selects")
+            && !message.contains("ml"),
         "{message}"
     );
     assert!(!message.contains("\"ds\""), "ds is granted: {message}");
@@ -274,6 +276,18 @@ async fn an_account_without_permission_in_one_namespace_is_named_with_the_verbs(
         cond(&status, condition::SINK_PROVIDED).0,
         "True",
         "the sink still resolved"
+    );
+    // Named by the tenant: named back, with the verbs.
+    let status = reconciled(
+        &ctx,
+        "by-name",
+        json!({"sink": sink, "namespaces": ["ds", "ml"]}),
+    )
+    .await;
+    let (_, _, message) = cond(&status, condition::SUFFICIENT_PERMISSIONS);
+    assert!(
+        message.contains("it lacks list, watch in namespace \"ml\""),
+        "{message}"
     );
 
     let status = reconciled(&ctx, "own-namespace", json!({"sink": sink})).await;

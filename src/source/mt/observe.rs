@@ -86,6 +86,10 @@ pub async fn run(
     if let Err(e) = reconcile::write(&source, &observed.facts, &ctx).await {
         warn!(namespace = %id.0, source = %id.1, error = %e, "writing the ImageStreamSource status failed");
     }
+    let account = crate::access::ServiceAccount::or_default(
+        &id.0,
+        source.spec.service_account_name.as_deref(),
+    );
     let dead_letter = match source
         .spec
         .delivery
@@ -94,7 +98,16 @@ pub async fn run(
     {
         None => None,
         Some(dest) => Some(
-            match sink::resolve_sink(&ctx.client, dest, &id.0, &ctx.cluster_domain).await {
+            match sink::resolve_sink(
+                &ctx.client,
+                dest,
+                &id.0,
+                &account,
+                &ctx.guard,
+                &ctx.cluster_domain,
+            )
+            .await
+            {
                 Ok(resolution) => match sink::guarded(resolution, &ctx.guard) {
                     Ok(resolved) => Ok(resolved.url),
                     Err(unresolved) => Err(unresolved.message),

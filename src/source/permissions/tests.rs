@@ -78,7 +78,7 @@ fn every_namespace_is_asked_once_cluster_wide() {
 #[test]
 fn all_allowed_is_sufficient() {
     let scope = Scope::Namespaces(vec!["ds".into()]);
-    let v = verdict(&account(), &answered(reviews(&account(), &scope), &[]));
+    let v = verdict(&account(), &answered(reviews(&account(), &scope), &[]), &[]);
     assert_eq!(
         v,
         Verdict {
@@ -96,7 +96,8 @@ fn a_refusal_names_the_namespace_and_the_verbs() {
         reviews(&account(), &scope),
         &[("ml", "list"), ("ml", "watch"), ("ops", "get")],
     );
-    let v = verdict(&account(), &answers);
+    let named = ["ml".to_string(), "ops".to_string()];
+    let v = verdict(&account(), &answers, &named);
     assert!(!v.sufficient);
     assert_eq!(v.reason, reason::INSUFFICIENT_PERMISSIONS);
     assert_eq!(
@@ -113,11 +114,43 @@ fn a_refusal_names_the_namespace_and_the_verbs() {
 #[test]
 fn a_cluster_wide_refusal_says_so() {
     let answers = answered(reviews(&account(), &Scope::All), &[("", "watch")]);
-    let v = verdict(&account(), &answers);
+    let v = verdict(&account(), &answers, &[]);
     assert!(
         v.message
             .contains("it lacks watch cluster-wide (every namespace is selected)"),
         "{}",
         v.message
+    );
+}
+
+#[test]
+fn a_namespace_the_selector_found_is_counted_never_named() {
+    let scope = Scope::Namespaces(vec!["ds".into(), "secret-team".into(), "other".into()]);
+    let answers = answered(
+        reviews(&account(), &scope),
+        &[("secret-team", "get"), ("other", "list"), ("ds", "watch")],
+    );
+    let v = verdict(&account(), &answers, &["ds".to_string()]);
+    assert!(!v.sufficient);
+    assert!(
+        !v.message.contains("secret-team") && !v.message.contains("other"),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message.contains("watch in namespace \"ds\""),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message
+            .contains("a verb in 2 namespaces its namespaceSelector selects"),
+        "{}",
+        v.message
+    );
+    assert_eq!(
+        denied(&answers),
+        ["ds", "secret-team", "other"],
+        "the log has them all"
     );
 }

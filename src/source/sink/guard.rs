@@ -26,6 +26,10 @@ pub struct Guard {
     pub allowed: Vec<String>,
     /// The cluster domain (`cluster.local`).
     pub cluster_domain: String,
+    /// Whether a sink ref may name an object in another namespace than the source's
+    /// (`--allow-cross-namespace-sinks`; then only one the source's service account may
+    /// `knsubscribe`, as Knative's `cross-namespace-event-links` asks).
+    pub cross_namespace: bool,
 }
 
 /// Whether an address may be sent to: not loopback, link-local, unspecified or multicast.
@@ -96,6 +100,7 @@ mod tests {
             api_server_host: Some("10.96.0.1".into()),
             allowed: vec!["127.0.0.1".into()],
             cluster_domain: "cluster.local".into(),
+            cross_namespace: false,
         }
     }
 

@@ -172,6 +172,37 @@ fn target(r: &KReference, source_namespace: &str) -> Result<Target, Unresolved> 
     })
 }
 
+/// The verb a source's service account must hold on a sink in another namespace, Knative's
+/// (`cross-namespace-event-links`: `knsubscribe` on the Broker or Channel subscribed to).
+pub const CROSS_NAMESPACE_VERB: &str = "knsubscribe";
+
+/// Why a ref of a source in `source_namespace` may not name `target`, before anything is read
+/// (so the answer tells nothing of the object): None when it is in the source's namespace, or
+/// when the platform allows refs across namespaces (`allowed`; the review of
+/// [`CROSS_NAMESPACE_VERB`] comes next). Knative's default: a ref stays in its namespace.
+pub fn other_namespace(
+    target: &Target,
+    source_namespace: &str,
+    allowed: bool,
+) -> Option<Unresolved> {
+    if target.namespace == source_namespace || allowed {
+        return None;
+    }
+    Some(Unresolved::new(
+        reason::SINK_NOT_ALLOWED,
+        format!(
+            "the ref names {kind} {name:?} in namespace {ns:?}, not the source's own ({source_namespace:?}): \
+             a ref resolves only in its source's namespace (Knative's cross-namespace-event-links \
+             is off by default); send to an object of this namespace, or ask the platform to \
+             run the adapter with --allow-cross-namespace-sinks and grant the source's service \
+             account {CROSS_NAMESPACE_VERB} on it",
+            kind = target.kind,
+            name = target.name,
+            ns = target.namespace,
+        ),
+    ))
+}
+
 /// Step 2: the sink, from the object `target` names as read (None: it does not exist).
 pub fn resolve(
     dest: &Destination,

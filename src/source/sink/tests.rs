@@ -299,3 +299,54 @@ fn plurals_are_guessed_as_knative_guesses_them() {
         assert_eq!(guess_plural(kind), plural, "{kind}");
     }
 }
+
+#[test]
+fn a_ref_to_another_namespace_is_refused_before_any_read_unless_the_platform_allows_it() {
+    let dest = Destination {
+        r#ref: Some(KReference {
+            api_version: "eventing.knative.dev/v1".into(),
+            kind: "Broker".into(),
+            name: "default".into(),
+            namespace: Some("ml".into()),
+        }),
+        ..Default::default()
+    };
+    let Plan::Read(target) = plan(&dest, "ds").unwrap() else {
+        panic!("a ref is read");
+    };
+    let refused = other_namespace(&target, "ds", false).unwrap();
+    assert_eq!(refused.reason, reason::SINK_NOT_ALLOWED);
+    assert!(
+        refused.message.contains("--allow-cross-namespace-sinks"),
+        "{}",
+        refused.message
+    );
+    assert_eq!(
+        other_namespace(&target, "ds", true),
+        None,
+        "then the review decides"
+    );
+    assert_eq!(
+        other_namespace(&target, "ml", false),
+        None,
+        "its own namespace"
+    );
+    let Plan::Read(own) = plan(
+        &Destination {
+            r#ref: Some(KReference {
+                namespace: None,
+                ..dest.r#ref.clone().unwrap()
+            }),
+            ..Default::default()
+        },
+        "ds",
+    )
+    .unwrap() else {
+        panic!("a ref is read");
+    };
+    assert_eq!(
+        other_namespace(&own, "ds", false),
+        None,
+        "defaulted to the source's"
+    );
+}

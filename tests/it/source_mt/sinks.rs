@@ -485,3 +485,109 @@ async fn the_answer_of_a_raw_uri_sink_does_not_reach_the_dead_letter_sink() {
         ext("knativeerrordata")
     );
 }
+
+/// F-7: a tenant's sink ref stays in its source's namespace, as Knative's default
+/// (`cross-namespace-event-links` off). A ref to a Broker of another namespace is refused
+/// `SinkNotAllowed` before anything is read: the object that exists and the one that does not
+/// get the same answer, and the adapter makes no request there (no existence oracle). With
+/// `--allow-cross-namespace-sinks`, only a source whose service account may `knsubscribe` that
+/// Broker is served, as Knative asks of a cross-namespace Trigger.
+#[tokio::test]
+async fn a_sink_ref_to_another_namespace_is_refused_unless_the_platform_allows_and_the_account_may_subscribe()
+ {
+    let world = World::start().await;
+    let elsewhere = Sink::start().await;
+    world.broker("ml", "default", &elsewhere.url).await;
+    world.stream("ds", "nb").await;
+    world
+        .grant("ds", "subscriber", "ds", &["get", "list", "watch"])
+        .await;
+    // `ds/subscriber` may subscribe to ml's Broker `default`; `ds/watcher` may not.
+    world
+        .emu
+        .seed(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "subscribe", "namespace": "ml"},
+            "rules": [{"apiGroups": ["eventing.knative.dev"], "resources": ["brokers"],
+                       "resourceNames": ["default"], "verbs": ["knsubscribe"]}]
+        }))
+        .await;
+    world
+        .emu
+        .seed(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "subscribe", "namespace": "ml"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "subscribe"},
+            "subjects": [{"kind": "ServiceAccount", "name": "subscriber", "namespace": "ds"}]
+        }))
+        .await;
+    let across = |name: &str| json!({"ref": {"apiVersion": BROKER, "kind": "Broker", "name": name, "namespace": "ml"}});
+    world
+        .source("ds", "exists", json!({"sink": across("default")}))
+        .await;
+    world
+        .source("ds", "absent", json!({"sink": across("nothing")}))
+        .await;
+    world
+        .source(
+            "ds",
+            "granted",
+            json!({"sink": across("default"), "serviceAccountName": "subscriber"}),
+        )
+        .await;
+
+    let from = world.emu.requests().await.len();
+    let adapter = Adapter::start(&world, &[]);
+    let mut messages = Vec::new();
+    for name in ["exists", "absent", "granted"] {
+        let status = world
+            .wait_ready(&adapter, "ds", name, "False", reason::SINK_NOT_ALLOWED)
+            .await;
+        let (_, _, message) = cond(&status, condition::SINK_PROVIDED).unwrap();
+        assert!(
+            message.contains("resolves only in its source's namespace")
+                && message.contains("--allow-cross-namespace-sinks"),
+            "{name}: {message}"
+        );
+        messages.push(message.replace("\"nothing\"", "\"default\""));
+    }
+    assert_eq!(
+        messages[0], messages[1],
+        "an object that exists is told apart from none"
+    );
+    let looked: Vec<String> = world.emu.requests().await[from..]
+        .iter()
+        .filter(|r| r.path.contains("/namespaces/ml/brokers/"))
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(
+        looked.is_empty(),
+        "the adapter read ml's Brokers: {looked:?}"
+    );
+    drop(adapter);
+
+    let allowing = Adapter::start(&world, &["--allow-cross-namespace-sinks"]);
+    let status = world
+        .wait_ready(&allowing, "ds", "granted", "True", reason::READY)
+        .await;
+    assert_eq!(status.sink_uri.as_deref(), Some(elsewhere.url.as_str()));
+    for name in ["exists", "absent"] {
+        let status = world
+            .wait_ready(&allowing, "ds", name, "False", reason::SINK_NOT_ALLOWED)
+            .await;
+        let (_, _, message) = cond(&status, condition::SINK_PROVIDED).unwrap();
+        assert!(message.contains("may not knsubscribe"), "{name}: {message}");
+    }
+    let looked: Vec<String> = world
+        .emu
+        .requests()
+        .await
+        .iter()
+        .filter(|r| r.path == "/apis/eventing.knative.dev/v1/namespaces/ml/brokers/nothing")
+        .map(|r| r.path.clone())
+        .collect();
+    assert!(
+        looked.is_empty(),
+        "a ref the account may not subscribe to is never read"
+    );
+}

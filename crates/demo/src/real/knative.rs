@@ -213,7 +213,9 @@ async fn switch_source(w: &mut World, address: &str) -> anyhow::Result<()> {
         &w.cluster,
         &w.imagegate,
         "imagegate-source-multi-tenant",
-        &["source", "--multi-tenant"],
+        // knative/130's Broker is the platform's, in imagegate-system: a ref across namespaces,
+        // which 130's Role lets the source's account subscribe to.
+        &["source", "--multi-tenant", "--allow-cross-namespace-sinks"],
         &[
             ("HTTP_PROXY", &proxy),
             ("NO_PROXY", "127.0.0.1,localhost"),
