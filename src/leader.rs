@@ -109,10 +109,14 @@ impl LeaderConfig {
 /// task, as client-go's `Run` returns: the program should stop its work and exit (or spawn
 /// again). On `shutdown` while leading, the receiver turns `false` first and then the Lease is
 /// released; for no overlap at all, complete `shutdown` only after the work has stopped.
+///
+/// `fence` follows the Lease: open while a renewal is fresh, closed before the receiver turns
+/// `false` ([`fence`]).
 pub fn spawn(
     client: kube::Client,
     cfg: LeaderConfig,
     shutdown: impl Future + Send + 'static,
+    fence: Fence,
 ) -> (watch::Receiver<bool>, JoinHandle<()>) {
     let (tx, rx) = watch::channel(false);
     if let Err(e) = cfg.validate() {
@@ -124,7 +128,7 @@ pub fn spawn(
     let shutdown = async move {
         let _ = shutdown.await;
     };
-    let task = tokio::spawn(run(api, cfg, tx, shutdown));
+    let task = tokio::spawn(run(api, cfg, tx, shutdown, fence));
     (rx, task)
 }
 
@@ -330,6 +334,7 @@ async fn run(
     cfg: LeaderConfig,
     tx: watch::Sender<bool>,
     shutdown: impl Future<Output = ()>,
+    fence: Fence,
 ) {
     let mut shutdown = std::pin::pin!(shutdown);
     let mut held = tokio::select! {
@@ -337,15 +342,20 @@ async fn run(
         _ = &mut shutdown => return,
         held = acquire(&api, &cfg) => held,
     };
+    fence.renewed(held.1);
     tx.send_replace(true);
     tracing::info!(lease = %cfg.lease_name, identity = %cfg.identity, "became the leader");
     tokio::select! {
         biased;
         _ = &mut shutdown => {
+            // Still held: the program's last writes (a flush on SIGTERM) pass until the
+            // release, which waits for the program to stop.
             tx.send_replace(false);
             release(&api, &cfg, held).await;
+            fence.lost();
         }
-        () = keep(&api, &cfg, &mut held) => {
+        () = keep(&api, &cfg, &mut held, &fence) => {
+            fence.lost();
             tx.send_replace(false);
         }
     }
@@ -415,7 +425,7 @@ async fn acquire(api: &Api<Lease>, cfg: &LeaderConfig) -> (Lease, Instant) {
 }
 
 /// Renews every `retry_period`; returns when the Lease is lost.
-async fn keep(api: &Api<Lease>, cfg: &LeaderConfig, held: &mut (Lease, Instant)) {
+async fn keep(api: &Api<Lease>, cfg: &LeaderConfig, held: &mut (Lease, Instant), fence: &Fence) {
     loop {
         // Counted from the start of the last successful renewal, which is no later than the
         // renewTime it wrote, so we stop leading before others may take over.
@@ -438,7 +448,10 @@ async fn keep(api: &Api<Lease>, cfg: &LeaderConfig, held: &mut (Lease, Instant))
                 NotHeld::HeldBy(_) => {}
             });
         match tokio::time::timeout_at(deadline, renewal).await {
-            Ok(Ok(renewed)) => *held = renewed,
+            Ok(Ok(renewed)) => {
+                fence.renewed(renewed.1);
+                *held = renewed;
+            }
             Ok(Err(NotHeld::HeldBy(h))) => {
                 tracing::warn!(lease = %cfg.lease_name, identity = %cfg.identity,
                     holder = %h, "another process took the lease; stopping leading");
@@ -496,7 +509,10 @@ async fn release(api: &Api<Lease>, cfg: &LeaderConfig, held: (Lease, Instant)) {
     }
 }
 
+pub mod fence;
 pub mod preflight;
+
+pub use fence::Fence;
 
 #[cfg(test)]
 mod tests;

@@ -360,6 +360,8 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
                 cross_namespace: args.allow_cross_namespace_sinks,
             },
             checkpoint_namespace: args.checkpoint_namespace.clone(),
+            // Set by the runtime, which follows the Lease.
+            fence: Default::default(),
         },
         identity: args.oidc_service_account.as_deref().map(|sa| {
             crate::source::deliver::oidc::Identity::new(

@@ -63,6 +63,11 @@ pub struct Runtime {
     admin: JoinHandle<std::io::Result<()>>,
     admin_addr: SocketAddr,
     election: Option<Election>,
+    /// Cancelled once the program has stopped (or never led): then the election releases the
+    /// Lease, so that the program's last writes land while it is still held.
+    release: CancellationToken,
+    /// The Lease as a fence for the program's writes ([`leader::Fence`]).
+    fence: leader::Fence,
     /// `imagegate_leader{lease}`: 1 while this process leads.
     leading: Gauge,
 }
@@ -111,6 +116,8 @@ impl Runtime {
         let listener = tokio::net::TcpListener::bind(settings.admin_addr).await?;
         let admin_addr = listener.local_addr()?;
         info!(addr = %admin_addr, "admin server listening");
+        let fence =
+            (settings.leader.as_ref()).map_or_else(leader::Fence::default, leader::Fence::elected);
         let token = CancellationToken::new();
         let admin = tokio::spawn(admin::serve(
             listener,
@@ -132,8 +139,16 @@ impl Runtime {
             admin,
             admin_addr,
             election: None,
+            release: CancellationToken::new(),
+            fence,
             leading,
         })
+    }
+
+    /// The fence the program's writes go through: open while this process holds a fresh
+    /// renewal of its Lease (always, without leader election).
+    pub fn fence(&self) -> leader::Fence {
+        self.fence.clone()
     }
 
     /// Where the admin server listens (the bound port when `admin_addr` asked for port 0).
@@ -184,7 +199,8 @@ impl Runtime {
         let (leading, task) = leader::spawn(
             self.client.clone(),
             cfg.clone(),
-            self.shutdown.clone().cancelled_owned(),
+            self.release.clone().cancelled_owned(),
+            self.fence.clone(),
         );
         let mut waiting = leading.clone();
         self.election = Some(Election { leading, task });
@@ -224,6 +240,7 @@ impl Runtime {
     /// at once), then the admin server finishes its requests.
     async fn stop(mut self) {
         self.shutdown.cancel();
+        self.release.cancel();
         if let Some(election) = self.election.take() {
             let _ = election.task.await;
         }
@@ -233,6 +250,7 @@ impl Runtime {
 
     /// Stops a standby that never led (shutdown already asked for).
     async fn stop_waiting(mut self) {
+        self.release.cancel();
         if let Some(election) = self.election.take() {
             let _ = election.task.await;
         }

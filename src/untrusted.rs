@@ -150,6 +150,7 @@ pub fn imagestreamsource(data: &[u8]) -> bool {
         api_server_url: "https://api.example:6443".into(),
         guard: Default::default(),
         checkpoint_namespace: "imagegate-system".into(),
+        fence: Default::default(),
     };
     let settings = crate::source::mt::settings::of(source, &shared).is_ok();
     let namespace = source.metadata.namespace.as_deref().unwrap_or("ns");

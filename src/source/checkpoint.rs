@@ -288,6 +288,9 @@ pub struct Checkpoint {
     flushing: tokio::sync::Mutex<()>,
     /// Bytes of shards written since [`Checkpoint::run`] last looked.
     written: std::sync::atomic::AtomicU64,
+    /// Every write goes through it: none after this process stopped leading, none that could
+    /// land after another replica may have taken over (F-11).
+    fence: crate::leader::Fence,
 }
 
 impl Checkpoint {
@@ -365,6 +368,7 @@ impl Checkpoint {
             persistence: Mutex::new(Persistence::new(Instant::now())),
             flushing: tokio::sync::Mutex::new(()),
             written: std::sync::atomic::AtomicU64::new(0),
+            fence: crate::leader::Fence::default(),
         };
         let loaded = Loaded {
             states: restored.states,
@@ -373,6 +377,13 @@ impl Checkpoint {
             unreadable: restored.unreadable,
         };
         Ok((checkpoint, loaded))
+    }
+
+    /// Fences every write of this checkpoint by the Lease `fence` follows
+    /// ([`crate::leader::Fence`]): a replica that lost it, or could not renew it in time, writes
+    /// nothing that could overwrite a newer leader's checkpoint.
+    pub fn set_fence(&mut self, fence: crate::leader::Fence) {
+        self.fence = fence;
     }
 
     /// The labels of the ConfigMaps this checkpoint writes.

@@ -141,12 +141,14 @@ pub async fn run_with_listed(
     };
     let runtime =
         Runtime::start(client.clone(), wiring, registry, health.clone(), shutdown).await?;
+    let fence = runtime.fence();
     runtime
         .run(|stop| async move {
             let scopes = watch::scopes(&settings.namespaces);
             preflight::check(&client, &scopes, settings.selector.as_deref()).await?;
-            let (checkpoint, loaded) =
+            let (mut checkpoint, loaded) =
                 Checkpoint::load(client.clone(), settings.checkpoint.clone()).await?;
+            checkpoint.set_fence(fence);
             checkpoint.probe().await?;
             let checkpoint = Arc::new(checkpoint);
             if loaded.first_start {

@@ -36,19 +36,28 @@ struct Contender {
     leading: watch::Receiver<bool>,
     task: JoinHandle<()>,
     stop: Option<oneshot::Sender<()>>,
+    /// The fence its writes would go through.
+    fence: leader::Fence,
 }
 
 impl Contender {
     fn start(emu: &Emulator, cfg: LeaderConfig) -> Contender {
         let client = emu.client_as(&cfg.identity).unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let (leading, task) = leader::spawn(client, cfg, async {
-            let _ = stopped.await;
-        });
+        let fence = leader::Fence::elected(&cfg);
+        let (leading, task) = leader::spawn(
+            client,
+            cfg,
+            async {
+                let _ = stopped.await;
+            },
+            fence.clone(),
+        );
         Contender {
             leading,
             task,
             stop: Some(stop),
+            fence,
         }
     }
 
@@ -326,4 +335,78 @@ async fn a_standby_whose_clock_runs_ahead_does_not_take_a_lease_that_is_still_re
         stopped_at.elapsed()
     );
     standby.shutdown().await;
+}
+
+/// F-11: the leader's writes are fenced by its Lease. A leader whose renewals fail lets a write
+/// start only while its last renewal is younger than the renew deadline, and no write it lets
+/// start may land later than the lease duration after that renewal began; so every write it
+/// could make has landed (or been abandoned) before the standby, counting the lease duration
+/// from when it saw the record change, may lead. Once it stops leading, nothing passes.
+#[tokio::test]
+async fn a_leader_whose_renewals_fail_lets_no_write_land_after_another_may_lead() {
+    let emu = start_emulator().await;
+    let a = Contender::start(&emu, config("a"));
+    wait_for("a to lead", || a.leads()).await;
+    let b = Contender::start(&emu, config("b"));
+    assert!(b.fence.deadline().is_err(), "a standby writes nothing");
+    let opened = a.fence.deadline().unwrap().unwrap();
+    assert!(opened <= Instant::now() + config("a").lease_duration);
+
+    // What a writer of a would be let do, every 10 ms: the latest a write it starts may land.
+    let (done, mut stop) = oneshot::channel::<()>();
+    let probe = tokio::spawn({
+        let fence = a.fence.clone();
+        async move {
+            let mut latest: Option<Instant> = None;
+            let mut closed_at: Option<Instant> = None;
+            loop {
+                match fence.deadline() {
+                    Ok(Some(d)) => {
+                        assert!(
+                            closed_at.is_none(),
+                            "the fence opened again without a renewal"
+                        );
+                        latest = Some(latest.map_or(d, |l| l.max(d)));
+                    }
+                    Ok(None) => panic!("an elected fence always has a deadline"),
+                    Err(_) => {
+                        closed_at.get_or_insert_with(Instant::now);
+                    }
+                }
+                tokio::select! {
+                    _ = &mut stop => return (latest, closed_at),
+                    () = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+            }
+        }
+    });
+    for verb in ["update", "patch"] {
+        emu.inject_fault(Fault {
+            verb: Some(verb.into()),
+            resource: Some("leases".into()),
+            count: 1000,
+            status: Some(500),
+            ..Default::default()
+        });
+    }
+    wait_for("a to stop leading", || !a.leads()).await;
+    assert!(
+        a.fence.deadline().is_err(),
+        "closed before leading is seen to stop"
+    );
+    emu.clear_faults();
+    wait_for("b to take over", || b.leads()).await;
+    let b_leads = Instant::now();
+    let _ = done.send(());
+    let (latest, closed_at) = probe.await.unwrap();
+    let (latest, closed_at) = (latest.unwrap(), closed_at.unwrap());
+    assert!(
+        latest <= b_leads,
+        "a write of a could land {:?} after b led",
+        latest - b_leads
+    );
+    assert!(closed_at <= b_leads);
+    assert!(b.fence.deadline().unwrap().is_some(), "b's writes pass");
+    b.shutdown().await;
+    emu.shutdown().await;
 }

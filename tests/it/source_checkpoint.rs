@@ -382,3 +382,82 @@ async fn a_source_that_fails_before_its_first_list_writes_no_checkpoint() {
     source.stop().await;
     assert!(sink.received().is_empty(), "a first start sends nothing");
 }
+
+/// F-11: a leader that lost its Lease writes no checkpoint after it. The source leads; its
+/// checkpoint writes and its renewals start failing together, and a change is delivered (so its
+/// checkpoint has a pending entry). Once it stops leading (after the renew deadline), the
+/// ConfigMap writes work again but the Lease's still do not: the last flush a program makes on
+/// its way out is not made (a standby may already be taking over), the process exits as a lost
+/// leader, and the delivered change is not in its checkpoint (the next leader sends it again:
+/// a duplicate, never a write over a newer leader's state).
+#[tokio::test]
+async fn a_leader_that_lost_its_lease_makes_no_last_flush() {
+    let (emu, dir, sink) = setup(&["nb"]).await;
+    let mut src = Source::new(
+        &emu,
+        &dir,
+        &sink.url,
+        &[
+            "--leader-elect",
+            "--lease-namespace",
+            NS,
+            "--identity",
+            "only",
+        ],
+    );
+    src.ready().await;
+    eventually("the first checkpoint", || async {
+        checkpoint_objects(&emu).await.1
+    })
+    .await;
+    for (verb, resource) in [
+        ("patch", "configmaps"),
+        ("create", "configmaps"),
+        ("update", "leases"),
+    ] {
+        emu.inject_fault(Fault {
+            verb: Some(verb.into()),
+            resource: Some(resource.into()),
+            count: 100_000,
+            status: Some(500),
+            ..Fault::default()
+        })
+        .await;
+    }
+    emu.import("ds", "nb", "candidate", &digest('b')).await;
+    sink.wait_accepted(1).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !src
+        .log()
+        .contains("no renewal succeeded within the renew deadline")
+    {
+        assert!(Instant::now() < deadline, "{}", src.log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The Lease stays unwritable; the ConfigMaps are writable again.
+    emu.clear_faults().await;
+    emu.inject_fault(Fault {
+        verb: Some("update".into()),
+        resource: Some("leases".into()),
+        count: 100_000,
+        status: Some(500),
+        ..Fault::default()
+    })
+    .await;
+    let status = src.exited().await;
+    assert!(
+        !status.success(),
+        "a lost lease ends the process: {status:?}"
+    );
+    assert!(
+        src.log().contains("checkpoint write not made"),
+        "{}",
+        src.log()
+    );
+    let (shards, _) = checkpoint_objects(&emu).await;
+    let text = serde_json::to_string(&shards).unwrap();
+    assert!(
+        !text.contains(&digest('b')[7..]),
+        "the deposed leader wrote its checkpoint: {text}"
+    );
+}

@@ -197,7 +197,8 @@ impl Checkpoint {
         let name = id.name(&self.cfg.prefix);
         let result = self
             .retrying(|| async {
-                match self.api.delete(&name, &DeleteParams::default()).await {
+                let params = DeleteParams::default();
+                match self.through_fence(self.api.delete(&name, &params)).await {
                     Err(e) if code(&e) == Some(404) => Ok(()),
                     other => other.map(drop),
                 }
@@ -264,14 +265,52 @@ impl Checkpoint {
         self.send(req).await
     }
 
-    /// Sends a write; its answer (the whole shard) is read and dropped as it arrives, never
-    /// held or parsed: nothing in it is needed.
+    /// Sends a write through the fence; its answer (the whole shard) is read and dropped as it
+    /// arrives, never held or parsed: nothing in it is needed.
     async fn send(&self, req: http::Request<Vec<u8>>) -> Result<(), kube::Error> {
-        let answer = self.client.request_stream(req).await?;
-        futures::io::copy(answer, &mut futures::io::sink())
-            .await
-            .map(drop)
-            .map_err(kube::Error::ReadEvents)
+        self.through_fence(async {
+            let answer = self.client.request_stream(req).await?;
+            futures::io::copy(answer, &mut futures::io::sink())
+                .await
+                .map(drop)
+                .map_err(kube::Error::ReadEvents)
+        })
+        .await
+    }
+
+    /// Runs one write only while the Lease fences it open, and abandons it if it has not landed
+    /// by the time another replica could take the Lease ([`crate::leader::fence`]). A fenced
+    /// write is a 412 (never retried: this process no longer leads), an abandoned one a 504
+    /// (retried, through the fence again).
+    async fn through_fence<T>(
+        &self,
+        write: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, kube::Error> {
+        let refused = |message: String, reason: &str, code: u16| {
+            kube::Error::Api(
+                kube::core::Status::failure(&message, reason)
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        match self.fence.deadline() {
+            Err(fenced) => {
+                tracing::warn!(namespace = %self.cfg.namespace, error = %fenced, "checkpoint write not made");
+                Err(refused(fenced.to_string(), "Fenced", 412))
+            }
+            Ok(None) => write.await,
+            Ok(Some(deadline)) => tokio::time::timeout_at(deadline, write)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(refused(
+                        "the checkpoint write did not land before the Lease could pass to another \
+                         replica; abandoned"
+                            .into(),
+                        "Timeout",
+                        504,
+                    ))
+                }),
+        }
     }
 }
 

@@ -72,6 +72,8 @@ pub async fn run(
     };
     let runtime =
         Runtime::start(client.clone(), wiring, registry, health.clone(), shutdown).await?;
+    let mut settings = settings;
+    settings.shared.fence = runtime.fence();
     runtime
         .run(|stop| async move {
             let ctx = Context {

@@ -56,6 +56,8 @@ pub struct Pipeline {
     pub metrics: Metrics,
     /// Told true once the first list of every one of its namespaces is recorded.
     pub listed: tokio::sync::watch::Sender<bool>,
+    /// The Lease as the fence of its checkpoint's writes.
+    pub fence: crate::leader::Fence,
 }
 
 /// Runs `p` until `stop` is cancelled; its checkpoint is flushed last.
@@ -138,15 +140,18 @@ async fn load(
         let cfg = p.settings.checkpoint.clone();
         let loaded = Checkpoint::load_owned(client.clone(), cfg, Some(p.owner.clone())).await;
         let error = match loaded {
-            Ok((checkpoint, loaded)) => match checkpoint.probe().await {
-                Ok(()) => {
-                    if loaded.first_start {
-                        info!(namespace = %namespace, source = %name, "no checkpoint: first start");
+            Ok((mut checkpoint, loaded)) => {
+                checkpoint.set_fence(p.fence.clone());
+                match checkpoint.probe().await {
+                    Ok(()) => {
+                        if loaded.first_start {
+                            info!(namespace = %namespace, source = %name, "no checkpoint: first start");
+                        }
+                        return Some((checkpoint, loaded));
                     }
-                    return Some((checkpoint, loaded));
+                    Err(e) => e,
                 }
-                Err(e) => e,
-            },
+            }
             Err(e) => e,
         };
         warn!(namespace = %namespace, source = %name, error = %error, "the source's checkpoint cannot be used; retrying");

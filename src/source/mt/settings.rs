@@ -37,6 +37,8 @@ pub struct Shared {
     pub guard: crate::source::sink::guard::Guard,
     /// The adapter's own namespace (`POD_NAMESPACE`), where every source's checkpoint lives.
     pub checkpoint_namespace: String,
+    /// The Lease as the fence of every checkpoint write ([`crate::leader::Fence`]).
+    pub fence: crate::leader::Fence,
 }
 
 /// The longest `<namespace>.<name>` kept whole in a checkpoint's names: 253, less the suffix
@@ -165,6 +167,7 @@ mod tests {
             api_server_url: "https://172.30.0.1:443".into(),
             guard: Default::default(),
             checkpoint_namespace: "imagegate-system".into(),
+            fence: Default::default(),
         }
     }
 

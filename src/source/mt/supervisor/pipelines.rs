@@ -52,6 +52,7 @@ impl Supervisor {
             counters: served.counters.clone(),
             metrics,
             listed,
+            fence: self.shared.fence.clone(),
         };
         info!(namespace = %id.0, source = %id.1, namespaces = %key.describe(), "serving the source");
         served.running = Some(Running {
