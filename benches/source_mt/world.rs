@@ -145,7 +145,7 @@ pub async fn seed(emu: &Emulator, teams: usize, sources: usize, sink: &str) {
 
 /// Creates the source of team `k` through the API, as a user would.
 pub async fn create_source(emu: &Emulator, k: usize, sink: &str, emit_existing: bool) {
-    let obj: DynamicObject = serde_yaml::from_str(&source_yaml(k, sink, emit_existing)).unwrap();
+    let obj: DynamicObject = serde_norway::from_str(&source_yaml(k, sink, emit_existing)).unwrap();
     let gvk = GroupVersionKind::gvk("sources.imagegate.dev", "v1alpha1", "ImageStreamSource");
     let ar = ApiResource::from_gvk_with_plural(&gvk, "imagestreamsources");
     Api::<DynamicObject>::namespaced_with(emu.client().unwrap(), &ns(k), &ar)

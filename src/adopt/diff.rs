@@ -28,7 +28,7 @@ pub fn yaml(object: &Value) -> String {
             }
         }
     }
-    serde_yaml::to_string(&shown).unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n"))
+    serde_norway::to_string(&shown).unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n"))
 }
 
 /// The unified diff from `before` (`None`: the object is created) to `after`, with headers

@@ -296,7 +296,7 @@ fn object_types(
 }
 
 pub fn crd_yaml() -> String {
-    let yaml = serde_yaml::to_string(&ImagePromotion::crd())
+    let yaml = serde_norway::to_string(&ImagePromotion::crd())
         .expect("a CustomResourceDefinition always serializes");
     format!("{CRD_HEADER}{yaml}")
 }

@@ -22,7 +22,7 @@ pub fn render(
         OutputFormat::Json => {
             serde_json::to_string_pretty(&serde_json::json!({ "items": rows }))? + "\n"
         }
-        OutputFormat::Yaml => serde_yaml::to_string(&serde_json::json!({ "items": rows }))?,
+        OutputFormat::Yaml => serde_norway::to_string(&serde_json::json!({ "items": rows }))?,
         OutputFormat::Table | OutputFormat::Wide if rows.is_empty() => {
             "No ImageStreams gated by imagegate found.\n".to_string()
         }
@@ -194,7 +194,7 @@ other:latest   <none>         <none>                sha256:aaaaaaaaaaaa   <none>
         assert_eq!(json["items"][0]["lastRun"]["since"], "2026-01-01T00:00:00Z");
         assert_eq!(json["items"][1]["phase"], serde_json::Value::Null);
         let yaml: serde_json::Value =
-            serde_yaml::from_str(&render(&rows(), OutputFormat::Yaml, false, now).unwrap())
+            serde_norway::from_str(&render(&rows(), OutputFormat::Yaml, false, now).unwrap())
                 .unwrap();
         assert_eq!(yaml, json);
         assert_eq!(

@@ -239,7 +239,7 @@ async fn a_custom_image_keeps_its_served_tag_as_spec_tags_0() {
     let mut docs = text.split("\n---\n").skip(1);
     let (created, patch) = (docs.next().unwrap(), docs.next().unwrap());
     env.emu.seed_str(created).await;
-    let patch: Value = serde_yaml::from_str(patch).unwrap();
+    let patch: Value = serde_norway::from_str(patch).unwrap();
     Api::<ImageStream>::namespaced(env.emu.client(), "ds")
         .patch(
             "custom-my-notebook",

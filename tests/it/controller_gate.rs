@@ -577,7 +577,7 @@ fn recorded_smoke_test(image: &str, edit: impl FnOnce(&mut Value)) -> Value {
         "/tekton/200-task-smoke-test.yaml"
     ))
     .unwrap();
-    let task: Value = serde_yaml::from_str(&text).unwrap();
+    let task: Value = serde_norway::from_str(&text).unwrap();
     let mut spec: Value =
         serde_json::from_str(&task["spec"].to_string().replace("$(params.image)", image)).unwrap();
     edit(&mut spec);

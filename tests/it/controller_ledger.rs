@@ -139,7 +139,7 @@ async fn a_candidate_with_no_verdict_is_re_driven_then_marked_update_failed() {
             &crate::support::upstream::TEKTON_TRIGGERS.read("config/300-triggertemplate.yaml"),
         )
         .await;
-    let mut template: serde_json::Value = serde_yaml::from_str(
+    let mut template: serde_json::Value = serde_norway::from_str(
         &std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tekton/420-triggertemplate.yaml"

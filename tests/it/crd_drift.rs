@@ -53,10 +53,10 @@ fn the_committed_crd_matches_the_rust_types() {
 #[test]
 fn the_committed_crd_parses_as_a_crd_of_the_same_shape() {
     let committed = std::fs::read_to_string(committed_path(COMMITTED)).unwrap();
-    let parsed: CustomResourceDefinition = serde_yaml::from_str(&committed).unwrap();
+    let parsed: CustomResourceDefinition = serde_norway::from_str(&committed).unwrap();
     assert_eq!(parsed, ImagePromotion::crd());
     let committed = std::fs::read_to_string(committed_path(COMMITTED_SOURCE)).unwrap();
-    let parsed: CustomResourceDefinition = serde_yaml::from_str(&committed).unwrap();
+    let parsed: CustomResourceDefinition = serde_norway::from_str(&committed).unwrap();
     assert_eq!(parsed, imagegate::source::crd::crd());
 }
 

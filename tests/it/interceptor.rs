@@ -68,7 +68,7 @@ async fn start() -> Running {
         "/config/triggers/400-interceptor.yaml"
     ))
     .unwrap();
-    let mut ci: Value = serde_yaml::Deserializer::from_str(&file)
+    let mut ci: Value = serde_norway::Deserializer::from_str(&file)
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .find(|o: &Value| o["kind"] == "ClusterInterceptor")
         .unwrap();

@@ -63,7 +63,7 @@ shutil.copy(src, out)
 
 /// The Task's `validate` step: its script and its env (name -> value with `$(...)`).
 fn step() -> (String, Vec<(String, String)>, BTreeMap<String, String>) {
-    let task: Value = serde_yaml::from_str(&std::fs::read_to_string(TASK).unwrap()).unwrap();
+    let task: Value = serde_norway::from_str(&std::fs::read_to_string(TASK).unwrap()).unwrap();
     let spec = &task["spec"];
     let defaults = spec["params"]
         .as_array()

@@ -113,7 +113,7 @@ mod tests {
 
     fn seeded() -> Vec<ImageStream> {
         let text = include_str!("../../../examples/notebook-imagestreams.yaml");
-        serde_yaml::Deserializer::from_str(text)
+        serde_norway::Deserializer::from_str(text)
             .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
             .filter(|v| v["kind"] == "ImageStream")
             .map(|v| serde_json::from_value(v).unwrap())

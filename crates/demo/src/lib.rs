@@ -227,7 +227,7 @@ struct World {
 /// ClusterInterceptor `imagegate` of config/triggers/, its URL `https://localhost:<port>/`.
 async fn create_cluster_interceptor(admin: &kube::Client, at: SocketAddr) -> anyhow::Result<()> {
     const FILE: &str = include_str!("../../../config/triggers/400-interceptor.yaml");
-    let mut ci: serde_json::Value = serde_yaml::Deserializer::from_str(FILE)
+    let mut ci: serde_json::Value = serde_norway::Deserializer::from_str(FILE)
         .map(serde::Deserialize::deserialize)
         .collect::<Result<Vec<serde_json::Value>, _>>()?
         .into_iter()

@@ -88,7 +88,7 @@ impl TektonFiles {
     }
 
     fn add(&mut self, file: &str, text: &str) -> anyhow::Result<()> {
-        for doc in serde_yaml::Deserializer::from_str(text) {
+        for doc in serde_norway::Deserializer::from_str(text) {
             let v: Value = serde::Deserialize::deserialize(doc)
                 .with_context(|| format!("{file} is not valid YAML"))?;
             if v.is_null() {

@@ -496,7 +496,7 @@ fn parse_json(body: &Bytes) -> Result<Value, ApiError> {
         return Err(ApiError::bad_request("the request body is empty"));
     }
     serde_json::from_slice(body)
-        .or_else(|_| serde_yaml::from_slice(body))
+        .or_else(|_| serde_norway::from_slice(body))
         .map_err(|e| {
             ApiError::bad_request(format!("the body of the request could not be decoded: {e}"))
         })

@@ -69,7 +69,7 @@ impl Cluster {
         // Every document is read before any is stored, so that a YAML error seeds nothing;
         // they wait frozen (as JSON), which takes a tenth of the memory of decoded values.
         let mut objects = Vec::new();
-        for doc in serde_yaml::Deserializer::from_str(text) {
+        for doc in serde_norway::Deserializer::from_str(text) {
             let v = Value::deserialize(doc)
                 .map_err(|e| ApiError::bad_request(format!("invalid YAML: {e}")))?;
             if v.is_null() {

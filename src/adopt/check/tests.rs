@@ -13,7 +13,7 @@ fn adopted() -> Value {
         "{}/tests/fixtures/ci-note_ansible-runner_imagestream_import-failed.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
-    let stream: Value = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let stream: Value = serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     match plan(&stream, None, &Options::default()).unwrap() {
         Plan::Write(w, _) => w[0].after.clone(),
         other => panic!("{other:?}"),

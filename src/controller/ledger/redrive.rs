@@ -110,7 +110,7 @@ mod tests {
             "/tekton/420-triggertemplate.yaml"
         ))
         .unwrap();
-        serde_yaml::from_str(&text).unwrap()
+        serde_norway::from_str(&text).unwrap()
     }
 
     #[test]

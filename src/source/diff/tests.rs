@@ -22,7 +22,7 @@ fn fixture(name: &str) -> ImageStream {
         let file: serde_json::Value = serde_json::from_str(&text).unwrap();
         serde_json::from_value(file["object"].clone()).unwrap()
     } else {
-        serde_yaml::from_str(&text).unwrap()
+        serde_norway::from_str(&text).unwrap()
     }
 }
 
@@ -33,7 +33,7 @@ fn oracle() -> Vec<ImageStream> {
         "DERIVED_emulator_sequence_scheduled-import_promotion_tag-deleted.yaml",
     ))
     .unwrap();
-    let steps: Vec<ImageStream> = serde_yaml::Deserializer::from_str(&text)
+    let steps: Vec<ImageStream> = serde_norway::Deserializer::from_str(&text)
         .map(|doc| ImageStream::deserialize(doc).unwrap())
         .collect();
     assert_eq!(steps.len(), 5);

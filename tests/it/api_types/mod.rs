@@ -177,7 +177,7 @@ fn documents(path: &Path) -> Vec<Value> {
             let value: Value = serde_json::from_str(&text).unwrap();
             vec![value.get("object").cloned().unwrap_or(value)]
         }
-        Some("yaml") => serde_yaml::Deserializer::from_str(&text)
+        Some("yaml") => serde_norway::Deserializer::from_str(&text)
             .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
             .filter(|doc: &Value| !doc.is_null())
             .collect(),

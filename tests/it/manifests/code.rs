@@ -77,7 +77,7 @@ impl Code {
             custom_task: (params::API_VERSION, params::KIND),
             default_candidate_tag: params::DEFAULT_CANDIDATE_TAG,
             results: finished_results(),
-            crd: serde_yaml::from_str(&crd::crd_yaml()).expect("imagegate crds prints YAML"),
+            crd: serde_norway::from_str(&crd::crd_yaml()).expect("imagegate crds prints YAML"),
             cli,
             metrics: super::exported::series(),
         };

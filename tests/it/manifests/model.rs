@@ -163,7 +163,7 @@ impl Manifests {
                 .docs
                 .iter()
                 .filter(|d| &d.file == file)
-                .map(|d| serde_yaml::to_string(&d.obj).unwrap())
+                .map(|d| serde_norway::to_string(&d.obj).unwrap())
                 .collect();
             out.insert(file.clone(), docs.join("---\n"));
         }
@@ -174,9 +174,9 @@ impl Manifests {
 /// The documents of a YAML text (empty documents skipped).
 pub fn parse(text: &str) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
-    for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
-        // serde_yaml's own Value refuses a repeated key; serde_json's map would keep the last.
-        let v = serde_yaml::Value::deserialize(doc)
+    for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
+        // serde_norway's own Value refuses a repeated key; serde_json's map would keep the last.
+        let v = serde_norway::Value::deserialize(doc)
             .map_err(|e| format!("document {}: YAML does not parse: {e}", i + 1))?;
         if v.is_null() {
             continue;

@@ -119,7 +119,7 @@ fn egress_admits(rule: &Value, ip: std::net::Ipv4Addr) -> bool {
 fn the_multi_tenant_adapter_may_not_reach_the_metadata_address() {
     let read = |file: &str| -> Vec<Value> {
         let text = std::fs::read_to_string(format!("{}/{file}", super::ROOT)).unwrap();
-        serde_yaml::Deserializer::from_str(&text)
+        serde_norway::Deserializer::from_str(&text)
             .map(|d| serde::Deserialize::deserialize(d).unwrap())
             .collect()
     };

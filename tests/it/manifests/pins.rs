@@ -12,7 +12,7 @@ use super::ROOT;
 
 fn yaml(path: &str) -> Value {
     let text = std::fs::read_to_string(format!("{ROOT}/{path}")).unwrap();
-    serde_yaml::from_str(&text).unwrap()
+    serde_norway::from_str(&text).unwrap()
 }
 
 /// The pin of Task `spec`, as a run of it on any candidate records it.

@@ -141,7 +141,7 @@ async fn status_shows_every_gated_stream_in_every_format_and_exits_by_update_fai
 
     let yaml = o.run(&["status", "-n", "ds", "-o", "yaml"]).await;
     assert_eq!(
-        serde_yaml::from_str::<Value>(&yaml.stdout).unwrap(),
+        serde_norway::from_str::<Value>(&yaml.stdout).unwrap(),
         v,
         "{yaml}"
     );

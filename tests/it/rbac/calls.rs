@@ -126,7 +126,7 @@ fn config_grants_the_controllers_trust_calls_and_each_is_refused_without_its_rul
 /// `tekton/310-pipeline-rbac.yaml` as `kubectl apply -k tekton/` creates it in `namespace`.
 fn pipeline_rbac_in(namespace: &str) -> String {
     let mut out = String::new();
-    for doc in serde_yaml::Deserializer::from_str(&read("tekton/310-pipeline-rbac.yaml")) {
+    for doc in serde_norway::Deserializer::from_str(&read("tekton/310-pipeline-rbac.yaml")) {
         let mut v: Value = serde::Deserialize::deserialize(doc).unwrap();
         v["metadata"]["namespace"] = namespace.into();
         out.push_str(&serde_json::to_string(&v).unwrap());

@@ -64,7 +64,7 @@ impl Program {
         extra_args: &[&str],
     ) -> Program {
         let text = read(&config(file));
-        let deployment: Value = serde_yaml::Deserializer::from_str(&text)
+        let deployment: Value = serde_norway::Deserializer::from_str(&text)
             .map(|d| serde::Deserialize::deserialize(d).unwrap())
             .find(|v: &Value| v["kind"] == "Deployment")
             .unwrap_or_else(|| panic!("{file} has no Deployment"));

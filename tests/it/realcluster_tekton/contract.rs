@@ -125,7 +125,7 @@ const HOLD: &str = "imagegate.test/run";
 fn hold_report(k: &Kubectl, run: &str) {
     let shipped =
         std::fs::read_to_string(format!("{ROOT}/realcluster/kwok/tekton-step-stage.yaml")).unwrap();
-    let mut stage: Value = serde_yaml::from_str(&shipped).unwrap();
+    let mut stage: Value = serde_norway::from_str(&shipped).unwrap();
     stage["metadata"] = json!({"name": format!("hold-report-{run}")});
     stage["spec"]["weight"] = json!(1);
     stage["spec"]["delay"] = json!({"durationMilliseconds": 600_000});
@@ -403,7 +403,7 @@ fn a_candidate_faster_than_validation_still_advances_the_served_tag(
 ) {
     let shipped =
         std::fs::read_to_string(format!("{ROOT}/realcluster/kwok/tekton-step-stage.yaml")).unwrap();
-    let mut stage: Value = serde_yaml::from_str(&shipped).unwrap();
+    let mut stage: Value = serde_norway::from_str(&shipped).unwrap();
     stage["metadata"] = json!({"name": "validate-takes-5s"});
     stage["spec"]["weight"] = json!(1);
     stage["spec"]["delay"] = json!({"durationMilliseconds": 5_000});
@@ -478,7 +478,7 @@ fn the_pin_holds_for_what_was_pinned_and_not_for_an_edited_task(
     emu: &EmulatorServer,
     controller: &mut Process,
 ) {
-    let shipped: Value = serde_yaml::from_str(
+    let shipped: Value = serde_norway::from_str(
         &std::fs::read_to_string(format!("{ROOT}/tekton/100-imagepromotion.yaml")).unwrap(),
     )
     .unwrap();

@@ -399,7 +399,7 @@ impl Adapter {
             "/config/multi-tenant/400-deployment.yaml"
         );
         let text = std::fs::read_to_string(file).unwrap();
-        let deployment: Value = serde_yaml::Deserializer::from_str(&text)
+        let deployment: Value = serde_norway::Deserializer::from_str(&text)
             .map(|d| serde::Deserialize::deserialize(d).unwrap())
             .find(|v: &Value| v["kind"] == "Deployment")
             .expect("403 has a Deployment");

@@ -50,7 +50,7 @@ async fn install_broker_crd(emu: &EmulatorServer) {
     );
     let api: Api<DynamicObject> = Api::all_with(emu.client(), &crds);
     let text = KNATIVE_EVENTING.read("config/core/resources/broker.yaml");
-    let crd: DynamicObject = serde_yaml::from_str(&text).expect("the released Broker CRD");
+    let crd: DynamicObject = serde_norway::from_str(&text).expect("the released Broker CRD");
     api.create(&PostParams::default(), &crd).await.unwrap();
 }
 

@@ -110,7 +110,7 @@ pub async fn install_sink_crds(emu: &EmulatorServer) {
         ),
     ] {
         let crd: DynamicObject =
-            serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("the released {what} CRD: {e}"));
+            serde_norway::from_str(&text).unwrap_or_else(|e| panic!("the released {what} CRD: {e}"));
         crds(emu)
             .create(&PostParams::default(), &crd)
             .await

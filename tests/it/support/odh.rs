@@ -28,7 +28,7 @@ fn fixture(name: &str) -> String {
 /// `commit-a`) serving `served`, N-1 (`2025.1`) serving `n1`, and a hidden scheduled `candidate`
 /// tag that imported `served` then `candidate`.
 pub async fn seed_shipped(emu: &EmulatorServer, served: &str, n1: &str, candidate: &str) {
-    let mut v: Value = serde_yaml::from_str(&fixture(
+    let mut v: Value = serde_norway::from_str(&fixture(
         "odh-notebooks_jupyter-minimal-notebook_imagestream_manifest.yaml",
     ))
     .unwrap();
@@ -61,7 +61,7 @@ pub async fn seed_custom(emu: &EmulatorServer, candidate: &str) {
         .replace("$(params.creator)", "admin")
         .replace("$(context.pipelineRun.name)", "custom-my-image")
         .replace("$(context.pipelineRun.namespace)", "ds");
-    let doc = serde_yaml::Deserializer::from_str(&text).next().unwrap();
+    let doc = serde_norway::Deserializer::from_str(&text).next().unwrap();
     let mut v: Value = serde::Deserialize::deserialize(doc).unwrap();
     v["metadata"]["labels"]["opendatahub.io/notebook-image"] = json!("true");
     v["spec"]["tags"] = json!([{

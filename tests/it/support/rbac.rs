@@ -317,7 +317,7 @@ impl Policy {
     /// Adds the RBAC objects of one file's text (`file` names it in messages).
     pub fn add(&mut self, file: &str, text: &str) {
         for (line, doc) in documents(text) {
-            let v: Value = match serde_yaml::from_str(&doc) {
+            let v: Value = match serde_norway::from_str(&doc) {
                 Ok(v) => v,
                 Err(e) => panic!("{file}:{line}: not YAML: {e}"),
             };

@@ -77,7 +77,7 @@ impl Module {
 /// as `kubectl replace` would send: the emulator then serves the released schema.
 pub async fn install_released_customrun_crd(client: kube::Client) {
     let text = TEKTON_PIPELINE.read(CUSTOMRUN_CRD);
-    let mut crd: Value = serde_yaml::from_str(&text).expect("Tekton's CustomRun CRD is YAML");
+    let mut crd: Value = serde_norway::from_str(&text).expect("Tekton's CustomRun CRD is YAML");
     let name = crd["metadata"]["name"]
         .as_str()
         .expect("the CRD has a name")
@@ -113,7 +113,7 @@ pub async fn install_released_pipelinerun_crds(client: kube::Client) {
     };
     let crds: Api<DynamicObject> = Api::all_with(client, &resource);
     for path in [PIPELINERUN_CRD, TASKRUN_CRD] {
-        let crd: DynamicObject = serde_yaml::from_str(&TEKTON_PIPELINE.read(path))
+        let crd: DynamicObject = serde_norway::from_str(&TEKTON_PIPELINE.read(path))
             .unwrap_or_else(|e| panic!("Tekton's {path} is a CRD: {e}"));
         crds.create(&PostParams::default(), &crd)
             .await

@@ -79,7 +79,7 @@ async fn install(w: &World) -> anyhow::Result<(String, String)> {
         let text =
             std::fs::read_to_string(file(name)).with_context(|| format!("knative/{name}"))?;
         let mut object: Value =
-            serde_yaml::from_str(&text).with_context(|| format!("knative/{name}"))?;
+            serde_norway::from_str(&text).with_context(|| format!("knative/{name}"))?;
         route::webhook_defaults(&mut object);
         w.cluster
             .kubectl_in(&["apply", "--server-side", "-f", "-"], &object.to_string())

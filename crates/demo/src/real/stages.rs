@@ -29,7 +29,7 @@ const DEFAULT_CODE: &str = "{{ $code := \"0\" }}";
 const DEFAULT_FAILED: &str = "{{ $failed := false }}";
 
 fn shipped() -> anyhow::Result<Value> {
-    let stage: Value = serde_yaml::from_str(SHIPPED)
+    let stage: Value = serde_norway::from_str(SHIPPED)
         .map_err(|e| anyhow!("realcluster/kwok/tekton-step-stage.yaml: {e}"))?;
     if stage["kind"] != "Stage" || !stage["spec"]["selector"]["matchExpressions"].is_array() {
         bail!("realcluster/kwok/tekton-step-stage.yaml is not the Stage with matchExpressions");

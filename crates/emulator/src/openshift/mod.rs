@@ -154,7 +154,7 @@ pub(crate) mod testdata {
 
     /// Every document of a YAML stream; a JSON `{"object": …}` envelope is unwrapped.
     pub fn docs(text: &str) -> Vec<Value> {
-        serde_yaml::Deserializer::from_str(text)
+        serde_norway::Deserializer::from_str(text)
             .map(|d| Value::deserialize(d).expect("fixture parses"))
             .filter(|v| !v.is_null())
             .map(|v| match v.get("object") {

@@ -39,7 +39,7 @@ impl Cluster {
                 return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", why)
                     .with_field_causes(&[why.to_string()]));
             }
-            serde_yaml::from_slice(body)
+            serde_norway::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
         } else {
             serde_json::from_slice(body)

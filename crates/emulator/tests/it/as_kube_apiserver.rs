@@ -330,7 +330,7 @@ async fn a_status_write_is_recorded_for_the_status_subresource_and_type_errors_n
     let (emu, http) = start().await;
     // Tekton's released CRD, whose schema types the fields (the emulator's stand-in keeps any).
     let text = std::fs::read_to_string(crate::kubectl::released_customrun_crd()).unwrap();
-    let mut crd: Value = serde_yaml::from_str(&text).unwrap();
+    let mut crd: Value = serde_norway::from_str(&text).unwrap();
     let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/customruns.tekton.dev";
     let (_, current) = send(&http, &emu, "GET", path, "application/json", None).await;
     crd["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();

@@ -386,7 +386,7 @@ async fn real_imagestream_fixtures_seed_and_read_back() {
     for f in files {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
         // Some fixtures wrap the object in an envelope naming its source.
-        let originals: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+        let originals: Vec<Value> = serde_norway::Deserializer::from_str(&text)
             .map(|d| serde::Deserialize::deserialize(d).unwrap())
             .map(|v: Value| v.get("object").cloned().unwrap_or(v))
             .filter(|v: &Value| v.get("kind").and_then(Value::as_str) == Some("ImageStream"))

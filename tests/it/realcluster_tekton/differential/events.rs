@@ -247,7 +247,7 @@ fn install(k: &Kubectl) {
             "metadata": {"name": "jupyter"}, "spec": {"imageStream": "jupyter"}})
         .to_string(),
     );
-    for doc in serde_yaml::Deserializer::from_str(&tekton_file("400-eventlistener-rbac.yaml")) {
+    for doc in serde_norway::Deserializer::from_str(&tekton_file("400-eventlistener-rbac.yaml")) {
         let mut object: Value = serde::Deserialize::deserialize(doc).unwrap();
         if object["kind"] == "ClusterRoleBinding" {
             // One per namespace that runs the listener, as the file says.

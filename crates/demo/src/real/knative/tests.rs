@@ -6,7 +6,7 @@ const BROKER: &str = include_str!("../../../../../knative/200-broker.yaml");
 const TRIGGER: &str = include_str!("../../../../../knative/210-trigger.yaml");
 
 fn yaml(text: &str) -> serde_json::Value {
-    serde_yaml::from_str(text).unwrap()
+    serde_norway::from_str(text).unwrap()
 }
 
 #[test]
