@@ -302,7 +302,8 @@ pub fn crd() -> CustomResourceDefinition {
 
 /// The CRD rendered as the YAML manifest committed under `config/`, with its header comment.
 pub fn crd_yaml() -> String {
-    let yaml = serde_norway::to_string(&crd()).expect("a CustomResourceDefinition always serializes");
+    let yaml =
+        serde_norway::to_string(&crd()).expect("a CustomResourceDefinition always serializes");
     format!("{CRD_HEADER}{yaml}")
 }
 

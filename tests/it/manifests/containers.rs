@@ -148,3 +148,49 @@ mod tests {
         assert!(e.contains("--concurrency"), "{e}");
     }
 }
+
+/// F-22: every image imagegate ships a reference to is pinned by digest, so what runs is what was
+/// reviewed: the Containerfile's base images, and each container image of the manifests, except
+/// imagegate's own (kustomize's `images:` sets it to the user's build) and a Task's
+/// `$(params.image)` (the candidate, by digest from `begin`).
+#[test]
+fn every_shipped_image_is_pinned_by_digest() {
+    let root = super::ROOT;
+    let digest = |image: &str| {
+        image
+            .split_once("@sha256:")
+            .is_some_and(|(_, d)| d.len() == 64 && d.chars().all(|c| c.is_ascii_hexdigit()))
+    };
+    let containerfile = std::fs::read_to_string(format!("{root}/Containerfile")).unwrap();
+    let bases: Vec<&str> = containerfile
+        .lines()
+        .filter_map(|l| l.strip_prefix("FROM "))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(bases.len(), 2, "{bases:?}");
+    for base in bases {
+        assert!(
+            digest(base),
+            "Containerfile: FROM {base} is not pinned by digest"
+        );
+    }
+    let m = super::shipped();
+    let mut unpinned = Vec::new();
+    for doc in &m.docs {
+        let file = &doc.file;
+        let mut found = Vec::new();
+        containers(&doc.obj, String::new(), &mut found);
+        for (path, c) in found {
+            let image = c["image"].as_str().unwrap_or_default();
+            let own = image.starts_with("ghcr.io/imagegate/imagegate");
+            if !own && !image.starts_with("$(params.") && !digest(image) {
+                unpinned.push(format!("{file}: {path}: {image}"));
+            }
+        }
+    }
+    assert!(
+        unpinned.is_empty(),
+        "not pinned by digest:\n{}",
+        unpinned.join("\n")
+    );
+}

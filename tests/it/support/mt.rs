@@ -109,8 +109,8 @@ pub async fn install_sink_crds(emu: &EmulatorServer) {
             TEKTON_TRIGGERS.read("config/300-eventlistener.yaml"),
         ),
     ] {
-        let crd: DynamicObject =
-            serde_norway::from_str(&text).unwrap_or_else(|e| panic!("the released {what} CRD: {e}"));
+        let crd: DynamicObject = serde_norway::from_str(&text)
+            .unwrap_or_else(|e| panic!("the released {what} CRD: {e}"));
         crds(emu)
             .create(&PostParams::default(), &crd)
             .await
