@@ -243,7 +243,8 @@ pub struct ControllerArgs {
     #[arg(long, env = "IMAGEGATE_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
     pub admin_addr: SocketAddr,
 
-    /// Reconcile at most this many CustomRuns at once.
+    /// Reconcile at most this many CustomRuns at once; one namespace gets at most half of
+    /// them (at least one).
     #[arg(long, env = "IMAGEGATE_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
 

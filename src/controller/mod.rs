@@ -23,6 +23,7 @@ pub mod crd;
 pub mod decide;
 pub mod drift;
 pub mod error;
+pub mod fair;
 pub mod ledger;
 pub mod metrics;
 pub mod params;
@@ -48,7 +49,6 @@ use kube::api::Api;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use prometheus_client::registry::Registry;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::Health;
@@ -222,7 +222,7 @@ async fn reconcile_runs(
     preflight::check(&client, &apis).await?;
     let refusals = Refusals::new(health.clone(), "CustomRun");
     tokio::spawn(ready_once_listed(apis.clone(), health));
-    let slots = Arc::new(Semaphore::new(usize::from(scopes.concurrency)));
+    let slots = Arc::new(fair::FairSlots::new(usize::from(scopes.concurrency)));
     let controllers = apis.into_iter().map(|(namespace, api)| {
         let reporting = watch::Reporting {
             namespace,
@@ -231,16 +231,18 @@ async fn reconcile_runs(
         };
         let (store, runs) = watch::customruns(api, ctx.runs.clone(), reporting);
         let slots = slots.clone();
-        let reconcile = move |run, ctx| {
+        let reconcile = move |run: Arc<crate::api::CustomRun>, ctx| {
             let slots = slots.clone();
             async move {
-                // Never closed, so the acquire always succeeds.
-                let _slot = slots.acquire_owned().await;
+                let namespace = run.metadata.namespace.clone().unwrap_or_default();
+                let _slot = slots.acquire(&namespace).await;
                 reconcile::reconcile(run, ctx).await
             }
         };
+        // The fair slots limit the reconciles; kube-runtime's own limit would count the runs
+        // waiting for their namespace's share too, and let them hold up the others.
         Controller::for_stream(runs, store)
-            .with_config(ControllerConfig::default().concurrency(scopes.concurrency))
+            .with_config(ControllerConfig::default().concurrency(0))
             .graceful_shutdown_on(stop.clone().cancelled_owned())
             .run(reconcile, error::error_policy, ctx.clone())
             .for_each(|_| futures::future::ready(()))

@@ -3,6 +3,12 @@
 //! per-run map ([`RunStates`]), and after every (re-)list so is each run the list no longer
 //! has (deleted while the watch was down, when no delete event comes).
 //!
+//! The CustomRun CRD has no field to select a custom task's runs by, so the watch lists every
+//! run of the cluster. The store keeps of another custom task's run only what tells it apart
+//! ([`slim`]: its name, namespace, uid and resourceVersion), never its params or status, so that
+//! a tenant's large runs of another task cannot grow the controller (security review F-10); each
+//! is decoded once, as it arrives, and dropped.
+//!
 //! `Controller::for_stream` takes the stream as it is, so the backoff is added here: without it
 //! a watch the API server refuses (RBAC revoked mid-run) is retried at once, forever. Each error
 //! is counted (`imagegate_controller_watch_restarts_total`) and a refusal is reported on
@@ -49,6 +55,7 @@ pub fn customruns(
     let known = store.clone();
     let failed = reporting.clone();
     let events = watcher::watcher(api, watcher::Config::default())
+        .modify(slim)
         .inspect_ok(move |event| {
             // Init comes before the list is asked for: no proof that the watch is allowed.
             if !matches!(event, Event::Init) {
@@ -70,6 +77,26 @@ pub fn customruns(
         .inspect_ok(move |event| forget_gone(&runs, &known, event))
         .applied_objects();
     (store, applied)
+}
+
+/// What the store keeps of `run`: of a run of this custom task, all but its `managedFields`
+/// (the API server's bookkeeping, never read); of any other run, only its name, namespace, uid
+/// and resourceVersion (the reconciler sees it is not ours and leaves it).
+pub fn slim(run: &mut CustomRun) {
+    run.metadata.managed_fields = None;
+    if super::params::is_ours(run) {
+        return;
+    }
+    let meta = std::mem::take(&mut run.metadata);
+    run.metadata = kube::core::ObjectMeta {
+        name: meta.name,
+        namespace: meta.namespace,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        ..Default::default()
+    };
+    run.spec = Default::default();
+    run.status = None;
 }
 
 /// The reflector has applied `event` to `store` when this runs.

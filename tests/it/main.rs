@@ -17,6 +17,7 @@
 //!   process, end to end.
 //! - [`source_reconcile`]: the ImageStreamSource reconciler against the emulated API (sinks
 //!   by ref and URI, permissions by SubjectAccessReview, each condition).
+//! - [`controller_cache`]: what the controller's CustomRun watch keeps of other tasks' runs.
 //! - [`controller_scope`]: a controller given `--namespace` leaves other namespaces alone.
 //! - [`controller_odh`]: the Open Data Hub view of a gated stream end to end (candidate hidden,
 //!   the served tag described, failures noted, always an image, the DockerImage pin).
@@ -42,6 +43,7 @@ mod adopt;
 mod api_types;
 mod bad_config;
 mod cli;
+mod controller_cache;
 mod controller_e2e;
 mod controller_gate;
 mod controller_ledger;
