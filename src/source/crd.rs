@@ -69,15 +69,17 @@ pub struct ImageStreamSourceSpec {
     /// namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace_selector: Option<LabelSelector>,
-    /// The namespaces whose ImageStreams are watched, by name. Not together with
+    /// The namespaces whose ImageStreams are watched, by name (at most 100). Not together with
     /// `namespaceSelector`. Without either: the source's own namespace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
     pub namespaces: Vec<String>,
     /// Only the ImageStreams with these labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
-    /// Only these tags (mode imagestreamtag); empty: every tag.
+    /// Only these tags (mode imagestreamtag, at most 100); empty: every tag.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
     pub tags: Vec<String>,
     /// What is sent (default `imagestreamtag`): `imagestreamtag`, one
     /// `dev.imagegate.imagestreamtag.*` event per tag change; `resource` and `reference`,
@@ -103,6 +105,14 @@ pub struct ImageStreamSourceSpec {
     #[serde(default, skip_serializing_if = "is_false")]
     pub emit_existing: bool,
 }
+
+/// The most names `spec.namespaces` and `spec.tags` may hold, and the most extensions
+/// `spec.ceOverrides` may set: the CRD's bounds, checked again by the adapter
+/// ([`crate::source::reconcile::invalid`]), so that one tenant's source cannot make the shared
+/// adapter ask thousands of reviews or hold thousands of names (F-9).
+pub const MAX_NAMES: usize = 100;
+/// See [`MAX_NAMES`].
+pub const MAX_EXTENSIONS: usize = 20;
 
 fn is_false(value: &bool) -> bool {
     !*value
@@ -145,8 +155,9 @@ pub struct KReference {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CloudEventOverrides {
-    /// Extension name (lowercase letters and digits) to value.
+    /// Extension name (lowercase letters and digits) to value (at most 20).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 20))]
     pub extensions: BTreeMap<String, String>,
 }
 

@@ -29,12 +29,17 @@ pub enum Scope {
     Namespaces(Vec<String>),
 }
 
+/// The most namespaces asked about one by one; a source that selects more is asked about once,
+/// cluster-wide (three reviews instead of thousands, whoever its selector matches: F-9), and is
+/// served only if its account may read ImageStreams everywhere.
+pub const MAX_REVIEWED_NAMESPACES: usize = 100;
+
 impl Scope {
     /// The namespaces to ask about; `""` is cluster-wide.
     fn namespaces(&self) -> Vec<String> {
         match self {
-            Scope::All => vec![String::new()],
-            Scope::Namespaces(names) => names.clone(),
+            Scope::Namespaces(names) if names.len() <= MAX_REVIEWED_NAMESPACES => names.clone(),
+            _ => vec![String::new()],
         }
     }
 }
@@ -129,7 +134,10 @@ pub fn verdict(
         .iter()
         .map(|(namespace, verbs, words)| {
             let place = if namespace.is_empty() {
-                "cluster-wide (every namespace is selected)".to_owned()
+                format!(
+                    "cluster-wide (every namespace is selected, or more than \
+                     {MAX_REVIEWED_NAMESPACES}, which are asked about at once)"
+                )
             } else {
                 format!("in namespace {namespace:?}")
             };

@@ -82,6 +82,23 @@ pub enum Error {
 
 /// A contradiction in `spec` that no reconcile can fix, in words for the user.
 pub fn invalid(spec: &ImageStreamSourceSpec) -> Option<String> {
+    use super::crd::{MAX_EXTENSIONS, MAX_NAMES};
+    for (field, n, max) in [
+        ("namespaces", spec.namespaces.len(), MAX_NAMES),
+        ("tags", spec.tags.len(), MAX_NAMES),
+        (
+            "ceOverrides.extensions",
+            spec.ce_overrides.as_ref().map_or(0, |o| o.extensions.len()),
+            MAX_EXTENSIONS,
+        ),
+    ] {
+        if n > max {
+            return Some(format!(
+                "spec.{field} has {n} entries, more than {max}: use a namespaceSelector, or \
+                 split the source"
+            ));
+        }
+    }
     if spec.namespace_selector.is_some() && !spec.namespaces.is_empty() {
         return Some(
             "spec.namespaces and spec.namespaceSelector are both set: keep one".to_owned(),
@@ -305,6 +322,35 @@ mod tests {
     use super::*;
     use crate::source::crd::ImageStreamSourceStatus;
     use crate::source::crd::status::Deliveries;
+
+    #[test]
+    fn lists_past_their_bound_make_the_spec_invalid_with_what_to_do() {
+        let names = |n: usize| (0..n).map(|i| format!("n{i}")).collect::<Vec<_>>();
+        let spec = |namespaces, tags| ImageStreamSourceSpec {
+            namespaces,
+            tags,
+            ..Default::default()
+        };
+        assert_eq!(invalid(&spec(names(100), names(100))), None);
+        let why = invalid(&spec(names(101), vec![])).unwrap();
+        assert!(
+            why.starts_with("spec.namespaces has 101 entries, more than 100"),
+            "{why}"
+        );
+        let why = invalid(&spec(vec![], names(5000))).unwrap();
+        assert!(why.starts_with("spec.tags has 5000 entries"), "{why}");
+        let overrides = ImageStreamSourceSpec {
+            ce_overrides: Some(crate::source::crd::CloudEventOverrides {
+                extensions: names(21).into_iter().map(|n| (n, "v".into())).collect(),
+            }),
+            ..Default::default()
+        };
+        assert!(
+            invalid(&overrides)
+                .unwrap()
+                .starts_with("spec.ceOverrides.extensions")
+        );
+    }
 
     #[test]
     fn the_patch_removes_a_sink_gone_and_leaves_the_counters_alone() {

@@ -117,7 +117,7 @@ fn a_cluster_wide_refusal_says_so() {
     let v = verdict(&account(), &answers, &[]);
     assert!(
         v.message
-            .contains("it lacks watch cluster-wide (every namespace is selected)"),
+            .contains("it lacks watch cluster-wide (every namespace is selected"),
         "{}",
         v.message
     );
@@ -153,4 +153,23 @@ fn a_namespace_the_selector_found_is_counted_never_named() {
         ["ds", "secret-team", "other"],
         "the log has them all"
     );
+}
+
+#[test]
+fn a_selection_of_more_than_the_bound_is_asked_about_once_cluster_wide() {
+    let many: Vec<String> = (0..=MAX_REVIEWED_NAMESPACES)
+        .map(|i| format!("n{i}"))
+        .collect();
+    let questions = reviews(&account(), &Scope::Namespaces(many.clone()));
+    assert_eq!(questions.len(), 3, "three reviews, not {}", 3 * many.len());
+    assert!(questions.iter().all(|q| q.namespace.is_empty()));
+    let v = verdict(&account(), &answered(questions, &[("", "list")]), &[]);
+    assert!(
+        v.message
+            .contains("cluster-wide (every namespace is selected, or more than 100"),
+        "{}",
+        v.message
+    );
+    let few = reviews(&account(), &Scope::Namespaces(many[..100].to_vec()));
+    assert_eq!(few.len(), 300, "up to the bound, one by one");
 }

@@ -88,6 +88,17 @@ fn config_tekton_and_their_crds_apply_to_a_real_api_server() {
     assert!(!ok && out.contains("spec.mode"), "{out}");
     let (ok, out) = cp.apply_text(&format!("{source}  emitExsting: true\n"));
     assert!(!ok && out.contains("emitExsting"), "{out}");
+    // F-9: the lists a tenant writes are bounded by the schema, at the API server.
+    let names: Vec<String> = (0..101).map(|i| format!("ns-{i}")).collect();
+    let many = source.replace("team-a", "team-many").replace(
+        "  namespaceSelector: {matchLabels: {team: a}}\n",
+        &format!("  namespaces: [{}]\n", names.join(", ")),
+    );
+    let (ok, out) = cp.apply_text(&many);
+    assert!(
+        !ok && out.contains("spec.namespaces") && out.contains("100"),
+        "{out}"
+    );
     let sources = cp.ok(&["get", "sources", "-n", "notebooks", "-o", "name"]);
     assert!(
         sources.contains("imagestreamsource.sources.imagegate.dev/team-a"),
