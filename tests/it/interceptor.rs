@@ -247,6 +247,24 @@ async fn only_the_current_candidate_of_a_governed_stream_passes_with_the_apis_va
     let c = ask(&r, &request("id-3", data("ds", "candidate", C), "ds")).await;
     assert_eq!(c["continue"], true);
     assert_ne!(c["extensions"]["imagegate"]["runId"], run_id.as_str());
+    // config/triggers/'s RBAC against what it did, both ways: every request allowed, every
+    // grant used (or marked unused-in-tests with why).
+    let mut policy = crate::support::rbac::Policy::default();
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/config/triggers/200-rbac.yaml");
+    policy.add(
+        "triggers/200-rbac.yaml",
+        &std::fs::read_to_string(file).unwrap(),
+    );
+    assert!(
+        policy.convention_problems().is_empty(),
+        "{:?}",
+        policy.convention_problems()
+    );
+    let user = "system:serviceaccount:imagegate-system:imagegate-interceptor";
+    let audit = crate::support::rbac::audit(&policy, &r.emu.requests().await, user, user);
+    assert!(audit.requests > 0);
+    let problems = [audit.denied, audit.unused, audit.stale_markers].concat();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 /// The candidate's event as `imagegate source` sends it, with `edit` applied to its data.
