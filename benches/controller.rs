@@ -309,6 +309,31 @@ async fn main() {
     )
     .unwrap();
     let t_seed = Instant::now();
+    // FOREIGN runs of another custom task in the cluster, FOREIGN_KIB of params each (issue 30:
+    // 10,000 of 100 KiB): what the controller's watch lists and must not keep.
+    let foreign: usize = std::env::var("FOREIGN")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let foreign_kib: usize = std::env::var("FOREIGN_KIB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100);
+    if foreign > 0 {
+        emu.seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "others"}}))
+            .unwrap();
+        let blob = "p".repeat(foreign_kib * 1024);
+        for i in 0..foreign {
+            emu.seed(json!({
+                "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+                "metadata": {"name": format!("wait-{i}"), "namespace": "others"},
+                "spec": {"customRef": {"apiVersion": "wait.testing.tekton.dev/v1beta1", "kind": "Wait"},
+                         "params": [{"name": "blob", "value": blob}]}
+            }))
+            .unwrap();
+        }
+        eprintln!("seeded {foreign} foreign CustomRuns of {foreign_kib} KiB");
+    }
     emu.seed_str(&all_streams(runs_n + paced_n)).unwrap();
     emu.seed_str(&floor_stream_yaml()).unwrap();
     emu.seed_str(include_str!("../config/204-clusterrole-promoter.yaml"))
@@ -353,7 +378,10 @@ async fn main() {
         "imagegate controller benchmark",
         "emulator in the bench process, controller a separate release binary",
     );
-    println!("| runs promoted | {promoted} of {} |", paced_n + runs_n);
+    println!(
+        "| foreign CustomRuns in the cluster | {foreign} of {foreign_kib} KiB params each |"
+    );
+        println!("| runs promoted | {promoted} of {} |", paced_n + runs_n);
     report_phases(&floor, &phases, runs_n, paced_n);
     report_writes(total_runs, (is_w, cr_w, ev_w), &refused);
     rss.report();

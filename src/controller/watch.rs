@@ -54,7 +54,9 @@ pub fn customruns(
     let (store, writer) = reflector::store();
     let known = store.clone();
     let failed = reporting.clone();
-    let events = watcher::watcher(api, watcher::Config::default())
+    // Lists come in pages of [`PAGE`] runs, so that a page of large runs of another task is
+    // never held whole beside the store.
+    let events = watcher::watcher(api, watcher::Config::default().page_size(PAGE))
         .modify(slim)
         .inspect_ok(move |event| {
             // Init comes before the list is asked for: no proof that the watch is allowed.
@@ -78,6 +80,10 @@ pub fn customruns(
         .applied_objects();
     (store, applied)
 }
+
+/// The runs per page of the watch's lists (kube-runtime's default is 500: 500 runs of 100 KiB
+/// of params are a 50 MB answer, decoded at once).
+pub const PAGE: u32 = 50;
 
 /// What the store keeps of `run`: of a run of this custom task, all but its `managedFields`
 /// (the API server's bookkeeping, never read); of any other run, only its name, namespace, uid
