@@ -378,10 +378,8 @@ async fn main() {
         "imagegate controller benchmark",
         "emulator in the bench process, controller a separate release binary",
     );
-    println!(
-        "| foreign CustomRuns in the cluster | {foreign} of {foreign_kib} KiB params each |"
-    );
-        println!("| runs promoted | {promoted} of {} |", paced_n + runs_n);
+    println!("| foreign CustomRuns in the cluster | {foreign} of {foreign_kib} KiB params each |");
+    println!("| runs promoted | {promoted} of {} |", paced_n + runs_n);
     report_phases(&floor, &phases, runs_n, paced_n);
     report_writes(total_runs, (is_w, cr_w, ev_w), &refused);
     rss.report();
