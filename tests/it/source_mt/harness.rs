@@ -436,7 +436,7 @@ impl Adapter {
             .env("KUBECONFIG", &kubeconfig)
             .envs(proxy_env(world));
         Adapter {
-            process: Process::start("imagegate source --multi-tenant (config/403)", command),
+            process: Process::start("imagegate source --multi-tenant (config/multi-tenant/400)", command),
             admin,
         }
     }

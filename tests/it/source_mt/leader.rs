@@ -1,5 +1,5 @@
 //! High availability of `imagegate source --multi-tenant`: two replicas on one Lease, as
-//! `config/403` runs them (`--leader-elect`). Only the Lease holder serves: the standby is
+//! `config/multi-tenant/400` runs them (`--leader-elect`). Only the Lease holder serves: the standby is
 //! ready, touches nothing but the Lease (no ImageStream watch, no source, no checkpoint) and
 //! sends nothing. When the leader is killed the standby takes over once the Lease expires
 //! (15 s); when the leader stops (SIGTERM) it flushes every source's checkpoint and releases

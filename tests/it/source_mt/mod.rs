@@ -9,7 +9,7 @@
 //!   service account may not read sends it nothing.
 //! - [`harness`]: the emulated cluster of the other modules (our CRD, Knative's released Broker CRD,
 //!   Triggers' released EventListener CRD, the team namespaces), sinks behind Brokers,
-//!   EventListeners and Services, and the adapter as `config/403` runs it.
+//!   EventListeners and Services, and the adapter as `config/multi-tenant/400` runs it.
 //! - [`sinks`]: each kind of sink, each reason a source is not Ready, a sink that moves or goes
 //!   away, the delivery counters.
 //! - [`tenants`]: permissions per namespace, overlapping sources, a source deleted mid-stream,

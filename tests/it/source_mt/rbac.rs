@@ -1,5 +1,5 @@
 //! The RBAC of `config/` for the multi-tenant adapter against what it really does: the adapter
-//! runs as `config/403` runs it, as its ServiceAccount, through a scenario that takes each of its
+//! runs as `config/multi-tenant/400` runs it, as its ServiceAccount, through a scenario that takes each of its
 //! API paths (sources by selector and by name, each kind of sink, SubjectAccessReviews, a
 //! checkpoint written and a deleted source's removed, the Lease taken and released). Then the
 //! emulator's request log is checked both ways (`tests/it/rbac`): every request is allowed by
