@@ -436,7 +436,10 @@ impl Adapter {
             .env("KUBECONFIG", &kubeconfig)
             .envs(proxy_env(world));
         Adapter {
-            process: Process::start("imagegate source --multi-tenant (config/multi-tenant/400)", command),
+            process: Process::start(
+                "imagegate source --multi-tenant (config/multi-tenant/400)",
+                command,
+            ),
             admin,
         }
     }
