@@ -213,6 +213,11 @@ impl SinkClient {
         }
     }
 
+    /// Whether a refusal's body, and a transport error's words, may reach a dead letter.
+    pub fn keeps_error_bodies(&self) -> bool {
+        self.error_bodies
+    }
+
     /// The same client, keeping (`true`) or dropping a refusal's body.
     pub fn with_error_bodies(mut self, keep: bool) -> Self {
         self.error_bodies = keep;

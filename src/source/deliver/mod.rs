@@ -110,7 +110,7 @@ pub async fn deliver(
     };
     let dead = || {
         let mut dead = make();
-        for (name, value) in knative_error_extensions(sink, &err) {
+        for (name, value) in knative_error_extensions(sink, &err, client.keeps_error_bodies()) {
             dead.set_extension(name, value);
         }
         dead
@@ -195,6 +195,9 @@ fn log_retry(sink: &Url, event_id: &str, attempt: u32, err: &SendError, wait: Du
     }
 }
 
+/// What a dead letter says of a transport error without detail ([`knative_error_extensions`]).
+pub const UNREACHABLE: &str = "the sink could not be reached";
+
 /// The extensions Knative's dispatcher puts on an event it sends to a dead-letter sink
 /// (`dispatchExecutionInfoTransformers`, `KnativeErrorTransformers`):
 /// - `knativeerrordest`: the sink's URL, a string;
@@ -204,12 +207,21 @@ fn log_retry(sink: &Url, event_id: &str, attempt: u32, err: &SendError, wait: Du
 /// - `knativeerrordata`: the response body in standard base64 with padding, cut to its first
 ///   1024 characters; for a transport error the body Knative records, `dispatch error: <error>`;
 ///   empty when there was no body.
+///
+/// Without `detail` (a tenant's raw-URI sink, which may be any address the adapter reaches) a
+/// transport error is only [`UNREACHABLE`]: its words (connection refused, a DNS failure, a
+/// timeout) would tell the tenant what listens where on the adapter's network (F-7). The log
+/// keeps them.
 pub fn knative_error_extensions(
     sink: &Url,
     err: &SendError,
+    detail: bool,
 ) -> [(&'static str, ExtensionValue); 3] {
     let (code, body): (i64, Vec<u8>) = match err {
         SendError::Status { status, body, .. } => (i64::from(*status), body.clone()),
+        SendError::Transport(_) if !detail => {
+            (500, format!("dispatch error: {UNREACHABLE}").into_bytes())
+        }
         SendError::Transport(message) => (500, format!("dispatch error: {message}").into_bytes()),
         SendError::Encode(_) => (-1, Vec::new()),
     };

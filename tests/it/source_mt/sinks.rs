@@ -484,6 +484,41 @@ async fn the_answer_of_a_raw_uri_sink_does_not_reach_the_dead_letter_sink() {
         "the target's answer came back: {:?}",
         ext("knativeerrordata")
     );
+
+    // A port with nothing behind it: the transport error's words (connection refused, a DNS
+    // failure, a timeout) would tell the tenant what listens where on the adapter's network.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let closed_url = format!("http://{}/", closed.local_addr().unwrap());
+    drop(closed);
+    world
+        .source(
+            "ds",
+            "scan",
+            json!({"sink": {"uri": closed_url},
+                   "delivery": {"retry": 0, "deadLetterSink": {"uri": dead.url}}}),
+        )
+        .await;
+    world
+        .wait_ready(&adapter, "ds", "scan", "True", reason::READY)
+        .await;
+    world.prime("ds", &[&dead]).await;
+    let before = dead.accepted().len();
+    world.change("ds", "nb").await;
+    let letters = dead.wait_accepted(before + 2).await;
+    let letter = (letters[before..].iter())
+        .find(|e| {
+            super::harness::ext(e, "knativeerrordest").as_deref() == Some(closed_url.as_str())
+        })
+        .expect("the closed port's dead letter");
+    let data = super::harness::ext(letter, "knativeerrordata").unwrap_or_default();
+    let said = String::from_utf8(
+        base64::engine::Engine::decode(&base64::engine::general_purpose::STANDARD, &data).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        said, "dispatch error: the sink could not be reached",
+        "{said}"
+    );
 }
 
 /// F-7: a tenant's sink ref stays in its source's namespace, as Knative's default

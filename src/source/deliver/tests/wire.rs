@@ -41,7 +41,7 @@ fn knative_error_data_is_standard_base64_cut_to_1024_characters() {
         (SendError::Encode("bad header".into()), -1, String::new()),
     ];
     for (err, code, data) in table {
-        let [dest, code_ext, data_ext] = knative_error_extensions(&sink, &err);
+        let [dest, code_ext, data_ext] = knative_error_extensions(&sink, &err, true);
         assert_eq!(
             dest,
             (
@@ -89,7 +89,7 @@ fn an_encoded_event_is_byte_for_byte_what_the_sdks_reqwest_binding_sends() {
         body: b"busy".to_vec(),
     };
     let sink: Url = "http://sink.example/".parse().unwrap();
-    for (name, value) in knative_error_extensions(&sink, &err) {
+    for (name, value) in knative_error_extensions(&sink, &err, true) {
         dead.set_extension(name, value);
     }
     dead.set_extension("team", "ml");
@@ -129,4 +129,30 @@ fn an_encoded_event_is_byte_for_byte_what_the_sdks_reqwest_binding_sends() {
     };
     assert_eq!(header("content-type").as_deref(), Some("application/json"));
     assert_eq!(header("ce-imagetag").as_deref(), Some("latest"));
+}
+
+#[test]
+fn without_detail_a_transport_error_says_only_that_the_sink_was_not_reached() {
+    let sink: Url = "http://10.0.0.7:6379/".parse().unwrap();
+    let err = SendError::Transport("tcp connect error: Connection refused (os error 111)".into());
+    let [_, code, data] = knative_error_extensions(&sink, &err, false);
+    assert_eq!(code, (KNATIVE_ERROR_CODE, ExtensionValue::Integer(500)));
+    assert_eq!(
+        data,
+        (
+            KNATIVE_ERROR_DATA,
+            ExtensionValue::String(BASE64.encode("dispatch error: the sink could not be reached"))
+        )
+    );
+    let refused = SendError::Status {
+        status: 400,
+        retry_after: None,
+        body: Vec::new(),
+    };
+    let [_, code, _] = knative_error_extensions(&sink, &refused, false);
+    assert_eq!(
+        code,
+        (KNATIVE_ERROR_CODE, ExtensionValue::Integer(400)),
+        "the status stays"
+    );
 }
