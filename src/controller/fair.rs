@@ -43,9 +43,11 @@ impl FairSlots {
     pub async fn acquire(&self, namespace: &str) -> Slot {
         let mine = {
             let mut map = self.namespaces.lock().unwrap_or_else(|p| p.into_inner());
-            // Namespaces whose slots are all free are forgotten, so the map stays as small as
-            // the set of namespaces with runs in flight.
-            map.retain(|_, s| s.available_permits() < self.share);
+            // A namespace's semaphore nobody holds or waits on (only the map has it: every
+            // holder and waiter keeps a clone) is forgotten, so the map stays as small as the
+            // set of namespaces with runs in flight, and never gets a second one for a namespace
+            // whose runs still hold or wait for the first.
+            map.retain(|_, s| Arc::strong_count(s) > 1);
             map.entry(namespace.to_owned())
                 .or_insert_with(|| Arc::new(Semaphore::new(self.share)))
                 .clone()
@@ -101,5 +103,19 @@ mod tests {
             .expect("a freed slot goes to the waiting run")
             .unwrap();
         drop(quiet);
+    }
+
+    #[tokio::test]
+    async fn a_namespace_never_gets_more_than_its_share_while_others_come_and_go() {
+        let slots = Arc::new(FairSlots::new(4));
+        let first = slots.acquire("noisy").await;
+        let second = slots.acquire("noisy").await;
+        // Other namespaces come and go (each acquire tidies the map) while noisy holds its two.
+        for i in 0..10 {
+            drop(slots.acquire(&format!("ns-{i}")).await);
+        }
+        let third = tokio::time::timeout(Duration::from_millis(50), slots.acquire("noisy")).await;
+        assert!(third.is_err(), "a third noisy slot");
+        drop((first, second));
     }
 }

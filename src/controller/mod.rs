@@ -234,6 +234,10 @@ async fn reconcile_runs(
         let reconcile = move |run: Arc<crate::api::CustomRun>, ctx| {
             let slots = slots.clone();
             async move {
+                // Another custom task's run is only looked at and left: it takes no slot.
+                if !params::is_ours(&run) {
+                    return reconcile::reconcile(run, ctx).await;
+                }
                 let namespace = run.metadata.namespace.clone().unwrap_or_default();
                 let _slot = slots.acquire(&namespace).await;
                 reconcile::reconcile(run, ctx).await
