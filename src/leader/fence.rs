@@ -7,8 +7,12 @@
 //! change, which is after the renewal began. So a write that lands within `lease_duration` of
 //! the start of a renewal lands before any other process may lead, whatever the clocks of the
 //! nodes say (only their rates are assumed alike, as client-go assumes). A process that stopped
-//! leading, or could not renew within `renew_deadline`, writes nothing more: the checkpoint of a
-//! newer leader is never overwritten by an older one. [`write_deadline`] is the pure rule;
+//! leading, or could not renew within `renew_deadline`, writes nothing more.
+//!
+//! What the fence cannot stop: a request the client gave up on that the API server still holds
+//! and applies later (the server's own timeout is 60 s). Such a write is one the leader made
+//! while it led; if it lands over a newer leader's entry, that stream's entry is older than what
+//! was delivered, and a later start sends its current tags again: a duplicate, never a loss.
 //! [`Fence`] holds the last renewal, set by the election ([`super::spawn`]).
 
 use std::sync::{Arc, Mutex};
