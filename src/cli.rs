@@ -84,6 +84,16 @@ pub struct SourceArgs {
     #[arg(long, requires = "multi_tenant")]
     pub allow_cross_namespace_sinks: bool,
 
+    /// With `--multi-tenant`: each source's bound, in events not yet delivered. Past it the
+    /// source takes no changes until its queue has drained to half, then catches up with a
+    /// list of its namespaces (nothing is lost; one tenant's dead sink holds about this many
+    /// events in memory, never more).
+    #[arg(long, value_name = "EVENTS", default_value_t = crate::source::mt::join::DEFAULT_BOUND,
+          value_parser = clap::builder::TypedValueParser::map(
+              clap::value_parser!(u64).range(2..=1_000_000), |n| n as usize),
+          requires = "multi_tenant")]
+    pub max_queued_per_source: usize,
+
     /// The CloudEvents sink (a Tekton EventListener, a Knative Broker, any HTTP receiver).
     /// Set by a Knative SinkBinding or ContainerSource through `K_SINK`. Required, except with
     /// `--multi-tenant`.

@@ -360,6 +360,7 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
                 cross_namespace: args.allow_cross_namespace_sinks,
             },
             checkpoint_namespace: args.checkpoint_namespace.clone(),
+            max_queued: args.max_queued_per_source,
             // Set by the runtime, which follows the Lease.
             fence: Default::default(),
         },

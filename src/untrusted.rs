@@ -150,6 +150,7 @@ pub fn imagestreamsource(data: &[u8]) -> bool {
         api_server_url: "https://api.example:6443".into(),
         guard: Default::default(),
         checkpoint_namespace: "imagegate-system".into(),
+        max_queued: crate::source::mt::join::DEFAULT_BOUND,
         fence: Default::default(),
     };
     let settings = crate::source::mt::settings::of(source, &shared).is_ok();

@@ -25,6 +25,7 @@ pub mod follow;
 pub mod routes;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::FutureExt;
 use tokio::sync::mpsc;
@@ -58,12 +59,25 @@ pub enum Fed {
 }
 
 enum Command {
-    Join(
-        SourceId,
-        Option<Vec<String>>,
-        mpsc::UnboundedSender<Arc<Fed>>,
-    ),
+    Join(SourceId, Option<Vec<String>>, Member),
     Leave(SourceId),
+}
+
+/// A joined source as the fan-out sees it: its channel, and whether it takes changes now.
+#[derive(Clone)]
+struct Member {
+    tx: mpsc::UnboundedSender<Arc<Fed>>,
+    shed: Arc<AtomicBool>,
+}
+
+/// What a joined source takes its changes from: its channel, and the switch that stops the
+/// feed sending to it while the source is over its bound ([`super::join`] sheds and catches
+/// up with a list of its own).
+pub struct Intake {
+    /// What the feed sent.
+    pub rx: mpsc::UnboundedReceiver<Arc<Fed>>,
+    /// True: the feed sends this source nothing (not even [`Fed::List`]).
+    pub shed: Arc<AtomicBool>,
 }
 
 /// A running feed; dropping it stops the watch.
@@ -114,16 +128,17 @@ impl Feed {
 
     /// Joins `id` for `namespaces` (None: every namespace): [`Fed::List`] once the watch has a
     /// starting point, then every change of those namespaces.
-    pub fn join(
-        &self,
-        id: SourceId,
-        namespaces: Option<Vec<String>>,
-    ) -> mpsc::UnboundedReceiver<Arc<Fed>> {
+    pub fn join(&self, id: SourceId, namespaces: Option<Vec<String>>) -> Intake {
         let (tx, rx) = mpsc::unbounded_channel();
+        let shed = Arc::new(AtomicBool::new(false));
+        let member = Member {
+            tx,
+            shed: shed.clone(),
+        };
         let _ = self
             .commands
-            .send(Box::new(Command::Join(id, namespaces, tx)));
-        rx
+            .send(Box::new(Command::Join(id, namespaces, member)));
+        Intake { rx, shed }
     }
 
     /// `id` no longer takes changes.
@@ -142,7 +157,7 @@ async fn fan_out(
     mut commands: mpsc::UnboundedReceiver<Box<Command>>,
     stop: CancellationToken,
 ) {
-    let mut routes: Routes<mpsc::UnboundedSender<Arc<Fed>>> = Routes::default();
+    let mut routes: Routes<Member> = Routes::default();
     // Whether the watch has a starting point: a source that joins before is told to list
     // when it has one.
     let mut started = false;
@@ -151,11 +166,11 @@ async fn fan_out(
         tokio::select! {
             () = stop.cancelled() => break,
             command = commands.recv() => match command.map(|c| *c) {
-                Some(Command::Join(id, namespaces, tx)) => {
+                Some(Command::Join(id, namespaces, member)) => {
                     if started {
-                        let _ = tx.send(list.clone());
+                        let _ = member.tx.send(list.clone());
                     }
-                    routes.join(id, namespaces, tx);
+                    routes.join(id, namespaces, member);
                 }
                 Some(Command::Leave(id)) => routes.leave(&id),
                 None => break,
@@ -172,13 +187,15 @@ async fn fan_out(
                         (Some(namespace), Arc::new(Fed::Change { version, seen }))
                     }
                 };
-                // A source that left without saying so (its flow ended) is dropped.
+                // A source that left without saying so (its flow ended) is dropped; one that
+                // sheds is skipped (it lists when it takes changes again).
                 let to: Box<dyn Iterator<Item = _>> = match &namespace {
                     None => Box::new(routes.all()),
                     Some(ns) => Box::new(routes.of(ns)),
                 };
                 let closed: Vec<SourceId> = to
-                    .filter(|(_, tx)| tx.send(fed.clone()).is_err())
+                    .filter(|(_, m)| !m.shed.load(Ordering::Acquire))
+                    .filter(|(_, m)| m.tx.send(fed.clone()).is_err())
                     .map(|(id, _)| id.clone())
                     .collect();
                 for id in closed {
@@ -242,11 +259,15 @@ mod tests {
         let (commands, commanded) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
         let task = tokio::spawn(fan_out(followed, commanded, stop.clone()));
+        let sheds = std::sync::Mutex::new(Vec::new());
         let join = |name: &str, namespaces: Option<Vec<String>>| {
             let (tx, rx) = mpsc::unbounded_channel();
             let id = ("ds".to_string(), name.to_string());
+            let shed = Arc::new(AtomicBool::new(false));
+            sheds.lock().unwrap().push(shed.clone());
+            let member = Member { tx, shed };
             commands
-                .send(Box::new(Command::Join(id, namespaces, tx)))
+                .send(Box::new(Command::Join(id, namespaces, member)))
                 .unwrap();
             rx
         };
@@ -273,6 +294,21 @@ mod tests {
         for rx in [&mut early, &mut all, &mut ml] {
             assert_eq!(name_of(&rx.recv().await.unwrap()), "LIST");
         }
+
+        // `early` sheds: it is sent nothing, not even a new starting point, until it takes
+        // changes again.
+        let early_shed = sheds.lock().unwrap()[0].clone();
+        early_shed.store(true, Ordering::Release);
+        watch.send(applied("ds", "shed")).await.unwrap();
+        watch.send(Followed::From).await.unwrap();
+        assert_eq!(name_of(&all.recv().await.unwrap()), "shed");
+        assert_eq!(name_of(&all.recv().await.unwrap()), "LIST");
+        assert_eq!(name_of(&ml.recv().await.unwrap()), "LIST");
+        assert!(
+            early.try_recv().is_err(),
+            "a shedding source is sent nothing"
+        );
+        early_shed.store(false, Ordering::Release);
 
         let leave = ("ds".to_string(), "all".to_string());
         commands.send(Box::new(Command::Leave(leave))).unwrap();

@@ -10,20 +10,36 @@
 //! that list already. A change whose version is not a number is passed on: sent again at
 //! worst, never lost.
 //!
+//! **A bound per source** ([`Room`]). Past it (events not yet delivered, or changes the feed
+//! queued for it) the source *sheds*: the feed stops sending it anything, what it had queued
+//! from the feed and the list in progress are dropped. Once its queue has drained to half the
+//! bound (its sink took them, or resolved again), it lists its namespaces again and takes the
+//! feed's changes from then on. Nothing is lost: the tracker diffs each listed stream against
+//! what it already queued, over each tag's import history, so what happened meanwhile is sent
+//! (the ApiServerSource modes send each stream's state once, as after a watch's re-list). So
+//! one tenant whose sink is dead or slow holds at most about its bound (and a page of a list)
+//! in memory, however fast its streams change, and the feed never waits on it.
+//!
 //! The lists of all sources share [`LISTS_IN_FLIGHT`] permits: at start every source lists, and
 //! each list in flight is a connection of its own (HTTP/1.1), kept idle in the client's pool
 //! afterwards.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use futures::Stream;
 use kube::api::{Api, ListParams};
 use kube::runtime::watcher;
-use tokio::sync::{Semaphore, mpsc};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::sync::Semaphore;
+use tracing::{info, warn};
 
 use super::feed::follow::version;
-use super::feed::{Fed, namespace_of};
+use super::feed::{Fed, Intake, namespace_of};
+use super::index::SourceId;
 use crate::source::checkpoint::StreamKey;
 use crate::source::metrics::Metrics;
 use crate::source::watch::decode::{self, Reading, Watched};
@@ -32,6 +48,56 @@ use crate::watch_errors::{Refusals, WatchBackoff};
 
 /// Lists of sources' namespaces in flight at once, across the adapter.
 pub const LISTS_IN_FLIGHT: usize = 16;
+
+/// The default bound of a source, in events (`--max-queued-per-source`).
+pub const DEFAULT_BOUND: usize = 1_000;
+
+/// How often a shedding source looks whether its queue has drained.
+const DRAIN_POLL: Duration = Duration::from_millis(200);
+
+/// A source's bound and what it is measured on.
+#[derive(Clone, Debug)]
+pub struct Room {
+    /// The source, for the log.
+    pub id: SourceId,
+    /// Its events not yet delivered (its queue-depth gauge, which its flow sets on every push
+    /// and every acknowledgement).
+    pub depth: Gauge,
+    /// The bound, in events not yet delivered and in changes the feed queued for it.
+    pub bound: usize,
+    /// `imagegate_source_multi_tenant_sources_shedding`.
+    pub shedding: Gauge,
+    /// `imagegate_source_multi_tenant_sheds_total`.
+    pub sheds: Counter,
+}
+
+/// Whether a source with `depth` events not yet delivered and `queued` changes from the feed
+/// is past its `bound` (pure).
+pub fn over(depth: i64, queued: usize, bound: usize) -> bool {
+    usize::try_from(depth).unwrap_or(0) >= bound || queued >= bound
+}
+
+/// Whether a shedding source's queue has drained enough to take changes again (pure): to half
+/// its bound, so that it does not shed again at the next change.
+pub fn drained(depth: i64, bound: usize) -> bool {
+    usize::try_from(depth).unwrap_or(0) <= bound / 2
+}
+
+/// One source shedding, in the gauge for as long as it lasts.
+struct Shedding(Gauge);
+
+impl Shedding {
+    fn new(gauge: &Gauge) -> Self {
+        gauge.inc();
+        Self(gauge.clone())
+    }
+}
+
+impl Drop for Shedding {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
 
 /// Which changes pass to the source (pure): those of its namespaces, newer than their lists.
 #[derive(Debug)]
@@ -115,7 +181,8 @@ impl Listing {
 }
 
 struct Joined<R> {
-    fed: mpsc::UnboundedReceiver<Arc<Fed>>,
+    fed: Intake,
+    room: Room,
     gate: Gate,
     lister: Arc<Lister>,
     out: VecDeque<Seen>,
@@ -125,14 +192,16 @@ struct Joined<R> {
 }
 
 /// What a source over `scopes` sees, from what the feed sends it: its lists, then the
-/// changes. It ends when the feed lets it go.
+/// changes, within its `room`. It ends when the feed lets it go.
 pub fn follow<R: Reading>(
-    fed: mpsc::UnboundedReceiver<Arc<Fed>>,
+    fed: Intake,
+    room: Room,
     scopes: Vec<Option<String>>,
     lister: Arc<Lister>,
 ) -> impl Stream<Item = Seen> + Send + 'static {
     let joined = Joined::<R> {
         fed,
+        room,
         gate: Gate::new(scopes),
         lister,
         out: VecDeque::new(),
@@ -149,6 +218,10 @@ pub fn follow<R: Reading>(
 impl<R: Reading> Joined<R> {
     async fn next(&mut self) -> Option<Seen> {
         loop {
+            if over(self.room.depth.get(), self.fed.rx.len(), self.room.bound) {
+                self.shed().await;
+                continue;
+            }
             if let Some(seen) = self.out.pop_front() {
                 return Some(seen);
             }
@@ -157,7 +230,7 @@ impl<R: Reading> Joined<R> {
                 Box::pin(self.page(listing)).await;
                 continue;
             }
-            match Arc::unwrap_or_clone(self.fed.recv().await?) {
+            match Arc::unwrap_or_clone(self.fed.rx.recv().await?) {
                 Fed::List => self.listing = Some(Listing::of(0)),
                 Fed::Change { version, seen } => {
                     if let Some(seen) = self.gate.pass(version, seen) {
@@ -166,6 +239,38 @@ impl<R: Reading> Joined<R> {
                 }
             }
         }
+    }
+
+    /// Sheds until the queue has drained, then starts a list of every scope (module docs).
+    async fn shed(&mut self) {
+        let (namespace, name) = self.room.id.clone();
+        self.fed.shed.store(true, Ordering::Release);
+        let dropped = self.drop_fed() + self.out.len();
+        self.out.clear();
+        self.listing = None;
+        let _shedding = Shedding::new(&self.room.shedding);
+        self.room.sheds.inc();
+        warn!(namespace = %namespace, source = %name, bound = self.room.bound,
+              waiting = self.room.depth.get(), dropped,
+              "the source is past its bound: it takes no changes until its queue drains, then catches up with a list of its namespaces");
+        while !drained(self.room.depth.get(), self.room.bound) {
+            tokio::time::sleep(DRAIN_POLL).await;
+        }
+        // What the feed sent before it was told to resume is in the list that follows.
+        self.drop_fed();
+        self.fed.shed.store(false, Ordering::Release);
+        self.listing = Some(Listing::of(0));
+        info!(namespace = %namespace, source = %name, waiting = self.room.depth.get(),
+              "the source's queue drained: listing its namespaces to catch up");
+    }
+
+    /// Drops what the feed queued for the source; says how much.
+    fn drop_fed(&mut self) -> usize {
+        let mut n = 0;
+        while self.fed.rx.try_recv().is_ok() {
+            n += 1;
+        }
+        n
     }
 
     /// Reads the next page of `l` into `out`; the list goes on with the next page or scope.
@@ -272,6 +377,18 @@ mod tests {
         };
         assert!(deleted(20).is_none());
         assert!(matches!(deleted(21), Some(Seen::Deleted { .. })));
+    }
+
+    #[test]
+    fn a_source_sheds_at_its_bound_and_takes_changes_again_at_half() {
+        assert!(!over(7, 0, 8));
+        assert!(over(8, 0, 8), "its queue at the bound");
+        assert!(over(0, 8, 8), "what the feed queued for it at the bound");
+        assert!(!over(-1, 0, 8), "a gauge below 0 is no depth");
+        assert!(!drained(5, 8));
+        assert!(drained(4, 8));
+        assert!(drained(0, 3), "half of 3 is 1");
+        assert!(!drained(2, 3));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -32,6 +33,11 @@ pub struct MtMetrics {
     /// `imagegate_source_multi_tenant_backlog_stalled_seconds`: the longest any source has had
     /// events waiting while none of its deliveries ended.
     pub stalled: Gauge<f64, AtomicU64>,
+    /// `imagegate_source_multi_tenant_sources_shedding`: sources past their bound, taking no
+    /// changes until their queue drains ([`super::join`]).
+    pub shedding: Gauge,
+    /// `imagegate_source_multi_tenant_sheds_total`: times a source went past its bound.
+    pub sheds: Counter,
 }
 
 impl MtMetrics {
@@ -58,6 +64,16 @@ impl MtMetrics {
             "backlog_stalled_seconds",
             "The longest any ImageStreamSource has had events waiting while none of its deliveries ended",
             m.stalled.clone(),
+        );
+        sub.register(
+            "sources_shedding",
+            "ImageStreamSources past their bound (--max-queued-per-source): they take no changes until their queue drains, then catch up with a list",
+            m.shedding.clone(),
+        );
+        sub.register(
+            "sheds",
+            "Times an ImageStreamSource went past its bound (--max-queued-per-source)",
+            m.sheds.clone(),
         );
         m
     }

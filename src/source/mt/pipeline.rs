@@ -10,15 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use super::counters::Counters;
-use super::feed::Fed;
+use super::feed::Intake;
 use super::filter::Filter;
 use super::index::SourceId;
-use super::join::{self, Lister};
+use super::join::{self, Lister, Room};
 use crate::admin::Health;
 use crate::source::checkpoint::{Checkpoint, CheckpointOwner, Loaded};
 use crate::source::crd::LabelSelector;
@@ -41,7 +40,9 @@ pub struct Pipeline {
     /// Its `selector`.
     pub selector: Option<LabelSelector>,
     /// What its feed sends it.
-    pub fed: mpsc::UnboundedReceiver<Arc<Fed>>,
+    pub fed: Intake,
+    /// Its bound ([`join`]: past it, it sheds and catches up with a list).
+    pub room: Room,
     /// Its namespaces (one None: every namespace).
     pub scopes: Vec<Option<String>>,
     /// Whether it reads whole streams (modes `resource` and `reference`).
@@ -92,9 +93,9 @@ pub fn run(
         let mut filter = Filter::new(p.selector.clone());
         let scopes = p.scopes.len();
         let seen = if p.whole {
-            join::follow::<decode::Whole>(p.fed, p.scopes, p.lister).boxed()
+            join::follow::<decode::Whole>(p.fed, p.room, p.scopes, p.lister).boxed()
         } else {
-            join::follow::<decode::TagsAndLabels>(p.fed, p.scopes, p.lister).boxed()
+            join::follow::<decode::TagsAndLabels>(p.fed, p.room, p.scopes, p.lister).boxed()
         };
         let seen = seen
             .filter_map(move |s| std::future::ready(filter.pass(s)))

@@ -39,6 +39,8 @@ pub struct Shared {
     pub checkpoint_namespace: String,
     /// The Lease as the fence of every checkpoint write ([`crate::leader::Fence`]).
     pub fence: crate::leader::Fence,
+    /// Each source's bound, in events not yet delivered ([`super::join::Room`]).
+    pub max_queued: usize,
 }
 
 /// The longest `<namespace>.<name>` kept whole in a checkpoint's names: 253, less the suffix
@@ -167,6 +169,7 @@ mod tests {
             api_server_url: "https://172.30.0.1:443".into(),
             guard: Default::default(),
             checkpoint_namespace: "imagegate-system".into(),
+            max_queued: crate::source::mt::join::DEFAULT_BOUND,
             fence: Default::default(),
         }
     }

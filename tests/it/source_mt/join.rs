@@ -4,7 +4,9 @@
 //!   overlap, and the source must see each state once, in order, never an older one after a
 //!   newer (the changes its list holds already are dropped by their resourceVersion);
 //! - when the feed's watch cannot resume (410) it starts from a new point, and what changed
-//!   while it was out reaches the source only through the source's new list.
+//!   while it was out reaches the source only through the source's new list;
+//! - a source past its bound takes nothing from the feed (its channel stays empty however much
+//!   changes) until its queue drains, then lists again and sees the newest state.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +15,7 @@ use futures::StreamExt;
 use imagegate::admin::Health;
 use imagegate::source::metrics::Metrics;
 use imagegate::source::mt::feed::Feed;
-use imagegate::source::mt::join::{self, Lister};
+use imagegate::source::mt::join::{self, Lister, Room};
 use imagegate::source::watch::Seen;
 use imagegate::source::watch::decode::TagsAndLabels;
 use imagegate::watch_errors::Refusals;
@@ -37,6 +39,17 @@ fn round(seen: &Seen) -> Option<usize> {
 }
 
 const ROUNDS: usize = 60;
+
+/// A bound no test here reaches, unless it sets `depth` itself.
+fn room(bound: usize) -> Room {
+    Room {
+        id: ("ds".into(), "s".into()),
+        depth: Default::default(),
+        bound,
+        shedding: Default::default(),
+        sheds: Default::default(),
+    }
+}
 
 /// A feed of tags and labels, and a lister, as the adapter starts them.
 fn feed_and_lister(client: &kube::Client) -> (Feed, Arc<Lister>) {
@@ -78,7 +91,8 @@ async fn a_source_joining_while_its_namespace_changes_sees_each_state_once_and_i
     (&mut joined_at).await.unwrap();
     let fed = feed.join(("ds".into(), "s".into()), Some(vec!["ds".into()]));
     tokio::time::sleep(Duration::from_millis(150)).await;
-    let mut seen = join::follow::<TagsAndLabels>(fed, vec![Some("ds".into())], lister).boxed();
+    let mut seen =
+        join::follow::<TagsAndLabels>(fed, room(1_000), vec![Some("ds".into())], lister).boxed();
 
     let mut rounds = Vec::new();
     let mut listed = false;
@@ -123,7 +137,8 @@ async fn after_the_feed_starts_over_a_source_lists_again_and_gets_what_changed_m
     let emu = cluster().await;
     let (feed, lister) = feed_and_lister(&emu.client());
     let fed = feed.join(("ds".into(), "s".into()), Some(vec!["ds".into()]));
-    let mut seen = join::follow::<TagsAndLabels>(fed, vec![Some("ds".into())], lister).boxed();
+    let mut seen =
+        join::follow::<TagsAndLabels>(fed, room(1_000), vec![Some("ds".into())], lister).boxed();
     while !matches!(next(&mut seen).await, Seen::Listed { .. }) {}
 
     // The feed's watch ends, and resuming it is refused with 410: it waits its backoff (0.8 s),
@@ -169,4 +184,70 @@ async fn next(seen: &mut futures::stream::BoxStream<'static, Seen>) -> Seen {
         .await
         .expect("the source sees something")
         .expect("the feed lets the source go")
+}
+
+#[tokio::test]
+async fn a_source_past_its_bound_takes_nothing_from_the_feed_then_lists_once_drained() {
+    let emu = cluster().await;
+    let (feed, lister) = feed_and_lister(&emu.client());
+    let fed = feed.join(("ds".into(), "s".into()), Some(vec!["ds".into()]));
+    let shed = fed.shed.clone();
+    let room = room(4);
+    let (depth, shedding, sheds) = (
+        room.depth.clone(),
+        room.shedding.clone(),
+        room.sheds.clone(),
+    );
+    let mut seen =
+        join::follow::<TagsAndLabels>(fed, room, vec![Some("ds".into())], lister).boxed();
+    while !matches!(next(&mut seen).await, Seen::Listed { .. }) {}
+
+    // Its queue holds its bound: asked for more, it sheds, and the feed sends it nothing.
+    depth.set(4);
+    let waiting = tokio::spawn(async move {
+        let got = next(&mut seen).await;
+        (got, seen)
+    });
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !shed.load(std::sync::atomic::Ordering::Acquire) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the source sheds");
+    assert_eq!((shedding.get(), sheds.get()), (1, 1));
+    for n in 1..=ROUNDS {
+        emu.import("ds", "nb", "candidate", &digest(n)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "nothing passes while it sheds");
+    // Drained to above half its bound: still shedding.
+    depth.set(3);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "still past half its bound");
+
+    // Drained: it lists ds again, and the list shows the newest state, which the changes it did
+    // not take led to.
+    depth.set(2);
+    let (got, mut seen) = waiting.await.unwrap();
+    let mut got = vec![got];
+    while !matches!(got.last(), Some(Seen::Listed { .. })) {
+        got.push(next(&mut seen).await);
+    }
+    let listed: Vec<(bool, Option<usize>)> = got
+        .iter()
+        .filter_map(|s| match s {
+            Seen::Applied { listing, .. } => Some((*listing, round(s))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(listed, [(true, Some(ROUNDS))], "one state, from the list");
+    assert_eq!(shedding.get(), 0, "the shed ended");
+    assert!(!shed.load(std::sync::atomic::Ordering::Acquire));
+    emu.import("ds", "nb", "candidate", &digest(1)).await;
+    assert_eq!(
+        round(&next(&mut seen).await),
+        Some(1),
+        "and takes changes again"
+    );
 }

@@ -19,10 +19,13 @@
 //! - [`rbac`]: the adapter's requests against the RBAC of `config/`, both ways.
 //! - [`backlog`]: the backlog gauges rise while a tenant's sink refuses and fall when it
 //!   recovers.
+//! - [`bound`]: a tenant whose sink refuses while its streams change stays at its bound, and
+//!   catches up with every change once the sink recovers.
 //! - [`leader`]: two replicas on one Lease: only the leader serves; the standby takes over
 //!   when the leader is killed or stops, and delivers what changed meanwhile once.
 
 mod backlog;
+mod bound;
 mod core;
 mod harness;
 mod join;

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::super::index::{SourceId, WatchKey};
+use super::super::join::Room;
 use super::super::pipeline::{self, Pipeline};
 use super::super::settings;
 use super::Supervisor;
@@ -45,6 +46,13 @@ impl Supervisor {
             owner: settings::owner(&served.source),
             selector: served.source.spec.selector.clone(),
             fed: feed.join(id.clone(), key.namespaces.clone()),
+            room: Room {
+                id: id.clone(),
+                depth: metrics.queue_depth.clone(),
+                bound: self.shared.max_queued,
+                shedding: self.reports.mt.shedding.clone(),
+                sheds: self.reports.mt.sheds.clone(),
+            },
             scopes: key.scopes(),
             whole: key.whole,
             lister: self.lister.clone(),
