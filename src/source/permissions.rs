@@ -34,6 +34,23 @@ pub enum Scope {
 /// served only if its account may read ImageStreams everywhere.
 pub const MAX_REVIEWED_NAMESPACES: usize = 100;
 
+/// Reviews of one source in flight at once: a source's reviews run concurrently, within this
+/// budget, so a source with many namespaces is done soon without taking more than its share
+/// of the API server (the adapter bounds the sources observed at once, first come first
+/// served).
+pub const REVIEWS_IN_FLIGHT: usize = 4;
+
+/// Whether a change of RBAC in `namespace` (None: cluster-wide objects) could change what the
+/// reviews of a source over `scope` answer (pure): a cluster-wide change could change any; a
+/// Role or RoleBinding only those asked about in its namespace (never a cluster-wide review,
+/// which no RoleBinding grants).
+pub fn affected_by(scope: &Scope, namespace: Option<&str>) -> bool {
+    let Some(namespace) = namespace else {
+        return true;
+    };
+    scope.namespaces().iter().any(|n| n == namespace)
+}
+
 impl Scope {
     /// The namespaces to ask about; `""` is cluster-wide.
     fn namespaces(&self) -> Vec<String> {
@@ -192,11 +209,16 @@ pub async fn check_each(
     scope: &Scope,
     named: &[String],
 ) -> Result<(Verdict, Vec<String>), kube::Error> {
-    let mut answers = Vec::new();
-    for question in reviews(account, scope) {
-        let status = access::ask(client, &question.review).await?;
-        answers.push((question, status));
-    }
+    use futures::{StreamExt, TryStreamExt};
+    let answers: Vec<(Question, SubjectAccessReviewStatus)> =
+        futures::stream::iter(reviews(account, scope))
+            .map(|question| async move {
+                let status = access::ask(client, &question.review).await?;
+                Ok::<_, kube::Error>((question, status))
+            })
+            .buffered(REVIEWS_IN_FLIGHT)
+            .try_collect()
+            .await?;
     Ok((verdict(account, &answers, named), denied(&answers)))
 }
 

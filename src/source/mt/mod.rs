@@ -23,6 +23,7 @@ pub mod join;
 pub mod metrics;
 pub mod observe;
 pub mod pipeline;
+pub mod rbacwatch;
 pub mod settings;
 pub mod sinks;
 pub mod sinkwatch;

@@ -5,10 +5,13 @@
 //! a second; the resync stays the safety net.
 //!
 //! A kind the adapter may not watch, or that is not served (its CRD is not installed), is
-//! logged once and retried with backoff; its sinks are then seen at the resync only. The
+//! logged once and retried with backoff; its sinks are then resolved again every 30 s until it works
+//! ([`working`](SinkWatch::working)). The
 //! source's `SinkProvided` says what the resolution itself finds.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use kube::ResourceExt;
@@ -22,11 +25,22 @@ use super::sinks::{SinkKind, SinkObject, changed, fingerprint};
 use crate::watch_errors::refusal;
 
 /// A running watch of one kind; dropping it stops the watch.
-pub struct SinkWatch(JoinHandle<()>);
+pub struct SinkWatch {
+    task: JoinHandle<()>,
+    /// Listed, and no error since: the kind's changes are seen as they happen.
+    working: Arc<AtomicBool>,
+}
 
 impl Drop for SinkWatch {
     fn drop(&mut self) {
-        self.0.abort();
+        self.task.abort();
+    }
+}
+
+impl SinkWatch {
+    /// Whether the kind's objects are watched now (else its sinks are seen at the resync).
+    pub fn working(&self) -> bool {
+        self.working.load(Ordering::Acquire)
     }
 }
 
@@ -37,10 +51,17 @@ pub fn start(
     tx: mpsc::UnboundedSender<SinkObject>,
 ) -> SinkWatch {
     info!(kind = %kind.describe(), "sink watch started");
-    SinkWatch(tokio::spawn(run(client.clone(), kind, tx)))
+    let working = Arc::new(AtomicBool::new(false));
+    let task = tokio::spawn(run(client.clone(), kind, tx, working.clone()));
+    SinkWatch { task, working }
 }
 
-async fn run(client: kube::Client, kind: SinkKind, tx: mpsc::UnboundedSender<SinkObject>) {
+async fn run(
+    client: kube::Client,
+    kind: SinkKind,
+    tx: mpsc::UnboundedSender<SinkObject>,
+    working: Arc<AtomicBool>,
+) {
     let gvk = GroupVersionKind::gvk(kind.group(), kind.version(), &kind.kind);
     let resource = ApiResource::from_gvk_with_plural(&gvk, &kind.plural);
     let api: Api<DynamicObject> = Api::all_with(client, &resource);
@@ -70,6 +91,7 @@ async fn run(client: kube::Client, kind: SinkKind, tx: mpsc::UnboundedSender<Sin
                 }
                 known = list;
                 listed = true;
+                working.store(true, Ordering::Release);
                 if std::mem::take(&mut refused) {
                     info!(kind = %kind.describe(), "sink watch works again");
                 }
@@ -86,17 +108,20 @@ async fn run(client: kube::Client, kind: SinkKind, tx: mpsc::UnboundedSender<Sin
                     send(k);
                 }
             }
-            Err(e) => match refusal(&e) {
-                Some(r) if !refused => {
-                    refused = true;
-                    warn!(kind = %kind.describe(), code = r.code, reason = %r.message,
+            Err(e) => {
+                working.store(false, Ordering::Release);
+                match refusal(&e) {
+                    Some(r) if !refused => {
+                        refused = true;
+                        warn!(kind = %kind.describe(), code = r.code, reason = %r.message,
                         "cannot watch the sinks of this kind (not granted, or not installed); \
-                         they are re-resolved at the resync only; retrying with backoff");
-                }
-                Some(_) => {}
-                None => warn!(kind = %kind.describe(), error = %e,
+                         they are re-resolved every 30 s until it works; retrying with backoff");
+                    }
+                    Some(_) => {}
+                    None => warn!(kind = %kind.describe(), error = %e,
                     "sink watch failed; resuming with backoff"),
-            },
+                }
+            }
         }
     }
 }

@@ -6,8 +6,11 @@
 //! service account's permissions; the status written) when it appears, when its generation
 //! changes, when a Namespace appears, goes or changes labels (sources with a
 //! `namespaceSelector`), when an object its sink or dead-letter sink references changes
-//! address ([`super::sinkwatch`]: one watch per kind referenced), and every [`RESYNC`] (the
-//! safety net, and how sinks of a kind that cannot be watched are seen). One observation of a
+//! address ([`super::sinkwatch`]: one watch per kind referenced), when RBAC changes where its
+//! reviews ask ([`super::rbacwatch`], once a burst has settled for [`RBAC_SETTLE`]), and at its
+//! own resync ([`resync_after`]): every [`SAFETY_NET`] (about an hour, spread) while those
+//! watches work, every [`RESYNC`] while one it depends on does not or its last observation
+//! failed. So an idle source costs the API server no request between safety nets. One observation of a
 //! source runs at a time (one asked for meanwhile follows it), so the last to land is the
 //! newest. An observation sets the source's route (events wait
 //! while the sink or dead-letter sink does not resolve) and its watch key; a new generation
@@ -23,8 +26,9 @@ mod observing;
 mod pipelines;
 mod watches;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
@@ -45,6 +49,7 @@ use super::index::{Index, SourceId};
 use super::join::{LISTS_IN_FLIGHT, Lister};
 use super::metrics::MtMetrics;
 use super::observe::Observation;
+use super::rbacwatch::{self, Changed, RbacWatch};
 use super::settings;
 use super::sinks::{SinkIndex, SinkKind, SinkObject, refs_of};
 use super::sinkwatch::SinkWatch;
@@ -61,6 +66,29 @@ use crate::watch_errors::Refusals;
 /// one per request in flight, kept idle in the client's pool afterwards), the adapter's RSS
 /// and the server's load with them, and requests failed to connect. Bounded, they queue.
 pub const OBSERVATIONS_IN_FLIGHT: usize = 16;
+
+/// How long the resync of a source is, while the watches it depends on work: the safety net
+/// for what no watch shows (an authorizer other than RBAC), spread by up to a tenth either way
+/// so that sources observed together do not stay together.
+pub const SAFETY_NET: Duration = Duration::from_secs(3600);
+
+/// How often the sources due are looked for.
+const TICK: Duration = Duration::from_secs(5);
+
+/// How long RBAC must be quiet before the sources a burst of changes concerns are observed (a
+/// `kubectl apply` of many objects is one re-check, not one per object).
+pub const RBAC_SETTLE: Duration = Duration::from_secs(2);
+
+/// When a source observed at `now` is due again (pure): after [`SAFETY_NET`] spread by
+/// `spread` (in [0, 1)) when the observation worked and every watch it depends on works, else
+/// after [`RESYNC`].
+pub fn resync_after(now: Instant, worked: bool, watched: bool, spread: f64) -> Instant {
+    if worked && watched {
+        now + SAFETY_NET.mul_f64(0.9 + 0.2 * spread.clamp(0.0, 1.0))
+    } else {
+        now + RESYNC
+    }
+}
 
 /// What the supervisor reports to.
 pub struct Reports {
@@ -81,6 +109,10 @@ struct Served {
     /// One observation at a time per source, so that an older one never lands after a newer
     /// one (its status and route would win): while one runs, another is only asked for.
     observing: Observing,
+    /// The namespaces it selects, as last observed (None: not yet, or its spec is invalid).
+    scope: Option<crate::source::permissions::Scope>,
+    /// When it is observed again, unless something observes it sooner.
+    due: Instant,
 }
 
 struct Supervisor {
@@ -108,6 +140,10 @@ struct Supervisor {
     observing: Arc<Semaphore>,
     /// Sources whose pipeline has just recorded its first list: observed again (`Ready`).
     relisted: mpsc::UnboundedSender<SourceId>,
+    /// The watch of RBAC.
+    rbac: RbacWatch,
+    /// Where RBAC changed since the last re-check, and when that burst is done.
+    rbac_changes: BTreeSet<Changed>,
 }
 
 /// Serves every ImageStreamSource until `stop` is cancelled; then stops every pipeline
@@ -122,6 +158,8 @@ pub async fn run(
     let (observed, mut observations) = mpsc::unbounded_channel();
     let (sink_changes, mut sink_changed) = mpsc::unbounded_channel();
     let (relisted, mut relisted_rx) = mpsc::unbounded_channel();
+    let (rbac_tx, mut rbac_rx) = mpsc::unbounded_channel();
+    let rbac = rbacwatch::start(&client, rbac_tx);
     let board = Board::default();
     let counters_stop = CancellationToken::new();
     let writer = tokio::spawn(counters::run(
@@ -161,6 +199,8 @@ pub async fn run(
         observed,
         observing: Arc::new(Semaphore::new(OBSERVATIONS_IN_FLIGHT)),
         relisted,
+        rbac,
+        rbac_changes: BTreeSet::new(),
     };
     let mut sources = watcher(
         Api::<ImageStreamSource>::all(client.clone()),
@@ -177,8 +217,16 @@ pub async fn run(
     let mut listing: Option<BTreeMap<SourceId, Arc<ImageStreamSource>>> = None;
     let mut listed = false;
     let mut labels: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    let mut resync = tokio::time::interval(RESYNC);
+    let mut tick = tokio::time::interval(TICK);
+    // When the RBAC changes collected are re-checked (None: none waits).
+    let mut rbac_settled: Option<tokio::time::Instant> = None;
     loop {
+        let settle = async {
+            match rbac_settled {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = stop.cancelled() => break,
             Some(event) = sources.next() => match event {
@@ -230,9 +278,18 @@ pub async fn run(
                     s.observe(&id);
                 }
             }
-            _ = resync.tick(), if listed => {
+            Some(change) = rbac_rx.recv() => {
+                s.rbac_changes.insert(change);
+                rbac_settled = Some(tokio::time::Instant::now() + RBAC_SETTLE);
+            }
+            () = settle, if listed => {
+                rbac_settled = None;
+                s.rbac_changed();
+            }
+            _ = tick.tick(), if listed => {
                 s.tails.retain(|_, tail| !tail.is_finished());
-                s.observe_where(|_| true);
+                let now = Instant::now();
+                s.observe_where_due(now);
             }
         }
     }
@@ -300,6 +357,8 @@ impl Supervisor {
                         ready: "Unknown",
                         running: None,
                         observing: Observing::Idle,
+                        scope: None,
+                        due: Instant::now() + RESYNC,
                     },
                 );
                 info!(namespace = %id.0, source = %id.1, "ImageStreamSource added");
@@ -335,5 +394,37 @@ impl Supervisor {
         self.reports
             .mt
             .set_sources(self.sources.values().map(|s| s.ready));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_is_due_in_about_an_hour_when_watched_and_in_30_s_otherwise() {
+        let now = Instant::now();
+        assert_eq!(
+            resync_after(now, true, true, 0.0),
+            now + SAFETY_NET.mul_f64(0.9)
+        );
+        assert_eq!(
+            resync_after(now, true, true, 1.0),
+            now + SAFETY_NET.mul_f64(1.1)
+        );
+        assert_eq!(
+            resync_after(now, true, true, 7.0),
+            now + SAFETY_NET.mul_f64(1.1)
+        );
+        assert_eq!(
+            resync_after(now, false, true, 0.5),
+            now + RESYNC,
+            "it failed"
+        );
+        assert_eq!(
+            resync_after(now, true, false, 0.5),
+            now + RESYNC,
+            "not watched"
+        );
     }
 }

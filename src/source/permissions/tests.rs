@@ -173,3 +173,24 @@ fn a_selection_of_more_than_the_bound_is_asked_about_once_cluster_wide() {
     let few = reviews(&account(), &Scope::Namespaces(many[..100].to_vec()));
     assert_eq!(few.len(), 300, "up to the bound, one by one");
 }
+
+#[test]
+fn an_rbac_change_concerns_the_sources_asked_about_its_namespace_or_any_when_cluster_wide() {
+    let few = Scope::Namespaces(vec!["ds".into(), "ml".into()]);
+    assert!(affected_by(&few, Some("ml")));
+    assert!(!affected_by(&few, Some("ops")));
+    assert!(
+        affected_by(&few, None),
+        "a ClusterRole(Binding) can change any"
+    );
+    // Asked about cluster-wide: no RoleBinding changes that answer.
+    assert!(!affected_by(&Scope::All, Some("ds")));
+    assert!(affected_by(&Scope::All, None));
+    let many = Scope::Namespaces(
+        (0..=MAX_REVIEWED_NAMESPACES)
+            .map(|i| format!("n{i}"))
+            .collect(),
+    );
+    assert!(!affected_by(&many, Some("n1")), "asked about cluster-wide");
+    assert!(affected_by(&many, None));
+}

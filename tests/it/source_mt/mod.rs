@@ -21,6 +21,8 @@
 //!   recovers.
 //! - [`bound`]: a tenant whose sink refuses while its streams change stays at its bound, and
 //!   catches up with every change once the sink recovers.
+//! - [`permissions`]: reviews asked when RBAC changes where a source reads, not on a timer; a
+//!   grant or a revocation served within seconds.
 //! - [`leader`]: two replicas on one Lease: only the leader serves; the standby takes over
 //!   when the leader is killed or stops, and delivers what changed meanwhile once.
 
@@ -31,6 +33,7 @@ mod harness;
 mod join;
 mod leader;
 mod modes;
+mod permissions;
 mod rbac;
 mod ready;
 mod restart;

@@ -3,14 +3,19 @@
 //! is dropped; a fresh one sets the source's route and readiness, and its watch key, which
 //! (with a new generation) restarts its pipeline.
 
+use std::time::Instant;
+
 use kube::ResourceExt;
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::super::index::{SourceId, watch_key};
 use super::super::observe::{self, Observation};
+use super::super::rbacwatch::Changed;
 use super::super::settings;
-use super::Supervisor;
+use super::super::sinks::refs_of;
+use super::{Supervisor, resync_after};
 use crate::source::crd::ImageStreamSource;
+use crate::source::permissions::affected_by;
 
 /// Where a source's observations stand.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -22,6 +27,55 @@ pub(super) enum Observing {
 }
 
 impl Supervisor {
+    /// Observes the sources whose resync is due at `now`.
+    pub(super) fn observe_where_due(&mut self, now: Instant) {
+        let due: Vec<SourceId> = (self.sources.iter())
+            .filter(|(_, served)| served.due <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &due {
+            self.observe(id);
+        }
+    }
+
+    /// RBAC changed where [`Supervisor::rbac_changes`] says: the sources whose reviews it could
+    /// change are observed (a source not observed yet counts as concerned).
+    pub(super) fn rbac_changed(&mut self) {
+        let changes = std::mem::take(&mut self.rbac_changes);
+        let concerned: Vec<SourceId> = (self.sources.iter())
+            .filter(|(_, served)| {
+                changes.iter().any(|c| {
+                    let namespace = match c {
+                        Changed::Namespace(ns) => Some(ns.as_str()),
+                        Changed::Cluster => None,
+                    };
+                    served
+                        .scope
+                        .as_ref()
+                        .is_none_or(|scope| affected_by(scope, namespace))
+                })
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !concerned.is_empty() {
+            info!(
+                sources = concerned.len(),
+                "RBAC changed: asking the permissions of the sources it concerns again"
+            );
+        }
+        for id in &concerned {
+            self.observe(id);
+        }
+    }
+
+    /// Whether every watch `source` depends on works: RBAC, and its sink kinds'.
+    fn watched(&self, source: &ImageStreamSource) -> bool {
+        self.rbac.working()
+            && refs_of(source)
+                .iter()
+                .all(|(kind, _, _)| self.sink_watches.get(kind).is_some_and(|w| w.working()))
+    }
+
     /// Observes every source for which `which` holds.
     pub(super) fn observe_where(&mut self, which: impl Fn(&ImageStreamSource) -> bool) {
         let ids: Vec<SourceId> = (self.sources.iter())
@@ -67,6 +121,22 @@ impl Supervisor {
         };
         let again = served.observing == Observing::Again;
         served.observing = Observing::Idle;
+        let source = served.source.clone();
+        // The reviews answered (or the spec is invalid: nothing to ask until it changes).
+        let worked = o
+            .as_ref()
+            .is_some_and(|o| o.denied.is_some() || o.scope.is_none());
+        let watched = self.watched(&source);
+        let spread = std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), id);
+        let due = resync_after(
+            Instant::now(),
+            worked,
+            watched,
+            spread as f64 / u64::MAX as f64,
+        );
+        if let Some(served) = self.sources.get_mut(id) {
+            served.due = due;
+        }
         if again {
             self.observe(id);
         }
@@ -79,6 +149,9 @@ impl Supervisor {
             return; // Stale: a newer observation is on its way.
         }
         served.ready = o.ready;
+        if o.denied.is_some() || o.scope.is_none() {
+            served.scope = o.scope.clone();
+        }
         served.routes.send_if_modified(|r| {
             let changed = *r != o.route;
             *r = o.route.clone();
