@@ -94,6 +94,15 @@ pub struct SourceArgs {
           requires = "multi_tenant")]
     pub max_queued_per_source: usize,
 
+    /// With `--multi-tenant`: the most each source's checkpoint may hold, in bytes of entries
+    /// (about 160 bytes a stream; ConfigMaps: one per 256 KiB, at least 8). A source whose
+    /// checkpoint is past it is not served, alone: `Ready=False`, `CheckpointTooLarge`.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024,
+          value_parser = clap::builder::TypedValueParser::map(
+              clap::value_parser!(u64).range(65_536..=1 << 34), |n| n as usize),
+          requires = "multi_tenant")]
+    pub max_checkpoint_bytes_per_source: usize,
+
     /// The CloudEvents sink (a Tekton EventListener, a Knative Broker, any HTTP receiver).
     /// Set by a Knative SinkBinding or ContainerSource through `K_SINK`. Required, except with
     /// `--multi-tenant`.

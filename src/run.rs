@@ -319,6 +319,7 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
             prefix: args.checkpoint_prefix.clone(),
             flush_interval: std::time::Duration::from_millis(500),
             write_budget: crate::source::checkpoint::DEFAULT_WRITE_BUDGET,
+            cap: None,
         },
         leader: leader_config(&args.leader, "source"),
         events: crate::source::event::EventSettings::new(args.dataschema_base.clone())
@@ -361,6 +362,9 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
             },
             checkpoint_namespace: args.checkpoint_namespace.clone(),
             max_queued: args.max_queued_per_source,
+            checkpoint_cap: crate::source::mt::settings::checkpoint_cap(
+                args.max_checkpoint_bytes_per_source,
+            ),
             // Set by the runtime, which follows the Lease.
             fence: Default::default(),
         },

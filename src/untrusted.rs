@@ -151,6 +151,7 @@ pub fn imagestreamsource(data: &[u8]) -> bool {
         guard: Default::default(),
         checkpoint_namespace: "imagegate-system".into(),
         max_queued: crate::source::mt::join::DEFAULT_BOUND,
+        checkpoint_cap: crate::source::mt::settings::DEFAULT_CHECKPOINT_CAP,
         fence: Default::default(),
     };
     let settings = crate::source::mt::settings::of(source, &shared).is_ok();

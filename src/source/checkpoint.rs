@@ -142,6 +142,10 @@ pub struct CheckpointConfig {
     /// stores, and answers with, every shard written whole, however few of its keys changed. A
     /// flush that wrote more waits longer before the next one ([`pause`]).
     pub write_budget: u64,
+    /// The most it may hold (None: no bound, the single source's, which the platform runs for
+    /// itself). The multi-tenant adapter bounds each source's: a load reads no further than
+    /// the cap, and fails with [`CheckpointError::TooLarge`].
+    pub cap: Option<Cap>,
 }
 
 impl CheckpointConfig {
@@ -152,7 +156,24 @@ impl CheckpointConfig {
             prefix: "imagegate-source-checkpoint".into(),
             flush_interval: Duration::from_secs(5),
             write_budget: DEFAULT_WRITE_BUDGET,
+            cap: None,
         }
+    }
+}
+
+/// The most one checkpoint may hold: its ConfigMaps, and the bytes of their entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cap {
+    /// ConfigMaps (shards, the marker included).
+    pub shards: usize,
+    /// Bytes of entries (keys and values).
+    pub bytes: usize,
+}
+
+impl Cap {
+    /// Whether `shards` ConfigMaps of `bytes` are within the cap (pure).
+    pub fn holds(&self, shards: usize, bytes: usize) -> bool {
+        shards <= self.shards && bytes <= self.bytes
     }
 }
 
@@ -204,6 +225,18 @@ pub enum CheckpointError {
     /// A flush did not finish in time (the API server is slow or answers 429/503).
     #[error("the checkpoint flush did not finish within {0:?}")]
     Timeout(Duration),
+    /// The checkpoint holds more than its [`Cap`]: it was read no further.
+    #[error(
+        "the checkpoint holds more than its cap of {} ConfigMaps and {} bytes (read so far: {shards} ConfigMaps, {bytes} bytes)", cap.shards, cap.bytes
+    )]
+    TooLarge {
+        /// ConfigMaps read when it stopped.
+        shards: usize,
+        /// Bytes read when it stopped.
+        bytes: usize,
+        /// The cap.
+        cap: Cap,
+    },
     /// A shard of one entry is too large to write; it stays pending.
     #[error(
         "checkpoint shard {name} would hold {bytes} bytes, over the limit of {limit}, and cannot be split: it holds one ImageStream"
@@ -221,7 +254,9 @@ impl CheckpointError {
         match self {
             CheckpointError::Load { source, .. } => FailureKind::of_status(code(source), false),
             CheckpointError::Write { kind, .. } => *kind,
-            CheckpointError::ShardTooLarge { .. } => FailureKind::TooLarge,
+            CheckpointError::ShardTooLarge { .. } | CheckpointError::TooLarge { .. } => {
+                FailureKind::TooLarge
+            }
             CheckpointError::Timeout(_) => FailureKind::Unavailable,
             CheckpointError::Unwritable { status, .. } => FailureKind::of_status(*status, true),
         }
@@ -319,6 +354,8 @@ impl Checkpoint {
         // at once, would be the source's peak memory.
         let mut found = Vec::new();
         let mut marker = false;
+        // ConfigMaps and bytes read, held to the cap as they come.
+        let mut read = (0usize, 0usize);
         let mut params = ListParams::default().labels(&selector).limit(1);
         loop {
             let page = api
@@ -329,6 +366,15 @@ impl Checkpoint {
                     source,
                 })?;
             for cm in page.items {
+                read.0 += 1;
+                read.1 += data_bytes(&cm);
+                if let Some(cap) = cfg.cap.filter(|cap| !cap.holds(read.0, read.1)) {
+                    return Err(CheckpointError::TooLarge {
+                        shards: read.0,
+                        bytes: read.1,
+                        cap,
+                    });
+                }
                 let name = cm.metadata.name.as_deref().unwrap_or_default();
                 marker |= name == cfg.prefix;
                 if let Some(f) = found_shard(&cfg.prefix, cm) {
@@ -620,6 +666,13 @@ impl Checkpoint {
 }
 
 /// A listed ConfigMap as a shard, if it is one.
+/// The bytes of a ConfigMap's entries: keys and values.
+pub fn data_bytes(cm: &ConfigMap) -> usize {
+    (cm.data.iter().flatten())
+        .map(|(k, v)| k.len() + v.len())
+        .sum()
+}
+
 pub(crate) fn found_shard(prefix: &str, cm: ConfigMap) -> Option<Found> {
     let id = ShardId::parse(prefix, cm.metadata.name.as_deref()?)?;
     let annotation =

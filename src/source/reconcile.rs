@@ -152,6 +152,7 @@ pub async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observ
         mode: spec.mode.unwrap_or(Mode::ImageStreamTag),
         api_server_url: ctx.api_server_url.clone(),
         listed: None,
+        checkpoint: None,
     };
     if facts.invalid.is_some() {
         return Ok(Observed {

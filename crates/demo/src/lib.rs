@@ -662,6 +662,7 @@ fn source_settings(
             prefix: "imagegate-source-checkpoint".to_string(),
             flush_interval: Duration::from_millis(500),
             write_budget: imagegate::source::checkpoint::DEFAULT_WRITE_BUDGET,
+            cap: None,
         },
         leader: None,
         events: imagegate::source::event::EventSettings::new("https://imagegate.dev/schemas/")

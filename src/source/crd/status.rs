@@ -45,6 +45,10 @@ pub mod reason {
     /// Ready=Unknown: the first list of the namespaces it selects is not recorded yet; changes
     /// made from then on are sent once it is.
     pub const LISTING: &str = "Listing";
+    /// Ready=False (multi-tenant adapter): the source's checkpoint holds more than the
+    /// platform's cap (`--max-checkpoint-bytes-per-source`): it is not served; the other
+    /// sources are.
+    pub const CHECKPOINT_TOO_LARGE: &str = "CheckpointTooLarge";
 }
 
 /// What the adapter last observed of an ImageStreamSource.

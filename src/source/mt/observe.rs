@@ -36,6 +36,9 @@ pub struct Observation {
 
 /// The `Ready` status the facts give.
 pub fn ready(facts: &Facts) -> &'static str {
+    if facts.checkpoint.is_some() {
+        return "False";
+    }
     match (&facts.invalid, &facts.sink, &facts.permissions) {
         (Some(_), _, _) | (_, Some(Err(_)), _) => "False",
         (_, _, Some(v)) if !v.sufficient => "False",
@@ -67,12 +70,14 @@ pub fn route(
 }
 
 /// Observes `source`, writes its status, and returns what was found; `listed` is whether its
-/// pipeline (of this generation) has recorded the first list of its namespaces. A failure is
-/// logged and is None: the supervisor keeps what it had, and the next resync tries again.
+/// pipeline (of this generation) has recorded the first list of its namespaces, `checkpoint`
+/// why its checkpoint cannot be served, if it cannot. A failure is logged and is None: the
+/// supervisor keeps what it had, and the next resync tries again.
 pub async fn run(
     ctx: Context,
     source: Arc<ImageStreamSource>,
     listed: bool,
+    checkpoint: Option<String>,
 ) -> Option<Observation> {
     let id = (source.namespace().unwrap_or_default(), source.name_any());
     let mut observed = match reconcile::observe(&source, &ctx).await {
@@ -83,6 +88,7 @@ pub async fn run(
         }
     };
     observed.facts.listed = Some(listed);
+    observed.facts.checkpoint = checkpoint;
     if let Err(e) = reconcile::write(&source, &observed.facts, &ctx).await {
         warn!(namespace = %id.0, source = %id.1, error = %e, "writing the ImageStreamSource status failed");
     }

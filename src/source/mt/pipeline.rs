@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
@@ -19,7 +20,7 @@ use super::filter::Filter;
 use super::index::SourceId;
 use super::join::{self, Lister, Room};
 use crate::admin::Health;
-use crate::source::checkpoint::{Checkpoint, CheckpointOwner, Loaded};
+use crate::source::checkpoint::{Cap, Checkpoint, CheckpointError, CheckpointOwner, Loaded};
 use crate::source::crd::LabelSelector;
 use crate::source::flow::{self, Input, Routes};
 use crate::source::metrics::Metrics;
@@ -59,6 +60,8 @@ pub struct Pipeline {
     pub listed: tokio::sync::watch::Sender<bool>,
     /// The Lease as the fence of its checkpoint's writes.
     pub fence: crate::leader::Fence,
+    /// Told why its checkpoint cannot be served (past its cap), or None once it is loaded.
+    pub troubles: mpsc::UnboundedSender<(SourceId, Option<String>)>,
 }
 
 /// Runs `p` until `stop` is cancelled; its checkpoint is flushed last.
@@ -78,6 +81,7 @@ pub fn run(
         let Some((checkpoint, loaded)) = Box::pin(load(&client, &p, &stop)).await else {
             return;
         };
+        let _ = p.troubles.send((p.id.clone(), None));
         let checkpoint = Arc::new(checkpoint);
         // The source's own health: /readyz is the adapter's; a source's checkpoint trouble is
         // in the log and the metrics.
@@ -97,8 +101,27 @@ pub fn run(
         } else {
             join::follow::<decode::TagsAndLabels>(p.fed, p.room, p.scopes, p.lister).boxed()
         };
+        // Past its cap while it runs (its streams grew), the source takes nothing more: its
+        // input ends, what it queued is delivered, its checkpoint is flushed at the stop, and
+        // its status says why; the next load refuses it (read no further than the cap).
+        let cap = p.settings.checkpoint.cap;
+        let (shards, bytes) = (
+            p.metrics.checkpoint_shards.clone(),
+            p.metrics.checkpoint_bytes.clone(),
+        );
+        let (troubles, id) = (p.troubles.clone(), p.id.clone());
         let seen = seen
             .filter_map(move |s| std::future::ready(filter.pass(s)))
+            .take_while(move |_| {
+                let (n, b) = (count(shards.get()), count(bytes.get()));
+                let within = cap.is_none_or(|cap| cap.holds(n, b));
+                if let (false, Some(cap)) = (within, cap) {
+                    let why = too_large(n, b, cap);
+                    error!(namespace = %id.0, source = %id.1, shards = n, bytes = b, "the source's checkpoint is past its cap: it takes no more changes");
+                    let _ = troubles.send((id.clone(), Some(why)));
+                }
+                std::future::ready(within)
+            })
             .boxed();
         let counters = p.counters.clone();
         let tally: Tally = Arc::new(move |d| counters.tally(d, chrono::Utc::now()));
@@ -129,6 +152,22 @@ pub fn run(
     }
 }
 
+/// A gauge's value as a count.
+fn count(gauge: i64) -> usize {
+    usize::try_from(gauge).unwrap_or(0)
+}
+
+/// What a source's status says of a checkpoint of `shards` ConfigMaps and `bytes` past `cap`.
+pub fn too_large(shards: usize, bytes: usize, cap: Cap) -> String {
+    format!(
+        "its checkpoint holds more than the platform's cap for one source ({} ConfigMaps, {} \
+         bytes; {shards} ConfigMaps and {bytes} bytes at least): it serves too many streams. \
+         Select fewer namespaces or streams and re-create the source (its checkpoint goes with \
+         it), or ask the platform team to raise --max-checkpoint-bytes-per-source",
+        cap.shards, cap.bytes
+    )
+}
+
 /// The source's checkpoint, read and checked writable; retried with backoff until `stop`.
 async fn load(
     client: &kube::Client,
@@ -140,6 +179,14 @@ async fn load(
     loop {
         let cfg = p.settings.checkpoint.clone();
         let loaded = Checkpoint::load_owned(client.clone(), cfg, Some(p.owner.clone())).await;
+        if let Err(CheckpointError::TooLarge { shards, bytes, cap }) = &loaded {
+            // Read no further than the cap, and not again until the source changes or the
+            // adapter restarts: another read would only find it as large.
+            let why = too_large(*shards, *bytes, *cap);
+            error!(namespace = %namespace, source = %name, reason = %why, "the source's checkpoint is past its cap: not serving it");
+            let _ = p.troubles.send((p.id.clone(), Some(why)));
+            return None;
+        }
         let error = match loaded {
             Ok((mut checkpoint, loaded)) => {
                 checkpoint.set_fence(p.fence.clone());

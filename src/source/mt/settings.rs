@@ -8,7 +8,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use serde_json::json;
 
 use crate::source::checkpoint::fit::fit;
-use crate::source::checkpoint::{CheckpointConfig, CheckpointOwner, DEFAULT_WRITE_BUDGET};
+use crate::source::checkpoint::{Cap, CheckpointConfig, CheckpointOwner, DEFAULT_WRITE_BUDGET};
 use crate::source::crd::{self, ImageStreamSource};
 use crate::source::deliver::{
     BackoffPolicy, ContentMode, DEFAULT_MAX_BACKOFF, DeliverySpec, parse_iso8601_duration,
@@ -41,6 +41,23 @@ pub struct Shared {
     pub fence: crate::leader::Fence,
     /// Each source's bound, in events not yet delivered ([`super::join::Room`]).
     pub max_queued: usize,
+    /// The most each source's checkpoint may hold.
+    pub checkpoint_cap: Cap,
+}
+
+/// The default cap of a source's checkpoint: 16 MiB of entries (about 100,000 streams), in at
+/// most 64 ConfigMaps ([`checkpoint_cap`]).
+pub const DEFAULT_CHECKPOINT_CAP: Cap = checkpoint_cap(16 * 1024 * 1024);
+
+/// The cap of a source's checkpoint of at most `bytes` of entries: in at most one ConfigMap per
+/// 256 KiB, and 8 (a shard splits past 512 KiB and merges back when small, so that is room for
+/// every layout of those bytes, the marker included).
+pub const fn checkpoint_cap(bytes: usize) -> Cap {
+    let shards = bytes / (256 * 1024);
+    Cap {
+        shards: if shards < 8 { 8 } else { shards },
+        bytes,
+    }
 }
 
 /// The longest `<namespace>.<name>` kept whole in a checkpoint's names: 253, less the suffix
@@ -120,6 +137,7 @@ pub fn of(source: &ImageStreamSource, shared: &Shared) -> Result<Settings, Strin
             prefix: checkpoint_prefix(&namespace, &source.name_any()),
             flush_interval: FLUSH_INTERVAL,
             write_budget: DEFAULT_WRITE_BUDGET,
+            cap: Some(shared.checkpoint_cap),
         },
         leader: None,
         events: shared.events.clone(),
@@ -154,6 +172,16 @@ pub fn metrics(process: &Metrics) -> Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_checkpoint_cap_has_room_for_every_layout_of_its_bytes() {
+        assert_eq!(DEFAULT_CHECKPOINT_CAP.shards, 64);
+        assert_eq!(checkpoint_cap(65_536).shards, 8, "never fewer than 8");
+        let cap = checkpoint_cap(1 << 20);
+        assert!(cap.holds(8, 1 << 20));
+        assert!(!cap.holds(9, 10), "one ConfigMap too many");
+        assert!(!cap.holds(1, (1 << 20) + 1), "one byte too many");
+    }
     use crate::source::crd::{CloudEventOverrides, Delivery, Destination, ImageStreamSourceSpec};
 
     fn source(spec: ImageStreamSourceSpec) -> ImageStreamSource {
@@ -170,6 +198,7 @@ mod tests {
             guard: Default::default(),
             checkpoint_namespace: "imagegate-system".into(),
             max_queued: crate::source::mt::join::DEFAULT_BOUND,
+            checkpoint_cap: DEFAULT_CHECKPOINT_CAP,
             fence: Default::default(),
         }
     }

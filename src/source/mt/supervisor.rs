@@ -113,6 +113,8 @@ struct Served {
     scope: Option<crate::source::permissions::Scope>,
     /// When it is observed again, unless something observes it sooner.
     due: Instant,
+    /// Why its checkpoint cannot be served (past its cap), as its pipeline last said.
+    trouble: Option<String>,
 }
 
 struct Supervisor {
@@ -144,6 +146,8 @@ struct Supervisor {
     rbac: RbacWatch,
     /// Where RBAC changed since the last re-check, and when that burst is done.
     rbac_changes: BTreeSet<Changed>,
+    /// Where pipelines say why their checkpoint cannot be served, or that it is loaded.
+    troubles: mpsc::UnboundedSender<(SourceId, Option<String>)>,
 }
 
 /// Serves every ImageStreamSource until `stop` is cancelled; then stops every pipeline
@@ -159,6 +163,7 @@ pub async fn run(
     let (sink_changes, mut sink_changed) = mpsc::unbounded_channel();
     let (relisted, mut relisted_rx) = mpsc::unbounded_channel();
     let (rbac_tx, mut rbac_rx) = mpsc::unbounded_channel();
+    let (troubles, mut troubled) = mpsc::unbounded_channel();
     let rbac = rbacwatch::start(&client, rbac_tx);
     let board = Board::default();
     let counters_stop = CancellationToken::new();
@@ -201,6 +206,7 @@ pub async fn run(
         relisted,
         rbac,
         rbac_changes: BTreeSet::new(),
+        troubles,
     };
     let mut sources = watcher(
         Api::<ImageStreamSource>::all(client.clone()),
@@ -273,6 +279,14 @@ pub async fn run(
             }
             Some((id, uid, observation)) = observations.recv() => s.observed(&id, uid, observation),
             Some(id) = relisted_rx.recv() => s.observe(&id),
+            Some((id, trouble)) = troubled.recv() => {
+                if let Some(served) = s.sources.get_mut(&id)
+                    && served.trouble != trouble
+                {
+                    served.trouble = trouble;
+                    s.observe(&id);
+                }
+            }
             Some(object) = sink_changed.recv() => {
                 for id in s.sinks.referencing(&object) {
                     s.observe(&id);
@@ -359,6 +373,7 @@ impl Supervisor {
                         observing: Observing::Idle,
                         scope: None,
                         due: Instant::now() + RESYNC,
+                        trouble: None,
                     },
                 );
                 info!(namespace = %id.0, source = %id.1, "ImageStreamSource added");

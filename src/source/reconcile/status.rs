@@ -34,6 +34,9 @@ pub struct Facts {
     /// `Ready` waits for it: a change made after `Ready=True` is then a change, sent, never
     /// part of the state a first start records silently.
     pub listed: Option<bool>,
+    /// Why the source's checkpoint cannot be served (the multi-tenant adapter: past its cap);
+    /// `Ready` is then False, whatever else holds.
+    pub checkpoint: Option<String>,
 }
 
 /// The `type` and `source` of the events of `mode` (no source in mode imagestreamtag, where it
@@ -100,6 +103,10 @@ pub fn desired(
                 )
             })
             .unwrap_or(("True", reason::READY, String::new()))
+    };
+    let ready = match (&facts.checkpoint, &facts.invalid) {
+        (Some(why), None) => ("False", reason::CHECKPOINT_TOO_LARGE, why.clone()),
+        _ => ready,
     };
     let ready = match (ready.0, facts.listed) {
         ("True", Some(false)) => (

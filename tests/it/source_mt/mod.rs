@@ -23,11 +23,14 @@
 //!   catches up with every change once the sink recovers.
 //! - [`permissions`]: reviews asked when RBAC changes where a source reads, not on a timer; a
 //!   grant or a revocation served within seconds.
+//! - [`caps`]: a source whose checkpoint is past the cap is read no further, not served, and
+//!   says why; the other source is served.
 //! - [`leader`]: two replicas on one Lease: only the leader serves; the standby takes over
 //!   when the leader is killed or stops, and delivers what changed meanwhile once.
 
 mod backlog;
 mod bound;
+mod caps;
 mod core;
 mod harness;
 mod join;

@@ -102,13 +102,14 @@ impl Supervisor {
         let listed = served.running.as_ref().is_some_and(|r| {
             r.generation == served.source.metadata.generation && *r.listed.borrow()
         });
+        let trouble = served.trouble.clone();
         let (source, tx, id) = (served.source.clone(), self.observed.clone(), id.clone());
         let (ctx, permits) = (self.ctx.clone(), self.observing.clone());
         tokio::spawn(async move {
             // Never closed, so a permit always comes.
             let _permit = permits.acquire_owned().await;
             let uid = source.uid();
-            let o = observe::run(ctx, source, listed).await;
+            let o = observe::run(ctx, source, listed, trouble).await;
             let _ = tx.send((id, uid, o));
         });
     }

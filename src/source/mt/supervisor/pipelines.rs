@@ -61,6 +61,7 @@ impl Supervisor {
             metrics,
             listed,
             fence: self.shared.fence.clone(),
+            troubles: self.troubles.clone(),
         };
         info!(namespace = %id.0, source = %id.1, namespaces = %key.describe(), "serving the source");
         served.running = Some(Running {

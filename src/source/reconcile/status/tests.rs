@@ -34,7 +34,40 @@ fn facts() -> Facts {
         mode: Mode::ImageStreamTag,
         api_server_url: "https://172.30.0.1:443".into(),
         listed: None,
+        checkpoint: None,
     }
+}
+
+#[test]
+fn a_checkpoint_past_its_cap_is_not_ready_whatever_else_holds() {
+    let too_large = Facts {
+        checkpoint: Some("the checkpoint holds more than its cap".into()),
+        listed: Some(true),
+        ..facts()
+    };
+    let s = desired(None, &too_large, at(0));
+    assert_eq!(
+        cond(&s, condition::READY),
+        (
+            "False",
+            reason::CHECKPOINT_TOO_LARGE,
+            "the checkpoint holds more than its cap"
+        )
+    );
+    assert_eq!(
+        cond(&s, condition::SINK_PROVIDED).0,
+        "True",
+        "the sink still resolved"
+    );
+    let invalid = Facts {
+        invalid: Some("spec.namespaces has 101 entries".into()),
+        ..too_large
+    };
+    assert_eq!(
+        cond(&desired(None, &invalid, at(0)), condition::READY).1,
+        reason::INVALID_SPEC,
+        "an invalid spec says so first"
+    );
 }
 
 fn cond<'a>(s: &'a ImageStreamSourceStatus, ty: &str) -> (&'a str, &'a str, &'a str) {
