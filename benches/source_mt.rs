@@ -63,10 +63,53 @@ fn pct(sorted: &[f64]) -> String {
     )
 }
 
+/// What the phase beside a noisy tenant showed.
+struct Noisy {
+    latency: Vec<f64>,
+    given: usize,
+    per_minute: f64,
+    peak_mib: f64,
+    hwm_before_mib: f64,
+    depth: f64,
+    sheds: f64,
+    refused: usize,
+}
+
+/// The adapter's requests so far, by verb and resource.
+fn mt_requests(emu: &Emulator) -> BTreeMap<String, usize> {
+    let mut by_kind = BTreeMap::new();
+    for r in emu.requests().iter().filter(|r| r.user == MT_USER) {
+        let sub = if r.subresource.is_empty() {
+            String::new()
+        } else {
+            format!("/{}", r.subresource)
+        };
+        *by_kind
+            .entry(format!("{} {}{sub}", r.verb, r.resource))
+            .or_default() += 1;
+    }
+    by_kind
+}
+
+/// What `after` counts more than `before`, by kind (kinds with none left out).
+fn delta(
+    before: &BTreeMap<String, usize>,
+    after: &BTreeMap<String, usize>,
+) -> BTreeMap<String, usize> {
+    after
+        .iter()
+        .map(|(k, n)| (k.clone(), n - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
 async fn bench() {
     let teams = env_usize("TEAMS", 1000);
     let paced = env_usize("PACED", 300);
     let spread = env_usize("SPREAD", 2000);
+    let idle_for = env_usize("IDLE", 60);
+    let noisy = env_usize("NOISY", 1) > 0;
+    let served = teams - 1 + usize::from(noisy);
     assert!(teams >= 2, "TEAMS must be at least 2");
     let emu = Emulator::start(Config {
         retained_events: 200_000,
@@ -77,7 +120,7 @@ async fn bench() {
     let (sink_url, sink) = world::start_sink().await;
     let t = Instant::now();
     // The last team's source is created later, while the others are busy.
-    world::seed(&emu, teams, teams - 1, &sink_url).await;
+    world::seed(&emu, teams, teams - 1, &sink_url, noisy).await;
     eprintln!(
         "seeded {teams} namespaces x {} ImageStreams, {} sources, in {:?}",
         world::STREAMS_PER_NS,
@@ -92,7 +135,7 @@ async fn bench() {
     common::wait_ready(mt_admin).await;
     common::wait_ready(single_admin).await;
     let ready = "imagegate_source_multi_tenant_sources{ready=\"True\"}";
-    while world::gauge(mt_admin, ready).await < (teams - 1) as f64 {
+    while world::gauge(mt_admin, ready).await < served as f64 {
         assert!(
             t_start.elapsed() < Duration::from_secs(600),
             "the sources never all became Ready"
@@ -110,13 +153,53 @@ async fn bench() {
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (rss_idle, rss_single_idle) = (rss(&mt), rss(&single));
+    // Idle: what the adapter asks of the API server while nothing changes.
+    let before_idle = mt_requests(&emu);
+    tokio::time::sleep(Duration::from_secs(idle_for as u64)).await;
+    let idle = delta(&before_idle, &mt_requests(&emu));
 
     let team0 = b.paced_team0(paced, Duration::from_millis(20)).await;
+    let before_spread = mt_requests(&emu);
     let spread_made = b
         .paced_spread(spread, teams - 1, Duration::from_millis(5))
         .await;
+    let per_change = delta(&before_spread, &mt_requests(&emu));
     let rss_paced = rss(&mt);
-    let added = b.busy_add(Duration::from_millis(5), mt_admin).await;
+    // The same paced phase beside a noisy tenant: its sink refuses everything while its
+    // streams change 10,000 times a minute.
+    let noisy_run = if noisy {
+        let hwm0 = rss_kib(mt.pid(), "VmHWM:");
+        let mut peak = rss_kib(mt.pid(), "VmRSS:");
+        let t = Instant::now();
+        let (made, given) = b
+            .noisy_spread(
+                spread,
+                teams - 1,
+                Duration::from_millis(5),
+                Duration::from_millis(4),
+                || peak = peak.max(rss_kib(mt.pid(), "VmRSS:")),
+            )
+            .await;
+        let depth = world::gauge(mt_admin, "imagegate_source_queue_depth ").await;
+        let sheds = world::gauge(mt_admin, "imagegate_source_multi_tenant_sheds_total").await;
+        let refused = sink.lock().unwrap().refused;
+        Some(Noisy {
+            latency: b.latencies(&made, None),
+            given,
+            per_minute: given as f64 / t.elapsed().as_secs_f64() * 60.0,
+            peak_mib: peak as f64 / 1024.0,
+            hwm_before_mib: hwm0 as f64 / 1024.0,
+            depth,
+            sheds,
+            refused,
+        })
+    } else {
+        None
+    };
+    let rss_noisy = rss(&mt);
+    let added = b
+        .busy_add(Duration::from_millis(5), mt_admin, served + 1)
+        .await;
     let rss_added = rss(&mt);
     let watches_gauge = world::gauge(mt_admin, "imagegate_source_multi_tenant_watches").await;
     // Every source is served now; a watch the server ended (its timeoutSeconds) is opened
@@ -221,6 +304,60 @@ async fn bench() {
         ),
         pct(&spread_lat),
     );
+    let per_source_minute = |d: &BTreeMap<String, usize>| {
+        let total: usize = d.values().sum();
+        let kinds: Vec<String> = d.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        format!(
+            "{:.3} ({total} requests in {idle_for} s: {})",
+            total as f64 / served as f64 / (idle_for as f64 / 60.0),
+            kinds.join(", ")
+        )
+    };
+    row(
+        &format!("idle {idle_for} s: mt requests per source per minute"),
+        per_source_minute(&idle),
+    );
+    {
+        let total: usize = per_change.values().sum();
+        let kinds: Vec<String> = per_change.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        row(
+            &format!("paced over {} sources: mt requests per change", teams - 1),
+            format!(
+                "{:.2} ({total} requests for {spread} changes: {})",
+                total as f64 / spread as f64,
+                kinds.join(", ")
+            ),
+        );
+    }
+    if let Some(n) = &noisy_run {
+        row(
+            &format!(
+                "beside a noisy tenant ({} changes, {:.0} a minute, its sink refusing every event): the {} healthy sources' p50 / p99",
+                n.given,
+                n.per_minute,
+                teams - 1
+            ),
+            pct(&n.latency),
+        );
+        row(
+            "healthy p50 beside the noisy tenant / without it (same run)",
+            format!(
+                "{:.2}x",
+                percentile(&n.latency, 0.5) / percentile(&spread_lat, 0.5)
+            ),
+        );
+        row(
+            "mt RSS during the noisy phase: peak sampled every 200 ms (VmHWM before it); after it",
+            format!(
+                "{:.1} MiB ({:.1} MiB); {rss_noisy}",
+                n.peak_mib, n.hwm_before_mib
+            ),
+        );
+        row(
+            "the noisy source at the end of the phase: events waiting (all sources) / sheds / refusals at its sink",
+            format!("{} / {} / {}", n.depth, n.sheds, n.refused),
+        );
+    }
     row(
         "source added while the others are busy: creation to first event / to all Ready",
         format!("{:.3} s / {:.3} s", added.first_delivery, added.all_ready),

@@ -174,10 +174,57 @@ impl<'a> Bench<'a> {
         made
     }
 
+    /// [`Bench::paced_spread`] while the noisy tenant (team `self.teams`, its sink refusing
+    /// everything) gets a change every `noisy_gap`; `sample` is called every 200 ms meanwhile
+    /// (RSS, gauges). The healthy changes, and how many the noisy tenant was given.
+    pub async fn noisy_spread(
+        &self,
+        n: usize,
+        teams: usize,
+        gap: Duration,
+        noisy_gap: Duration,
+        mut sample: impl FnMut(),
+    ) -> (Vec<Made>, usize) {
+        let done = AtomicBool::new(false);
+        let noisy = async {
+            let mut i = 0usize;
+            while !done.load(Ordering::Relaxed) {
+                let round = self.round.fetch_add(1, Ordering::Relaxed) + 1;
+                let j = i % STREAMS_PER_NS;
+                let d = digest(self.teams * STREAMS_PER_NS + j, 0, round);
+                self.emu
+                    .import(&ns(self.teams), &format!("nb-{j}"), "t0", Some(&d))
+                    .unwrap();
+                i += 1;
+                tokio::time::sleep(noisy_gap).await;
+            }
+            i
+        };
+        let healthy = async {
+            let mut made = Vec::new();
+            let mut last = Instant::now();
+            for i in 0..n {
+                let k = i % teams;
+                made.extend(self.change(k, (i / teams) % (STREAMS_PER_NS - 1), 0));
+                tokio::time::sleep(gap).await;
+                if last.elapsed() >= Duration::from_millis(200) {
+                    sample();
+                    last = Instant::now();
+                }
+            }
+            self.settle(&made, "paced over every source, beside the noisy one")
+                .await;
+            done.store(true, Ordering::Relaxed);
+            made
+        };
+        let (made, given) = tokio::join!(healthy, noisy);
+        (made, given)
+    }
+
     /// While the first `teams - 1` sources get a change every `gap` (round-robin), the last
     /// team's source is created through the API (with `emitExisting`, so it delivers as soon
     /// as it has listed): the time to its first event at its sink, and to every source Ready.
-    pub async fn busy_add(&self, gap: Duration, mt_admin: u16) -> Added {
+    pub async fn busy_add(&self, gap: Duration, mt_admin: u16, expect_ready: usize) -> Added {
         let busy_teams = self.teams - 1;
         let done = AtomicBool::new(false);
         let busy = async {
@@ -207,7 +254,7 @@ impl<'a> Bench<'a> {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             };
             let ready = "imagegate_source_multi_tenant_sources{ready=\"True\"}";
-            while world::gauge(mt_admin, ready).await < self.teams as f64 {
+            while world::gauge(mt_admin, ready).await < expect_ready as f64 {
                 assert!(
                     t.elapsed() < Duration::from_secs(120),
                     "not every source became Ready"

@@ -47,6 +47,8 @@ pub struct Arrivals {
     pub any: HashMap<u32, Instant>,
     pub events: usize,
     pub duplicates: usize,
+    /// Events the noisy tenant's dead sink refused.
+    pub refused: usize,
 }
 
 pub type Sink = Arc<Mutex<Arrivals>>;
@@ -81,6 +83,13 @@ pub async fn start_sink() -> (String, Sink) {
             ),
         )
         .route(
+            "/dead",
+            post(|State(s): State<Sink>| async move {
+                s.lock().unwrap().refused += 1;
+                StatusCode::SERVICE_UNAVAILABLE
+            }),
+        )
+        .route(
             "/single",
             post(|State(s): State<Sink>, h: HeaderMap| async move { record(&s, SINGLE, &h) }),
         )
@@ -97,19 +106,25 @@ pub async fn start_sink() -> (String, Sink) {
 
 /// The ImageStreamSource of team `k`: its own namespace, its own sink path, the default mode.
 pub fn source_yaml(k: usize, sink: &str, emit_existing: bool) -> String {
+    source_to(k, &format!("{sink}/s/{k}"), emit_existing)
+}
+
+/// The ImageStreamSource of team `k`, posting to `uri`.
+fn source_to(k: usize, uri: &str, emit_existing: bool) -> String {
     format!(
         "---\napiVersion: sources.imagegate.dev/v1alpha1\nkind: ImageStreamSource\n\
          metadata: {{name: {name}, namespace: {ns}}}\n\
-         spec: {{sink: {{uri: \"{sink}/s/{k}\"}}, emitExisting: {emit_existing}}}\n",
+         spec: {{sink: {{uri: \"{uri}\"}}, emitExisting: {emit_existing}}}\n",
         name = source_name(k),
         ns = ns(k),
     )
 }
 
 /// Seeds `teams` team namespaces (streams and RBAC) and the sources of the first `sources` of
-/// them; the ImageStreamSource CRD is created first, through the API, as `imagegate crds`
-/// generates it.
-pub async fn seed(emu: &Emulator, teams: usize, sources: usize, sink: &str) {
+/// them, and with `noisy` one more team (index `teams`) whose source posts to the sink's `/dead`
+/// (503 to everything); the ImageStreamSource CRD is created first, through the API, as
+/// `imagegate crds` generates it.
+pub async fn seed(emu: &Emulator, teams: usize, sources: usize, sink: &str, noisy: bool) {
     let crds = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         "customresourcedefinitions",
@@ -121,12 +136,14 @@ pub async fn seed(emu: &Emulator, teams: usize, sources: usize, sink: &str) {
         .create(&PostParams::default(), &crd)
         .await
         .unwrap();
+    // The adapter's own namespace: every source's checkpoint is there.
     let mut text = String::from(
-        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n\
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: imagegate-system}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n\
          metadata: {name: read-streams}\n\
          rules:\n- {apiGroups: [image.openshift.io], resources: [imagestreams], verbs: [get, list, watch]}\n",
     );
-    for k in 0..teams {
+    for k in 0..teams + usize::from(noisy) {
         let ns = ns(k);
         text.push_str(&format!(
             "---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n\
@@ -136,7 +153,9 @@ pub async fn seed(emu: &Emulator, teams: usize, sources: usize, sink: &str) {
              subjects:\n- {{kind: ServiceAccount, name: default, namespace: {ns}}}\n"
         ));
         text.push_str(&streams_yaml_in(&ns, STREAMS_PER_NS));
-        if k < sources {
+        if k == teams {
+            text.push_str(&source_to(k, &format!("{sink}/dead"), false));
+        } else if k < sources {
             text.push_str(&source_yaml(k, sink, false));
         }
     }

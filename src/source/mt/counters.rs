@@ -1,11 +1,14 @@
 //! Each source's delivery counters (`status.deliveries`): counted as deliveries end, written
-//! by one task at most once per [`INTERVAL`] per source, and only when they changed. They
-//! start from what the status held, so they keep counting across adapter restarts.
+//! by one task when they changed, at once if the source's last write is older than [`INTERVAL`],
+//! else once that much has passed ([`due`]): a quiet source's first delivery shows within a
+//! second, and a busy one costs the API server at most two status writes a minute, however many
+//! events it delivers. They start from what the status held, so they keep counting across
+//! adapter restarts.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
@@ -17,8 +20,17 @@ use crate::source::crd::ImageStreamSource;
 use crate::source::crd::status::Deliveries;
 use crate::source::deliver::Delivered;
 
-/// How often the counters of a source are written at most.
-pub const INTERVAL: Duration = Duration::from_secs(3);
+/// How long after a source's counters were written they may be written again.
+pub const INTERVAL: Duration = Duration::from_secs(30);
+
+/// How often the writer looks for counters to write.
+const TICK: Duration = Duration::from_secs(1);
+
+/// Whether counters last written at `last` (None: never by this process) may be written at
+/// `now` (pure).
+pub fn due(last: Option<Instant>, now: Instant) -> bool {
+    last.is_none_or(|at| now.duration_since(at) >= INTERVAL)
+}
 
 /// One source's counters.
 #[derive(Debug, Default)]
@@ -28,6 +40,8 @@ pub struct Counters {
     failed: AtomicI64,
     last_delivered: Mutex<Option<String>>,
     changed: AtomicBool,
+    /// When they were last written.
+    written: Mutex<Option<Instant>>,
 }
 
 impl Counters {
@@ -40,6 +54,7 @@ impl Counters {
             failed: AtomicI64::new(d.failed),
             last_delivered: Mutex::new(d.last_delivered_time),
             changed: AtomicBool::new(false),
+            written: Mutex::new(None),
         }
     }
 
@@ -78,6 +93,10 @@ impl Counters {
         }
     }
 
+    fn written(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.written.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Whether they changed since the last call (and resets that).
     fn take_changed(&self) -> bool {
         self.changed.swap(false, Ordering::AcqRel)
@@ -87,24 +106,29 @@ impl Counters {
 /// The counters of every source served, by source.
 pub type Board = Arc<Mutex<BTreeMap<SourceId, Arc<Counters>>>>;
 
-/// Writes the counters that changed, every [`INTERVAL`], until `stop`; once more at the end.
+/// Writes the counters that changed and are [`due`], every [`TICK`], until `stop`; every one
+/// that changed once more at the end.
 pub async fn run(client: kube::Client, board: Board, stop: CancellationToken) {
     loop {
         let stopping = tokio::select! {
             () = stop.cancelled() => true,
-            () = tokio::time::sleep(INTERVAL) => false,
+            () = tokio::time::sleep(TICK) => false,
         };
+        let now = Instant::now();
         let changed: Vec<(SourceId, Arc<Counters>)> = board
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
+            .filter(|(_, c)| stopping || due(*c.written(), now))
             .filter(|(_, c)| c.take_changed())
             .map(|(id, c)| (id.clone(), c.clone()))
             .collect();
         for (id, counters) in changed {
+            *counters.written() = Some(now);
             if let Err(e) = write(&client, &id, &counters.snapshot()).await {
-                // Written at the next interval.
+                // Written at the next tick.
                 counters.changed.store(true, Ordering::Release);
+                *counters.written() = None;
                 warn!(namespace = %id.0, source = %id.1, error = %e, "writing the delivery counters failed");
             }
         }
@@ -130,6 +154,14 @@ async fn write(client: &kube::Client, id: &SourceId, d: &Deliveries) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counters_are_written_at_once_when_quiet_and_at_most_every_interval_when_busy() {
+        let t0 = Instant::now();
+        assert!(due(None, t0), "never written: at once");
+        assert!(!due(Some(t0), t0 + Duration::from_secs(29)));
+        assert!(due(Some(t0), t0 + INTERVAL));
+    }
 
     #[test]
     fn counters_go_on_from_the_status_and_say_when_they_changed() {

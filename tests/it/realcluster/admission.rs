@@ -1,4 +1,10 @@
-//! `config/210-admissionpolicy-served-tags.yaml` on a real kube-apiserver's admission: the
+//! The shipped ValidatingAdmissionPolicies on a real kube-apiserver's admission.
+//!
+//! `config/triggers/210-admissionpolicy-clusterinterceptor.yaml`: the interceptor's own token
+//! may change only the caBundle of its ClusterInterceptor (Triggers' released CRD), never where
+//! Triggers sends events, nor its `server/type: https` label.
+//!
+//! `config/210-admissionpolicy-served-tags.yaml`: the
 //! ValidatingAdmissionPolicy refuses an editor's move of a tag the gate served and lets the
 //! controller's own write, and a tag the gate never served, through. openshift-apiserver runs the
 //! same admission plugin for `image.openshift.io`; here the image API is the emulator's,
@@ -138,4 +144,125 @@ fn the_shipped_admission_policy_refuses_a_served_tag_moved_by_anyone_but_the_gat
     // The gate's own write (a promotion to D2) goes through.
     let (ok, out) = set_tags(&cp, CONTROLLER, serde_json::json!([served(D2)]));
     assert!(ok, "{out}");
+}
+
+const INTERCEPTOR: &str = "system:serviceaccount:imagegate-system:imagegate-interceptor";
+const ADMIN: &str = "admin";
+
+/// A merge patch of ClusterInterceptor `imagegate` as `user`: whether it was taken, and what the
+/// API server said.
+/// (`ADMIN`: the admin kubeconfig itself, who applies config/triggers/.)
+fn patch_interceptor(cp: &ControlPlane, user: &str, patch: serde_json::Value) -> (bool, String) {
+    let patch = patch.to_string();
+    let mut args = vec![
+        "patch",
+        "clusterinterceptors.triggers.tekton.dev",
+        "imagegate",
+        "--type=merge",
+        "-p",
+        &patch,
+    ];
+    if user != ADMIN {
+        args.extend(["--as", user]);
+    }
+    let out = cp.kubectl(&args);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn the_interceptor_may_change_only_the_ca_bundle_of_its_clusterinterceptor() {
+    let cp = ControlPlane::up();
+    // Triggers' released ClusterInterceptor CRD; config/ (the namespace); config/triggers' RBAC
+    // (the interceptor may get and patch ClusterInterceptor imagegate), its ClusterInterceptor
+    // and the shipped policy.
+    let triggers = crate::support::upstream::TEKTON_TRIGGERS.dir();
+    let crd = std::fs::read_to_string(triggers.join("config/300-clusterinterceptor.yaml")).unwrap();
+    let (ok, out) = cp.apply_text(&crd);
+    assert!(ok, "{out}");
+    cp.established("clusterinterceptors.triggers.tekton.dev");
+    cp.install();
+    let file = |name: &str| {
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("config/triggers")
+                .join(name),
+        )
+        .unwrap()
+    };
+    let (ok, out) = cp.apply_text(&file("200-rbac.yaml"));
+    assert!(ok, "{out}");
+    let shipped = file("400-interceptor.yaml");
+    let interceptor = shipped
+        .split("\n---\n")
+        .find(|doc| doc.contains("kind: ClusterInterceptor"))
+        .unwrap();
+    let (ok, out) = cp.apply_text(interceptor);
+    assert!(ok, "{out}");
+    let (ok, out) = cp.apply_text(&file("210-admissionpolicy-clusterinterceptor.yaml"));
+    assert!(ok, "{out}");
+
+    // Pointing Triggers' calls elsewhere: refused once kube-apiserver has loaded the policy.
+    let elsewhere =
+        serde_json::json!({"spec": {"clientConfig": {"service": {"name": "attacker"}}}});
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let refusal = loop {
+        let (ok, out) = patch_interceptor(&cp, INTERCEPTOR, elsewhere.clone());
+        if !ok {
+            break out;
+        }
+        assert!(std::time::Instant::now() < deadline, "never refused: {out}");
+        // Taken before the policy loaded: put it back, and try again.
+        let back = serde_json::json!({"spec": {"clientConfig": {"service": {"name": "imagegate-interceptor"}}}});
+        let (ok, out) = patch_interceptor(&cp, ADMIN, back);
+        assert!(ok, "{out}");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    };
+    assert!(
+        refusal.contains("the interceptor may change only spec.clientConfig.caBundle"),
+        "{refusal}"
+    );
+    // A URL beside the service, a new spec field, plain http: refused too.
+    for attack in [
+        serde_json::json!({"spec": {"clientConfig": {"url": "http://attacker.example/"}}}),
+        serde_json::json!({"spec": {"clientConfig": {"service": {"port": 80}}}}),
+        serde_json::json!({"spec": {"extra": true}}),
+        serde_json::json!({"metadata": {"labels": {"server/type": null}}}),
+    ] {
+        let (ok, out) = patch_interceptor(&cp, INTERCEPTOR, attack.clone());
+        assert!(!ok, "{attack} was taken: {out}");
+    }
+    // What the interceptor does (src/interceptor/certs.rs): its CA into the caBundle.
+    let ca = serde_json::json!({"spec": {"clientConfig": {"caBundle": "Y2EK"}}});
+    let (ok, out) = patch_interceptor(&cp, INTERCEPTOR, ca);
+    assert!(ok, "the interceptor's own write is refused: {out}");
+    // Whoever applies config/triggers/ is not held to it.
+    let (ok, out) = patch_interceptor(
+        &cp,
+        ADMIN,
+        serde_json::json!({"spec": {"clientConfig": {"service": {"port": 9443}}}}),
+    );
+    assert!(ok, "{out}");
+    let now: serde_json::Value = serde_json::from_str(&cp.ok(&[
+        "get",
+        "clusterinterceptors.triggers.tekton.dev",
+        "imagegate",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        (
+            &now["spec"]["clientConfig"]["service"]["name"],
+            &now["spec"]["clientConfig"]["caBundle"],
+            &now["metadata"]["labels"]["server/type"]
+        ),
+        (
+            &serde_json::json!("imagegate-interceptor"),
+            &serde_json::json!("Y2EK"),
+            &serde_json::json!("https")
+        )
+    );
 }
