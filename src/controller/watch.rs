@@ -6,8 +6,8 @@
 //! The CustomRun CRD has no field to select a custom task's runs by, so the watch lists every
 //! run of the cluster. The store keeps of another custom task's run only what tells it apart
 //! ([`slim`]: its name, namespace, uid and resourceVersion), never its params or status, so that
-//! a tenant's large runs of another task cannot grow the controller (security review F-10); each
-//! is decoded once, as it arrives, and dropped.
+//! a tenant's large runs of another task cannot grow the controller (security review F-10); and
+//! the watch does not even decode those ([`decode::Watched`]: they are skipped as they are read).
 //!
 //! `Controller::for_stream` takes the stream as it is, so the backoff is added here: without it
 //! a watch the API server refuses (RBAC revoked mid-run) is retried at once, forever. Each error
@@ -27,6 +27,10 @@ use crate::api::CustomRun;
 use crate::watch_errors::{Refusals, WatchBackoff};
 
 use super::runs::{RunKey, RunStates};
+
+pub mod decode;
+
+use self::decode::Watched;
 
 /// Where a watch reports its errors.
 #[derive(Clone)]
@@ -54,9 +58,14 @@ pub fn customruns(
     let (store, writer) = reflector::store();
     let known = store.clone();
     let failed = reporting.clone();
+    let api: Api<Watched> = match &reporting.namespace {
+        Some(ns) => Api::namespaced(api.into_client(), ns),
+        None => Api::all(api.into_client()),
+    };
     // Lists come in pages of [`PAGE`] runs, so that a page of large runs of another task is
     // never held whole beside the store.
     let events = watcher::watcher(api, watcher::Config::default().page_size(PAGE))
+        .map_ok(unwrapped)
         .modify(slim)
         .inspect_ok(move |event| {
             // Init comes before the list is asked for: no proof that the watch is allowed.
@@ -103,6 +112,17 @@ pub fn slim(run: &mut CustomRun) {
     };
     run.spec = Default::default();
     run.status = None;
+}
+
+/// The run each event carries, as the rest of the controller knows it.
+fn unwrapped(event: Event<Watched>) -> Event<CustomRun> {
+    match event {
+        Event::Init => Event::Init,
+        Event::InitApply(w) => Event::InitApply(w.0),
+        Event::InitDone => Event::InitDone,
+        Event::Apply(w) => Event::Apply(w.0),
+        Event::Delete(w) => Event::Delete(w.0),
+    }
 }
 
 /// The reflector has applied `event` to `store` when this runs.

@@ -32,6 +32,8 @@ pub struct Observation {
     /// Those its service account may not read (None: the reviews could not be asked, or the
     /// spec is invalid).
     pub denied: Option<Vec<String>>,
+    /// What was asked of the API server for it, for the next observation to reuse.
+    pub asked: Arc<Asked>,
 }
 
 /// The `Ready` status the facts give.
@@ -69,29 +71,64 @@ pub fn route(
     })
 }
 
+/// What one full observation found that the next may reuse when only the pipeline's listing
+/// changed (the source's `Ready` waits for it): the facts asked of the API server, and the route.
+#[derive(Debug)]
+pub struct Asked {
+    /// The generation they are about.
+    pub generation: Option<i64>,
+    /// The facts (sink, scope, permissions).
+    pub observed: reconcile::Observed,
+    /// The route they gave (None: events wait).
+    pub route: Option<Route>,
+}
+
 /// Observes `source`, writes its status, and returns what was found; `listed` is whether its
 /// pipeline (of this generation) has recorded the first list of its namespaces, `checkpoint`
-/// why its checkpoint cannot be served, if it cannot. A failure is logged and is None: the
-/// supervisor keeps what it had, and the next resync tries again.
+/// why its checkpoint cannot be served, if it cannot. With `reuse` of this generation, nothing
+/// is asked again (the sink, the namespaces, the reviews): only the status is written anew (its
+/// pipeline has listed). A failure is logged and is None: the supervisor keeps what it had, and
+/// the next resync tries again.
 pub async fn run(
     ctx: Context,
     source: Arc<ImageStreamSource>,
     listed: bool,
     checkpoint: Option<String>,
+    reuse: Option<Arc<Asked>>,
 ) -> Option<Observation> {
     let id = (source.namespace().unwrap_or_default(), source.name_any());
-    let mut observed = match reconcile::observe(&source, &ctx).await {
+    let asked = match reuse.filter(|a| a.generation == source.metadata.generation) {
+        Some(asked) => asked,
+        None => Arc::new(ask(&ctx, &source, &id).await?),
+    };
+    let mut facts = asked.observed.facts.clone();
+    facts.listed = Some(listed);
+    facts.checkpoint = checkpoint;
+    if let Err(e) = reconcile::write(&source, &facts, &ctx).await {
+        warn!(namespace = %id.0, source = %id.1, error = %e, "writing the ImageStreamSource status failed");
+    }
+    Some(Observation {
+        id: id.clone(),
+        uid: source.uid().unwrap_or_default(),
+        generation: source.metadata.generation,
+        ready: ready(&facts),
+        route: asked.route.clone(),
+        scope: asked.observed.scope.clone(),
+        denied: asked.observed.denied.clone(),
+        asked: asked.clone(),
+    })
+}
+
+/// Asks the API server what a source's status and route need: its sink and dead-letter sink,
+/// the namespaces it selects, its service account's permissions.
+async fn ask(ctx: &Context, source: &ImageStreamSource, id: &SourceId) -> Option<Asked> {
+    let observed = match reconcile::observe(source, ctx).await {
         Ok(o) => o,
         Err(e) => {
             warn!(namespace = %id.0, source = %id.1, error = %e, "observing the ImageStreamSource failed; retrying at the next resync");
             return None;
         }
     };
-    observed.facts.listed = Some(listed);
-    observed.facts.checkpoint = checkpoint;
-    if let Err(e) = reconcile::write(&source, &observed.facts, &ctx).await {
-        warn!(namespace = %id.0, source = %id.1, error = %e, "writing the ImageStreamSource status failed");
-    }
     let account = crate::access::ServiceAccount::or_default(
         &id.0,
         source.spec.service_account_name.as_deref(),
@@ -142,21 +179,18 @@ pub async fn run(
         }
         (None, _) => None,
     };
-    Some(Observation {
-        id: id.clone(),
-        uid: source.uid().unwrap_or_default(),
+    // A tenant's raw URI may point anywhere the adapter reaches: its answers do not go back to
+    // the tenant through the dead-letter sink.
+    let route = route(
+        sink_url,
+        dead_letter,
+        auth,
+        source.spec.sink.r#ref.is_none(),
+    );
+    Some(Asked {
         generation: source.metadata.generation,
-        ready: ready(&observed.facts),
-        // A tenant's raw URI may point anywhere the adapter reaches: its answers do not go
-        // back to the tenant through the dead-letter sink.
-        route: route(
-            sink_url,
-            dead_letter,
-            auth,
-            source.spec.sink.r#ref.is_none(),
-        ),
-        scope: observed.scope,
-        denied: observed.denied,
+        observed,
+        route,
     })
 }
 

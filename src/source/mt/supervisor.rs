@@ -115,6 +115,8 @@ struct Served {
     due: Instant,
     /// Why its checkpoint cannot be served (past its cap), as its pipeline last said.
     trouble: Option<String>,
+    /// What its last observation asked of the API server ([`super::observe::Asked`]).
+    asked: Option<Arc<super::observe::Asked>>,
 }
 
 struct Supervisor {
@@ -278,7 +280,7 @@ pub async fn run(
                 }
             }
             Some((id, uid, observation)) = observations.recv() => s.observed(&id, uid, observation),
-            Some(id) = relisted_rx.recv() => s.observe(&id),
+            Some(id) = relisted_rx.recv() => s.observe_listed(&id),
             Some((id, trouble)) = troubled.recv() => {
                 if let Some(served) = s.sources.get_mut(&id)
                     && served.trouble != trouble
@@ -374,6 +376,7 @@ impl Supervisor {
                         scope: None,
                         due: Instant::now() + RESYNC,
                         trouble: None,
+                        asked: None,
                     },
                 );
                 info!(namespace = %id.0, source = %id.1, "ImageStreamSource added");

@@ -71,8 +71,11 @@ async fn permissions_are_asked_again_when_rbac_changes_where_the_source_reads_an
         .await;
     world.prime("ds", &[&sink]).await;
 
-    // Idle past the old 30 s resync: not one review.
+    // Started, listed and delivering, it was asked about once: three verbs in each of its two
+    // namespaces (the observation after its first list reuses what that one asked).
     let asked = reviews(&world).await;
+    assert_eq!(asked, 6, "asked once at start");
+    // Idle past the old 30 s resync: not one review.
     tokio::time::sleep(Duration::from_secs(35)).await;
     assert_eq!(
         reviews(&world).await,

@@ -89,6 +89,16 @@ impl Supervisor {
 
     /// Observes the source `id` as it is now, once the observation in flight (if any) is done.
     pub(super) fn observe(&mut self, id: &SourceId) {
+        self.observe_as(id, false);
+    }
+
+    /// Writes the status of `id` anew after its pipeline listed, from what its last observation
+    /// of this generation asked (nothing is asked again); a full observation when there is none.
+    pub(super) fn observe_listed(&mut self, id: &SourceId) {
+        self.observe_as(id, true);
+    }
+
+    fn observe_as(&mut self, id: &SourceId, reusing: bool) {
         let Some(served) = self.sources.get_mut(id) else {
             return;
         };
@@ -103,13 +113,14 @@ impl Supervisor {
             r.generation == served.source.metadata.generation && *r.listed.borrow()
         });
         let trouble = served.trouble.clone();
+        let reuse = served.asked.clone().filter(|_| reusing);
         let (source, tx, id) = (served.source.clone(), self.observed.clone(), id.clone());
         let (ctx, permits) = (self.ctx.clone(), self.observing.clone());
         tokio::spawn(async move {
             // Never closed, so a permit always comes.
             let _permit = permits.acquire_owned().await;
             let uid = source.uid();
-            let o = observe::run(ctx, source, listed, trouble).await;
+            let o = observe::run(ctx, source, listed, trouble, reuse).await;
             let _ = tx.send((id, uid, o));
         });
     }
@@ -150,6 +161,7 @@ impl Supervisor {
             return; // Stale: a newer observation is on its way.
         }
         served.ready = o.ready;
+        served.asked = Some(o.asked.clone());
         if o.denied.is_some() || o.scope.is_none() {
             served.scope = o.scope.clone();
         }
