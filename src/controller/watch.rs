@@ -91,8 +91,9 @@ pub fn customruns(
 }
 
 /// The runs per page of the watch's lists (kube-runtime's default is 500: 500 runs of 100 KiB
-/// of params are a 50 MB answer, decoded at once).
-pub const PAGE: u32 = 50;
+/// of params are a 50 MB answer, read whole before it is decoded). 20 runs of 100 KiB are 2 MB in
+/// flight; 10,000 runs are 500 list requests at start (BENCHMARKS.md, issue 30).
+pub const PAGE: u32 = 20;
 
 /// What the store keeps of `run`: of a run of this custom task, all but its `managedFields`
 /// (the API server's bookkeeping, never read); of any other run, only its name, namespace, uid

@@ -12,10 +12,13 @@
 //! supervisor's safety-net resync asks again every hour, and every 30 s while this watch does not
 //! work (not granted, or failing).
 //!
-//! Nothing is kept of the objects: only where each change was. The first list of each kind is
-//! what the sources' first observations read; a re-list (the watch was lost) may hide any
-//! change, so it reports [`Changed::Cluster`].
+//! Of the objects only their names and resourceVersions are kept ([`Known`]). The first list of
+//! each kind is what the sources' first observations read; a re-list (the watch was lost, or its
+//! resourceVersion expired) reports where the objects it finds differ from those known
+//! ([`relisted`]): a re-list of an unchanged RBAC asks nothing, where reporting it as a change
+//! of everything would ask every source's reviews again.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -77,6 +80,32 @@ pub fn start(client: &kube::Client, tx: mpsc::UnboundedSender<Changed>) -> RbacW
     RbacWatch { tasks, working }
 }
 
+/// An object as known: its namespace (None: cluster-scoped) and name, and its resourceVersion.
+pub type Known = BTreeMap<(Option<String>, String), String>;
+
+/// Where the objects of a re-list (`now`) differ from those `known` before (pure): the
+/// namespace of each one added, removed or changed, or the cluster for a cluster-scoped one.
+pub fn relisted(known: &Known, now: &Known) -> BTreeSet<Changed> {
+    let at = |(ns, _): &(Option<String>, String)| match ns {
+        Some(ns) => Changed::Namespace(ns.clone()),
+        None => Changed::Cluster,
+    };
+    let changed = now.iter().filter(|(k, v)| known.get(*k) != Some(*v));
+    let gone = known.keys().filter(|k| !now.contains_key(*k));
+    changed.map(|(k, _)| at(k)).chain(gone.map(at)).collect()
+}
+
+/// How `object` is known.
+fn key_of<K: Resource>(object: &K) -> ((Option<String>, String), String) {
+    let meta = object.meta();
+    let ns = meta.namespace.clone().filter(|n| !n.is_empty());
+    let name = meta.name.clone().unwrap_or_default();
+    (
+        (ns, name),
+        meta.resource_version.clone().unwrap_or_default(),
+    )
+}
+
 /// Where a change of `object` was: its namespace, or the cluster.
 pub fn changed_at<K: Resource>(object: &K) -> Changed {
     match object.meta().namespace.as_deref() {
@@ -111,17 +140,42 @@ async fn follow<K>(
     };
     // Whether the failure now going on was logged.
     let mut logged = false;
+    let (mut known, mut listing) = (Known::new(), Known::new());
     while let Some(event) = events.next().await {
-        let change = match event {
-            Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => None,
+        let changes: BTreeSet<Changed> = match event {
+            Ok(watcher::Event::Init) => {
+                listing.clear();
+                BTreeSet::new()
+            }
+            Ok(watcher::Event::InitApply(o)) => {
+                let (k, v) = key_of(&o);
+                listing.insert(k, v);
+                BTreeSet::new()
+            }
             Ok(watcher::Event::InitDone) => {
                 if std::mem::take(&mut logged) || !listed {
                     info!(kind, "RBAC watch works");
                 }
                 set(true, &mut working_now);
-                std::mem::replace(&mut listed, true).then_some(Changed::Cluster)
+                let list = std::mem::take(&mut listing);
+                let changes = if std::mem::replace(&mut listed, true) {
+                    relisted(&known, &list)
+                } else {
+                    BTreeSet::new()
+                };
+                known = list;
+                changes
             }
-            Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o)) => Some(changed_at(&o)),
+            Ok(watcher::Event::Apply(o)) => {
+                let (k, v) = key_of(&o);
+                let moved = known.insert(k, v.clone()).as_ref() != Some(&v);
+                moved.then(|| changed_at(&o)).into_iter().collect()
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                let (k, _) = key_of(&o);
+                known.remove(&k);
+                [changed_at(&o)].into_iter().collect()
+            }
             Err(e) => {
                 if !std::mem::replace(&mut logged, true) {
                     match refusal(&e) {
@@ -132,10 +186,10 @@ async fn follow<K>(
                     }
                 }
                 set(false, &mut working_now);
-                None
+                BTreeSet::new()
             }
         };
-        if let Some(change) = change {
+        for change in changes {
             let _ = tx.send(change);
         }
     }
@@ -144,6 +198,36 @@ async fn follow<K>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relist_reports_only_where_objects_were_added_removed_or_changed() {
+        let known: Known = [
+            ((Some("ds".into()), "a".into()), "1".into()),
+            ((Some("ml".into()), "b".into()), "2".into()),
+            ((Some("ops".into()), "c".into()), "3".into()),
+            ((None, "view".into()), "4".into()),
+        ]
+        .into();
+        assert!(
+            relisted(&known, &known).is_empty(),
+            "nothing changed: nothing asked"
+        );
+        let mut now = known.clone();
+        now.insert((Some("ds".into()), "a".into()), "9".into());
+        now.remove(&(Some("ml".into()), "b".into()));
+        now.insert((Some("new".into()), "d".into()), "5".into());
+        assert_eq!(
+            relisted(&known, &now),
+            [
+                Changed::Namespace("ds".into()),
+                Changed::Namespace("ml".into()),
+                Changed::Namespace("new".into())
+            ]
+            .into()
+        );
+        now.insert((None, "view".into()), "8".into());
+        assert!(relisted(&known, &now).contains(&Changed::Cluster));
+    }
 
     #[test]
     fn a_namespaced_object_changes_its_namespace_and_a_cluster_object_the_cluster() {
