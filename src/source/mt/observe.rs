@@ -34,6 +34,9 @@ pub struct Observation {
     pub denied: Option<Vec<String>>,
     /// What was asked of the API server for it, for the next observation to reuse.
     pub asked: Arc<Asked>,
+    /// Whether its pipeline had listed when it was observed (then nothing is left to reuse it
+    /// for until its next pipeline).
+    pub listed: bool,
 }
 
 /// The `Ready` status the facts give.
@@ -116,6 +119,7 @@ pub async fn run(
         scope: asked.observed.scope.clone(),
         denied: asked.observed.denied.clone(),
         asked: asked.clone(),
+        listed,
     })
 }
 

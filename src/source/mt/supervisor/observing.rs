@@ -161,7 +161,8 @@ impl Supervisor {
             return; // Stale: a newer observation is on its way.
         }
         served.ready = o.ready;
-        served.asked = Some(o.asked.clone());
+        // Kept for the observation after the first list only: 10,000 sources' would be megabytes.
+        served.asked = (!o.listed).then(|| o.asked.clone());
         if o.denied.is_some() || o.scope.is_none() {
             served.scope = o.scope.clone();
         }
