@@ -27,10 +27,13 @@ pub(super) enum Observing {
 }
 
 impl Supervisor {
-    /// Observes the sources whose resync is due at `now`.
+    /// Observes the sources whose resync is due at `now` and that are not being observed: at
+    /// start every source is observed once, queued behind [`super::OBSERVATIONS_IN_FLIGHT`], and
+    /// at 10,000 sources that takes longer than a first resync; one still queued then is not
+    /// observed twice (its observation, when it lands, sets its next resync).
     pub(super) fn observe_where_due(&mut self, now: Instant) {
         let due: Vec<SourceId> = (self.sources.iter())
-            .filter(|(_, served)| served.due <= now)
+            .filter(|(_, served)| served.due <= now && served.observing == Observing::Idle)
             .map(|(id, _)| id.clone())
             .collect();
         for id in &due {
