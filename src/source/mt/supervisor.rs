@@ -7,7 +7,7 @@
 //! changes, when a Namespace appears, goes or changes labels (sources with a
 //! `namespaceSelector`), when an object its sink or dead-letter sink references changes
 //! address ([`super::sinkwatch`]: one watch per kind referenced), when RBAC changes where its
-//! reviews ask ([`super::rbacwatch`], once a burst has settled for [`RBAC_SETTLE`]), and at its
+//! reviews ask ([`super::rbacwatch`], [`RBAC_SETTLE`] after the first change of a burst), and at its
 //! own resync ([`resync_after`]): every [`SAFETY_NET`] (about an hour, spread) while those
 //! watches work, every [`RESYNC`] while one it depends on does not or its last observation
 //! failed. So an idle source costs the API server no request between safety nets. One observation of a
@@ -75,9 +75,18 @@ pub const SAFETY_NET: Duration = Duration::from_secs(3600);
 /// How often the sources due are looked for.
 const TICK: Duration = Duration::from_secs(5);
 
-/// How long RBAC must be quiet before the sources a burst of changes concerns are observed (a
+/// How long after the first RBAC change of a burst the sources it concerns are observed (a
 /// `kubectl apply` of many objects is one re-check, not one per object).
 pub const RBAC_SETTLE: Duration = Duration::from_secs(2);
+
+/// When the RBAC changes collected are re-checked, given when that was set to happen (None:
+/// nothing waits) and a change at `now` (pure): [`RBAC_SETTLE`] after the first change of the
+/// burst, never later. Were it moved on by every change, a tenant changing a RoleBinding of its
+/// own namespace every second would hold up every re-check of the cluster, a revocation
+/// elsewhere among them.
+pub fn recheck_at<T: Copy + std::ops::Add<Duration, Output = T>>(set: Option<T>, now: T) -> T {
+    set.unwrap_or(now + RBAC_SETTLE)
+}
 
 /// When a source observed at `now` is due again (pure): after [`SAFETY_NET`] spread by
 /// `spread` (in [0, 1)) when the observation worked and every watch it depends on works, else
@@ -296,7 +305,7 @@ pub async fn run(
             }
             Some(change) = rbac_rx.recv() => {
                 s.rbac_changes.insert(change);
-                rbac_settled = Some(tokio::time::Instant::now() + RBAC_SETTLE);
+                rbac_settled = Some(recheck_at(rbac_settled, tokio::time::Instant::now()));
             }
             () = settle, if listed => {
                 rbac_settled = None;
@@ -418,6 +427,15 @@ impl Supervisor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rbac_changes_are_rechecked_two_seconds_after_the_first_of_a_burst_however_it_goes_on() {
+        let t0 = Instant::now();
+        let first = recheck_at(None, t0);
+        assert_eq!(first, t0 + RBAC_SETTLE);
+        let later = recheck_at(Some(first), t0 + Duration::from_millis(1_900));
+        assert_eq!(later, first, "a change meanwhile does not move it on");
+    }
 
     #[test]
     fn a_source_is_due_in_about_an_hour_when_watched_and_in_30_s_otherwise() {

@@ -21,7 +21,8 @@
 //!   recovers.
 //! - [`bound`]: a tenant whose sink refuses while its streams change stays at its bound, and
 //!   catches up with every change once the sink recovers.
-//! - [`permissions`]: reviews asked when RBAC changes where a source reads, not on a timer; a
+//! - [`permissions`]: reviews asked when RBAC changes where a source reads, not on a timer (a
+//!   tenant churning RBAC holds none up); a
 //!   grant or a revocation served within seconds.
 //! - [`caps`]: a source whose checkpoint is past the cap is read no further, not served, and
 //!   says why; the other source is served.

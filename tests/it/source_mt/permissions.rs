@@ -129,3 +129,56 @@ async fn permissions_are_asked_again_when_rbac_changes_where_the_source_reads_an
         changes(&got)
     );
 }
+
+#[tokio::test]
+async fn a_tenant_churning_rbac_in_its_own_namespace_does_not_hold_up_a_revocation_elsewhere() {
+    let world = World::start().await;
+    let sink = Sink::start().await;
+    for ns in ["ds", "ml"] {
+        world.stream(ns, "nb").await;
+        world.stream(ns, "warm").await;
+    }
+    world
+        .grant("ds", "watcher", "ml", &["get", "list", "watch"])
+        .await;
+    world
+        .source(
+            "ds",
+            "reader",
+            json!({"sink": {"uri": sink.url}, "namespaces": ["ds", "ml"]}),
+        )
+        .await;
+    world.grant("ops", "builder", "ops", &["get"]).await;
+    let adapter = Adapter::start(&world, &[]);
+    world
+        .wait_ready(&adapter, "ds", "reader", "True", reason::READY)
+        .await;
+
+    // A tenant of ops changes a RoleBinding of its own namespace every 300 ms, for as long as
+    // the test runs.
+    let churn = {
+        let bindings: Api<RoleBinding> = Api::namespaced(world.emu.client(), "ops");
+        tokio::spawn(async move {
+            for i in 0u64.. {
+                let patch = json!({"metadata": {"labels": {"churn": i.to_string()}}});
+                let _ = bindings
+                    .patch(
+                        "read-streams-ops-builder",
+                        &kube::api::PatchParams::default(),
+                        &kube::api::Patch::Merge(&patch),
+                    )
+                    .await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Revoked in ml meanwhile: still seen within seconds, the churn notwithstanding.
+    let bindings: Api<RoleBinding> = Api::namespaced(world.emu.client(), "ml");
+    bindings
+        .delete("read-streams-ds-watcher", &DeleteParams::default())
+        .await
+        .unwrap();
+    permitted(&world, &adapter, "reader", "False").await;
+    churn.abort();
+}
