@@ -1,8 +1,8 @@
 //! The watch of RBAC: Roles, RoleBindings, ClusterRoles and ClusterRoleBindings, cluster-wide,
 //! reporting where a change could alter what a source's service account may read
 //! ([`Changed`]). The supervisor asks the SubjectAccessReviews again for exactly the sources
-//! that could be affected ([`crate::source::permissions::affected_by`]), two seconds after the first
-//! of changes settles, instead of asking every source's reviews on a short timer: idle, a source
+//! that could be affected ([`crate::source::permissions::affected_by`]), two seconds after the
+//! first change of a burst, instead of asking every source's reviews on a short timer: idle, a source
 //! costs the API server nothing, and a grant or a revocation is still seen within seconds.
 //!
 //! Why a watch and not a cache of verdicts with a time to live: a TTL short enough to notice a
