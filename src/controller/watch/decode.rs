@@ -19,8 +19,9 @@ use kube::Resource;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use crate::api::customrun::{CustomTaskRef, EmbeddedCustomRunSpec, Param};
+use crate::api::customrun::{CustomTaskRef, EmbeddedCustomRunSpec};
 use crate::api::{CustomRun, CustomRunSpec, CustomRunStatus};
+use crate::controller::params::{API_VERSION, KIND};
 
 /// A CustomRun as the watch decodes it (module docs).
 #[derive(Clone, Debug, PartialEq)]
@@ -116,6 +117,12 @@ impl<'de> Deserialize<'de> for Spec {
     }
 }
 
+/// Whether a `customRef` or `customSpec` as read (`{apiVersion, kind, ...}`) names this task.
+fn names_ours(reference: Option<&serde_json::Value>) -> bool {
+    let field = |name: &str| reference.and_then(|r| r.get(name)).and_then(|v| v.as_str());
+    field("apiVersion") == Some(API_VERSION) && field("kind") == Some(KIND)
+}
+
 struct SpecVisitor;
 
 impl<'de> Visitor<'de> for SpecVisitor {
@@ -125,52 +132,44 @@ impl<'de> Visitor<'de> for SpecVisitor {
         f.write_str("a CustomRun spec")
     }
 
+    /// Every key is kept as read, but another task's `params` and `workspaces`, once whose run it
+    /// is is known; [`CustomRunSpec`]'s own `Deserialize` then reads what was kept, so a field it
+    /// gains is never dropped here.
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Spec, A::Error> {
-        let mut spec = CustomRunSpec::default();
+        let mut kept = serde_json::Map::new();
         // The keys so far came in ascending order; a key that could still make the run ours
         // came after one skipped.
         let (mut ascending, mut last) = (true, String::new());
         let mut skipped = false;
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            ascending &= key.as_ref() > last.as_str();
-            last = key.to_string();
+        while let Some(key) = map.next_key::<String>()? {
+            ascending &= key > last;
+            last.clone_from(&key);
             // Past customRef and customSpec in sorted keys, one of them seen: whose run it is
-            // is known. (With neither, the params are decoded: a run of no custom task, or keys
+            // is known. (With neither, the params are kept: a run of no custom task, or keys
             // out of order.)
-            let named = spec.custom_ref.is_some() || spec.custom_spec.is_some();
-            let decided = ascending && named && key.as_ref() > "customSpec";
-            let foreign = decided && !ours(spec.custom_ref.as_ref(), spec.custom_spec.as_ref());
-            match key.as_ref() {
+            let (by_ref, by_spec) = (kept.get("customRef"), kept.get("customSpec"));
+            let named = by_ref.is_some() || by_spec.is_some();
+            let decided = ascending && named && key.as_str() > "customSpec";
+            let foreign = decided && !names_ours(by_ref) && !names_ours(by_spec);
+            match key.as_str() {
                 "customRef" | "customSpec" if skipped => {
                     return Err(de::Error::custom(
                         "the CustomRun's spec.customRef or spec.customSpec comes after its params \
                          (keys out of the API server's order): not decoded",
                     ));
                 }
-                "customRef" => spec.custom_ref = map.next_value()?,
-                "customSpec" => spec.custom_spec = map.next_value()?,
                 "params" | "workspaces" if foreign => {
                     map.next_value::<IgnoredAny>()?;
                     skipped = true;
                 }
-                "params" => {
-                    spec.params = map.next_value::<Option<Vec<Param>>>()?.unwrap_or_default();
-                }
-                "workspaces" => {
-                    spec.workspaces = map
-                        .next_value::<Option<Vec<serde_json::Value>>>()?
-                        .unwrap_or_default();
-                }
-                "status" => spec.status = map.next_value()?,
-                "statusMessage" => spec.status_message = map.next_value()?,
-                "retries" => spec.retries = map.next_value()?,
-                "timeout" => spec.timeout = map.next_value()?,
-                "serviceAccountName" => spec.service_account_name = map.next_value()?,
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    let value = map.next_value::<serde_json::Value>()?;
+                    kept.insert(key, value);
                 }
             }
         }
+        let spec = CustomRunSpec::deserialize(serde_json::Value::Object(kept))
+            .map_err(de::Error::custom)?;
         let ours = ours(spec.custom_ref.as_ref(), spec.custom_spec.as_ref());
         Ok(Spec { spec, ours })
     }
@@ -204,6 +203,21 @@ mod tests {
         assert_eq!(watched.0, whole);
         assert_eq!(watched.0.spec.params.len(), 1);
         assert!(watched.0.status.is_some());
+    }
+
+    #[test]
+    fn every_field_of_a_run_of_this_task_is_kept() {
+        let mut text = run(ours_ref());
+        text["spec"]["status"] = json!("RunCancelled");
+        text["spec"]["statusMessage"] = json!("cancelled");
+        text["spec"]["retries"] = json!(2);
+        text["spec"]["workspaces"] = json!([{"name": "w", "emptyDir": {}}]);
+        text["spec"]["customSpec"] = json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion", "spec": {"servedTag": "latest"}});
+        let text = text.to_string();
+        let watched: Watched = serde_json::from_str(&text).unwrap();
+        let whole: CustomRun = serde_json::from_str(&text).unwrap();
+        assert_eq!(watched.0, whole);
+        assert_eq!(watched.0.spec.workspaces.len(), 1);
     }
 
     #[test]
