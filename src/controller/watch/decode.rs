@@ -1,8 +1,9 @@
 //! How the watch decodes a CustomRun ([`Watched`]): another custom task's params and status are
 //! skipped as they are read, never allocated, so that a tenant's runs with megabytes of params
 //! cost the controller the bytes of one page of a list in flight, not their decoded copies
-//! (security review F-10). A run of this custom task is decoded whole, as [`CustomRun`]'s own
-//! `Deserialize` does.
+//! (security review F-10). A run of this custom task is decoded whole: the spec's keys are kept as
+//! read and handed to [`CustomRunSpec`]'s own `Deserialize`, so no list of its fields is written
+//! twice.
 //!
 //! Whose run it is shows in `spec.customRef` and `spec.customSpec`, which come before
 //! `spec.params`, and `spec` before `status`: the API server serves a custom resource as an
