@@ -100,3 +100,63 @@ async fn a_source_past_its_checkpoint_cap_is_not_served_alone_and_is_read_no_fur
         .await;
     world.prime("ds", &[&big]).await;
 }
+
+#[tokio::test]
+async fn a_source_whose_checkpoint_grows_past_the_cap_while_served_stops_alone_and_says_why() {
+    let world = World::start().await;
+    let (big, small) = (Sink::start().await, Sink::start().await);
+    // 800 streams in ds: their checkpoint entries (about 100 bytes each) pass 64 KiB once
+    // recorded.
+    for i in 0..800 {
+        world.stream("ds", &format!("nb-{i}")).await;
+    }
+    for ns in ["ds", "ml"] {
+        world.stream(ns, "warm").await;
+    }
+    world.stream("ml", "nb").await;
+    world
+        .source("ds", "big", json!({"sink": {"uri": big.url}}))
+        .await;
+    world
+        .source("ml", "small", json!({"sink": {"uri": small.url}}))
+        .await;
+    let cap = CAP.to_string();
+    let adapter = Adapter::start(&world, &["--max-checkpoint-bytes-per-source", &cap]);
+    world
+        .wait_ready(&adapter, "ml", "small", "True", reason::READY)
+        .await;
+    // Its first start recorded every stream; the next change finds the checkpoint past the cap.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(45);
+    loop {
+        world.change("ds", "nb-1").await;
+        let s = world.status("ds", "big").await;
+        if s.conditions.first().and_then(|c| c.reason.as_deref())
+            == Some(reason::CHECKPOINT_TOO_LARGE)
+        {
+            break;
+        }
+        if std::time::Instant::now() >= deadline {
+            let held: usize = (world.checkpoints("ds", "big").await.iter())
+                .map(imagegate::source::checkpoint::data_bytes)
+                .sum();
+            panic!(
+                "ds/big never said CheckpointTooLarge (its checkpoint holds {held} bytes): {s:?}\n{}",
+                adapter.log()
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    assert!(
+        adapter
+            .log()
+            .contains("past its cap: it takes no more changes")
+    );
+    // The other tenant is served.
+    world.prime("ml", &[&small]).await;
+    let n = small.accepted().len();
+    let d = world.change("ml", "nb").await;
+    assert_eq!(
+        changes(&accepted(&adapter, &small, n + 1).await[n..]),
+        [("ml".into(), "nb".into(), d)]
+    );
+}
