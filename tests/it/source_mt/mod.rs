@@ -25,8 +25,7 @@
 //!   tenant churning RBAC holds none up); a
 //!   grant or a revocation served within seconds.
 //! - [`caps`]: a source whose checkpoint is past the cap (at start, or grown while served) is
-//!   read no further, not served, and
-//!   says why; the other source is served.
+//!   read no further, not served, and says why; the other source is served.
 //! - [`leader`]: two replicas on one Lease: only the leader serves; the standby takes over
 //!   when the leader is killed or stops, and delivers what changed meanwhile once.
 
