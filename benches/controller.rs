@@ -5,6 +5,10 @@
 //!
 //! `cargo bench --bench controller` (RUNS=1000 by default; `RUNS=200` for a quick look).
 //! `API=real` runs the same against a real kube-apiserver and etcd ([`real`]).
+//! `FOREIGN=N FOREIGN_KIB=K` seeds N CustomRuns of another custom task, K KiB of params each.
+//! `BENCH_CONTROLLER_BIN=<program>` runs that program (given the controller's args) instead of
+//! the release binary: a heap profiler's wrapper around a `system-alloc` build, for instance
+//! (the RSS read is then the wrapper's).
 
 mod common;
 #[path = "controller/real.rs"]
@@ -440,14 +444,17 @@ impl Controller {
             .unwrap()
             .port();
         let process = Killed::new(
-            Command::new(env!("CARGO_BIN_EXE_imagegate"))
-                .args(["controller", "--admin-addr", &format!("127.0.0.1:{admin}")])
-                .env("KUBECONFIG", kubeconfig)
-                .env("RUST_LOG", "warn")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
+            Command::new(
+                std::env::var("BENCH_CONTROLLER_BIN")
+                    .unwrap_or_else(|_| env!("CARGO_BIN_EXE_imagegate").to_string()),
+            )
+            .args(["controller", "--admin-addr", &format!("127.0.0.1:{admin}")])
+            .env("KUBECONFIG", kubeconfig)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
         );
         common::wait_ready(admin).await;
         let rss_idle = rss_kib(process.pid(), "VmRSS:");

@@ -221,7 +221,8 @@ pub fn start_single(emu: &Emulator, dir: &Path, sink: &str, admin: u16) -> Kille
 }
 
 /// `imagegate source <args>` as `user` (its kubeconfig in `dir`), serving `/readyz` on `admin`,
-/// with `env` added to its environment.
+/// with `env` added to its environment. `BENCH_SOURCE_BIN` names another build to run (one with
+/// the `system-alloc` feature, for a heap profiler's preload in `MT_ENV`).
 fn start_source(
     emu: &Emulator,
     dir: &Path,
@@ -232,17 +233,20 @@ fn start_source(
 ) -> Killed {
     let kubeconfig = dir.join(format!("{user}.kubeconfig"));
     emu.write_kubeconfig(&kubeconfig, user).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_imagegate"))
-        .arg("source")
-        .args(args)
-        .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
-        .env("KUBECONFIG", &kubeconfig)
-        .env("RUST_LOG", "warn")
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(log())
-        .spawn()
-        .unwrap();
+    let child = Command::new(
+        std::env::var("BENCH_SOURCE_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_imagegate").to_string()),
+    )
+    .arg("source")
+    .args(args)
+    .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
+    .env("KUBECONFIG", &kubeconfig)
+    .env("RUST_LOG", "warn")
+    .envs(env.iter().copied())
+    .stdout(Stdio::null())
+    .stderr(log())
+    .spawn()
+    .unwrap();
     Killed::new(child)
 }
 

@@ -234,10 +234,9 @@ async fn reconcile_runs(
         let reconcile = move |run: Arc<crate::api::CustomRun>, ctx| {
             let slots = slots.clone();
             async move {
-                // Another custom task's run is left at once: it takes no slot, and its future
-                // is a few words, not a reconcile's (boxed below, for ours only). Every run of
-                // the cluster comes through here when the watch lists them, 10,000 at once in
-                // the benchmark, and kube-runtime holds each future until it is done (F-10).
+                // The watch hands on only this task's runs (`watch::ours`); should another
+                // task's come here all the same, it is left at once, taking no slot. The
+                // reconcile is boxed: kube-runtime holds every pending run's future (F-10).
                 if !params::is_ours(&run) {
                     return Ok(kube::runtime::controller::Action::await_change());
                 }

@@ -4,10 +4,10 @@
 //! has (deleted while the watch was down, when no delete event comes).
 //!
 //! The CustomRun CRD has no field to select a custom task's runs by, so the watch lists every
-//! run of the cluster. The store keeps of another custom task's run only what tells it apart
-//! ([`slim`]: its name, namespace, uid and resourceVersion), never its params or status, so that
-//! a tenant's large runs of another task cannot grow the controller (security review F-10); and
-//! the watch does not even decode those ([`decode::Watched`]: they are skipped as they are read).
+//! run of the cluster. Only this task's runs go further ([`ours`]): another task's run is never
+//! stored nor handed to the reconciler, so that a tenant's runs of another task, however many
+//! and however large, cannot grow the controller (security review F-10), and the watch does not
+//! even decode their params ([`decode::Watched`]: they are skipped as they are read).
 //!
 //! `Controller::for_stream` takes the stream as it is, so the backoff is added here: without it
 //! a watch the API server refuses (RBAC revoked mid-run) is retried at once, forever. Each error
@@ -66,7 +66,7 @@ pub fn customruns(
     // never held whole beside the store.
     let events = watcher::watcher(api, watcher::Config::default().page_size(PAGE))
         .map_ok(unwrapped)
-        .modify(slim)
+        .try_filter_map(|event| std::future::ready(Ok(ours(event))))
         .inspect_ok(move |event| {
             // Init comes before the list is asked for: no proof that the watch is allowed.
             if !matches!(event, Event::Init) {
@@ -95,24 +95,28 @@ pub fn customruns(
 /// flight; 10,000 runs are 500 list requests at start (BENCHMARKS.md, issue 30).
 pub const PAGE: u32 = 20;
 
-/// What the store keeps of `run`: of a run of this custom task, all but its `managedFields`
-/// (the API server's bookkeeping, never read); of any other run, only its name, namespace, uid
-/// and resourceVersion (the reconciler sees it is not ours and leaves it).
-pub fn slim(run: &mut CustomRun) {
-    run.metadata.managed_fields = None;
-    if super::params::is_ours(run) {
-        return;
-    }
-    let meta = std::mem::take(&mut run.metadata);
-    run.metadata = kube::core::ObjectMeta {
-        name: meta.name,
-        namespace: meta.namespace,
-        uid: meta.uid,
-        resource_version: meta.resource_version,
-        ..Default::default()
+/// `event` as the store and the reconciler take it: a run of this custom task without its
+/// `managedFields` (the API server's bookkeeping, never read); another task's run not at all.
+///
+/// An update that makes a stored run another task's (its `customRef` edited) becomes a delete:
+/// the store drops the copy it had, so no requeue reconciles a run that is no longer this task's
+/// from a stale copy; a delete is passed on as it is (a no-op for a run never stored).
+/// Deletes are not reconciled (`applied_objects`), so another task's runs cost the controller
+/// no reconcile and no queue entry: 10,000 of them would otherwise be 10,000 reconciles at the
+/// first list, each held in kube-runtime's runner at once (BENCHMARKS.md, issue 30).
+pub fn ours(event: Event<CustomRun>) -> Option<Event<CustomRun>> {
+    let trimmed = |mut run: CustomRun| {
+        run.metadata.managed_fields = None;
+        run
     };
-    run.spec = Default::default();
-    run.status = None;
+    match event {
+        Event::InitApply(run) => {
+            super::params::is_ours(&run).then(|| Event::InitApply(trimmed(run)))
+        }
+        Event::Apply(run) if super::params::is_ours(&run) => Some(Event::Apply(trimmed(run))),
+        Event::Apply(run) => Some(Event::Delete(run)),
+        Event::Init | Event::InitDone | Event::Delete(_) => Some(event),
+    }
 }
 
 /// The run each event carries, as the rest of the controller knows it.

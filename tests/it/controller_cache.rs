@@ -1,9 +1,9 @@
 //! What the controller keeps of the cluster's CustomRuns (security review F-10): its watch lists
 //! every CustomRun (the CRD has no field to select a custom task's runs by), so a tenant's runs of
-//! another custom task, with large params, would grow it without bound. The store the watch fills
-//! ([`imagegate::controller::watch::customruns`], against the API emulator over HTTP) keeps of a
-//! foreign run only its name, namespace, uid and resourceVersion, and of its own runs everything
-//! but `managedFields`.
+//! another custom task, with large params, would grow it without bound, and each would be a
+//! reconcile held at once. The watch ([`imagegate::controller::watch::customruns`], against the
+//! API emulator over HTTP) stores and hands on only this task's runs, everything of them but
+//! `managedFields`; a run that stops being this task's leaves the store.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +32,7 @@ fn foreign(name: &str, bytes: usize) -> CustomRun {
 }
 
 #[tokio::test]
-async fn the_watch_keeps_only_the_names_of_other_custom_tasks_runs() {
+async fn the_watch_keeps_and_hands_on_only_this_tasks_runs() {
     let emu = EmulatorServer::start().await;
     emu.seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ds"}}))
         .await;
@@ -45,9 +45,11 @@ async fn the_watch_keeps_only_the_names_of_other_custom_tasks_runs() {
         .await
         .unwrap();
     }
-    let mut ours = promotion_run("promote-b", &[("imagestream", "nb")], &json!({}));
-    ours.metadata.namespace = Some("ds".into());
-    runs.create(&PostParams::default(), &ours).await.unwrap();
+    for name in ["promote-b", "promote-c"] {
+        let mut ours = promotion_run(name, &[("imagestream", "nb")], &json!({}));
+        ours.metadata.namespace = Some("ds".into());
+        runs.create(&PostParams::default(), &ours).await.unwrap();
+    }
 
     let reporting = Reporting {
         namespace: None,
@@ -62,30 +64,88 @@ async fn the_watch_keeps_only_the_names_of_other_custom_tasks_runs() {
         Arc::new(RunStates::default()),
         reporting,
     );
-    // The store takes the first list at once, when it is complete.
-    let driver = tokio::spawn(async move {
-        let mut stream = Box::pin(stream);
-        while stream.next().await.is_some() {}
+    // Every run the stream hands on (what the controller would reconcile), by name.
+    let handed: Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let driver = tokio::spawn({
+        let handed = handed.clone();
+        async move {
+            let mut stream = Box::pin(stream);
+            while let Some(run) = stream.next().await {
+                let run = run.unwrap();
+                handed.lock().unwrap().push(run.metadata.name.unwrap());
+            }
+        }
     });
     tokio::time::timeout(Duration::from_secs(10), store.wait_until_ready())
         .await
         .expect("the watch lists the runs")
         .unwrap();
-    assert_eq!(store.state().len(), 21);
-    let kept = |name: &str| store.get(&ObjectRef::new(name).within("ds")).unwrap();
-    for i in 0..20 {
-        let other = kept(&format!("other-{i}"));
-        let size = serde_json::to_vec(&*other).unwrap().len();
-        assert!(size < 400, "other-{i} kept {size} bytes: {other:?}");
-        assert!(other.spec.params.is_empty() && other.metadata.annotations.is_none());
-        assert!(other.metadata.uid.is_some() && other.metadata.resource_version.is_some());
-    }
-    let mine = kept("promote-b");
+    let mut names: Vec<String> = store
+        .state()
+        .iter()
+        .map(|r| r.metadata.name.clone().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["promote-b", "promote-c"],
+        "only this task's runs are kept"
+    );
+    let mine = store
+        .get(&ObjectRef::new("promote-b").within("ds"))
+        .unwrap();
     assert_eq!(
         mine.param("imagestream").and_then(|p| p.as_str()),
         Some("nb"),
         "its own runs are kept whole"
     );
     assert!(mine.metadata.managed_fields.is_none());
+
+    // Another task's run changed, and one of ours made another task's: neither is handed on,
+    // and the latter leaves the store.
+    let patch = |v| kube::api::Patch::Merge(v);
+    runs.patch(
+        "other-3",
+        &Default::default(),
+        &patch(json!({"metadata": {"labels": {"touched": "yes"}}})),
+    )
+    .await
+    .unwrap();
+    runs.patch(
+        "promote-c",
+        &Default::default(),
+        &patch(json!({"spec": {"customRef": {"apiVersion": "wait.testing.tekton.dev/v1beta1", "kind": "Wait", "name": null}}})),
+    )
+    .await
+    .unwrap();
+    // A change of ours after both, so that the stream has handed on everything before it.
+    runs.patch(
+        "promote-b",
+        &Default::default(),
+        &patch(json!({"metadata": {"labels": {"touched": "yes"}}})),
+    )
+    .await
+    .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while handed.lock().unwrap().len() < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            handed.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        *handed.lock().unwrap(),
+        ["promote-b", "promote-c", "promote-b"].map(String::from),
+        "the first list's runs of this task, then its change; nothing of another task's"
+    );
+    assert!(
+        store
+            .get(&ObjectRef::new("promote-c").within("ds"))
+            .is_none(),
+        "a run that is no longer this task's is not kept"
+    );
+    assert_eq!(store.state().len(), 1);
     driver.abort();
 }
