@@ -143,7 +143,7 @@ pub fn error_policy(run: Arc<CustomRun>, error: &Error, ctx: Arc<Context>) -> Ac
             reason = %why,
             "waiting"
         );
-        return Action::requeue(NOT_YET_DELAY);
+        return Action::requeue(not_yet_delay(ctx.runs.waited(&run)));
     }
     ctx.metrics
         .reconcile_errors
@@ -175,8 +175,21 @@ pub fn error_policy(run: Arc<CustomRun>, error: &Error, ctx: Arc<Context>) -> Ac
     Action::requeue(delay)
 }
 
-/// How soon a run that waits for its PipelineRun ([`Error::NotYet`]) is looked at again.
-pub const NOT_YET_DELAY: Duration = Duration::from_secs(1);
+/// How soon a run that waits for its PipelineRun ([`Error::NotYet`]) is looked at again after
+/// the `waits`-th such reconcile in a row: 25 ms, doubling up to [`NOT_YET_MAX`]. Tekton lists a
+/// child it made in its next status write, tens of milliseconds later. A run that wrote its
+/// start before it found itself unlisted is reconciled again by that write's watch event; one
+/// that had nothing to write (already started: a retry, a restart) has only this requeue, and a
+/// first wait of a second held it a second longer than needed. A run its PipelineRun never
+/// lists (made by hand with an owner reference) costs one reconcile a second after the first
+/// 1.6 s, as before, until the grace ends it.
+pub fn not_yet_delay(waits: u32) -> Duration {
+    let doublings = waits.clamp(1, 7) - 1;
+    Duration::from_millis(25u64 << doublings).min(NOT_YET_MAX)
+}
+
+/// The longest wait between two looks at a run its PipelineRun does not list yet.
+pub const NOT_YET_MAX: Duration = Duration::from_secs(1);
 
 /// The wait after the `failures`-th failure in a row: 0.5 s, doubling up to 60 s.
 pub fn retry_delay(failures: u32) -> Duration {
@@ -219,6 +232,30 @@ mod tests {
             "read_imagestream",
             "a refused read is not about onboarding"
         );
+    }
+
+    #[test]
+    fn a_run_not_yet_listed_is_looked_at_again_soon_then_at_most_once_a_second() {
+        let delays: Vec<u64> = (0..=9)
+            .map(|n| not_yet_delay(n).as_millis() as u64)
+            .collect();
+        assert_eq!(delays, [25, 25, 50, 100, 200, 400, 800, 1000, 1000, 1000]);
+        assert_eq!(not_yet_delay(u32::MAX), NOT_YET_MAX);
+    }
+
+    #[test]
+    fn waits_and_failures_are_counted_apart_and_a_success_starts_both_anew() {
+        let runs = crate::controller::runs::RunStates::default();
+        let run: CustomRun = serde_json::from_value(serde_json::json!({
+            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+            "metadata": {"name": "r", "namespace": "ns", "uid": "u"}, "spec": {}
+        }))
+        .unwrap();
+        assert_eq!((runs.waited(&run), runs.waited(&run)), (1, 2));
+        assert_eq!(runs.failed(&run), 1, "a wait is not a failure");
+        assert_eq!(runs.waited(&run), 3);
+        runs.succeeded(&run);
+        assert_eq!((runs.waited(&run), runs.failed(&run)), (1, 1));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! - the resourceVersions its own status writes replaced: the reconcile of a cached copy at one
 //!   of them is skipped, because that copy is older than our write and the watch event of the
 //!   write triggers the next reconcile (without the skip, the write would be refused with a 409);
-//! - how many reconciles in a row failed, which the error policy's backoff grows with.
+//! - how many reconciles in a row failed, and how many found the run not yet listed by its
+//!   PipelineRun, which the error policy's backoffs grow with.
 //!
 //! resourceVersions are opaque strings: they are compared for equality, never parsed or
 //! ordered. A status write is conditional on the version it replaces, so the versions a cached
@@ -67,6 +68,8 @@ struct Entry {
     replaced: VecDeque<String>,
     /// Reconciles that failed in a row.
     failures: u32,
+    /// Reconciles in a row that found the run not yet listed by its PipelineRun.
+    waits: u32,
     used: u64,
 }
 
@@ -122,11 +125,23 @@ impl RunStates {
         failures
     }
 
-    /// A reconcile of `run` succeeded: the next failure starts the backoff anew.
+    /// Counts a reconcile of `run` that found it not yet listed by its PipelineRun; how many
+    /// did in a row, this one included.
+    pub fn waited(&self, run: &CustomRun) -> u32 {
+        let mut waits = 0;
+        self.update(run, |entry| {
+            entry.waits = entry.waits.saturating_add(1);
+            waits = entry.waits;
+        });
+        waits
+    }
+
+    /// A reconcile of `run` succeeded: the next failure or wait starts its backoff anew.
     pub fn succeeded(&self, run: &CustomRun) {
         let mut inner = self.lock();
         if let Some(entry) = inner.entries.get_mut(&RunKey::of(run)) {
             entry.failures = 0;
+            entry.waits = 0;
         }
     }
 
