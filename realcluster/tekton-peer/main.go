@@ -7,9 +7,11 @@
 // The benchmark's issue asks for tektoncd/experimental's wait-task "or the closest buildable one".
 // Neither that nor tektoncd/pipeline's test/custom-task-ctrls/wait-task-beta can be built here:
 // each is a Go module of its own that the module proxy does not serve (a nested module is not in
-// its parent's zip). This program is written for imagegate (not copied from them) to the same
-// contract: the same customRef, the same param, the same conditions, the same libraries, so what
-// the benchmark compares is the controllers' own work, not the libraries'.
+// its parent's zip). This program is written for imagegate (not copied from them) to the part of
+// their contract a zero wait uses: the same customRef, the same param, the Succeeded condition,
+// cancellation, the same libraries (no spec.timeout or retries: a run that waits for nothing
+// never reaches them), so what the benchmark compares is the controllers' own work, not the
+// libraries'.
 package main
 
 import (

@@ -66,13 +66,14 @@ pub fn customruns(
     // never held whole beside the store.
     let events = watcher::watcher(api, watcher::Config::default().page_size(PAGE))
         .map_ok(unwrapped)
-        .try_filter_map(|event| std::future::ready(Ok(ours(event))))
+        // Before the filter: any run listed, ours or not, shows that the watch is allowed.
         .inspect_ok(move |event| {
             // Init comes before the list is asked for: no proof that the watch is allowed.
             if !matches!(event, Event::Init) {
                 reporting.refusals.recovered(reporting.namespace.as_deref());
             }
         })
+        .try_filter_map(|event| std::future::ready(Ok(ours(event))))
         .inspect_err(move |e| {
             failed.restarts.inc();
             if failed
