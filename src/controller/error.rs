@@ -243,6 +243,52 @@ mod tests {
         assert_eq!(not_yet_delay(u32::MAX), NOT_YET_MAX);
     }
 
+    /// The error policy as the controller runs it: a run not yet listed is requeued soon, then
+    /// later each time, and counted as no error; a failure after it starts its own backoff.
+    #[tokio::test]
+    async fn the_error_policy_requeues_a_waiting_run_soon_then_later_and_counts_no_error() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let mut registry = prometheus_client::registry::Registry::default();
+        let ctx = Arc::new(Context {
+            recorder: kube::runtime::events::Recorder::new(client.clone(), "imagegate-test".into()),
+            client,
+            metrics: super::super::metrics::Metrics::register(&mut registry),
+            clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
+            runs: Arc::new(crate::controller::runs::RunStates::default()),
+            verdicts: None,
+        });
+        let run: Arc<CustomRun> = Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+                "metadata": {"name": "r", "namespace": "ns", "uid": "u"}, "spec": {}
+            }))
+            .unwrap(),
+        );
+        let not_yet = Error::NotYet {
+            why: "not listed".into(),
+        };
+        let first = error_policy(run.clone(), &not_yet, ctx.clone());
+        let second = error_policy(run.clone(), &not_yet, ctx.clone());
+        assert_eq!(first, Action::requeue(Duration::from_millis(25)));
+        assert_eq!(second, Action::requeue(Duration::from_millis(50)));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(
+            !text.contains("not_yet"),
+            "a wait is not counted as an error: {text}"
+        );
+        let contended = Error::Contended {
+            name: "nb".into(),
+            attempts: 5,
+        };
+        assert_eq!(
+            error_policy(run, &contended, ctx),
+            Action::requeue(retry_delay(1)),
+            "a failure's backoff starts at its own first step"
+        );
+    }
+
     #[test]
     fn waits_and_failures_are_counted_apart_and_a_success_starts_both_anew() {
         let runs = crate::controller::runs::RunStates::default();

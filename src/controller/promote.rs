@@ -73,10 +73,10 @@ pub async fn promote(
                     "the proof of validation could not be read",
                 ));
             }
-            // Looked at again 25 ms later, doubling to a second (`error::not_yet_delay`), for at most LISTING_GRACE after the run was
-            // created: Tekton lists a child it made within its next status write, and a run
-            // someone made by hand must not keep the controller polling until its PipelineRun
-            // ends.
+            // Looked at again 25 ms later, doubling to a second (`error::not_yet_delay`), for
+            // at most LISTING_GRACE after the run was created: Tekton lists a child it made
+            // within its next status write, and a run someone made by hand must not keep the
+            // controller polling until its PipelineRun ends.
             Decision::Wait(why) => {
                 let created = run.metadata.creation_timestamp.as_ref().map(|t| t.0);
                 return match still_waiting(created, (ctx.clock)(), &why) {

@@ -117,23 +117,24 @@ impl RunStates {
 
     /// Counts a failed reconcile of `run`; how many failed in a row, this one included.
     pub fn failed(&self, run: &CustomRun) -> u32 {
-        let mut failures = 0;
-        self.update(run, |entry| {
-            entry.failures = entry.failures.saturating_add(1);
-            failures = entry.failures;
-        });
-        failures
+        self.count(run, |entry| &mut entry.failures)
     }
 
     /// Counts a reconcile of `run` that found it not yet listed by its PipelineRun; how many
     /// did in a row, this one included.
     pub fn waited(&self, run: &CustomRun) -> u32 {
-        let mut waits = 0;
+        self.count(run, |entry| &mut entry.waits)
+    }
+
+    /// Adds one to the counter of `run` that `which` picks; its new value.
+    fn count(&self, run: &CustomRun, which: impl FnOnce(&mut Entry) -> &mut u32) -> u32 {
+        let mut now = 0;
         self.update(run, |entry| {
-            entry.waits = entry.waits.saturating_add(1);
-            waits = entry.waits;
+            let counter = which(entry);
+            *counter = counter.saturating_add(1);
+            now = *counter;
         });
-        waits
+        now
     }
 
     /// A reconcile of `run` succeeded: the next failure or wait starts its backoff anew.
