@@ -272,9 +272,10 @@ pub struct ControllerArgs {
     #[arg(long = "namespace", value_name = "NS", value_parser = values::namespace)]
     pub namespaces: Vec<String>,
 
-    /// Seconds between two checks of the adopted ImageStreams for drift (a candidate tag lost to
-    /// a wholesale edit: metric `imagegate_controller_streams_drifted`, a Warning Event on the
-    /// stream); 0 turns the check off.
+    /// Seconds between two checks of the adopted and ImagePromotion-governed ImageStreams for
+    /// drift (a candidate tag lost to a wholesale edit, one the dashboard offers: metric
+    /// `imagegate_controller_streams_drifted`, a Warning Event on the stream); 0 turns the check
+    /// off.
     #[arg(
         long,
         env = "IMAGEGATE_DRIFT_CHECK_INTERVAL",

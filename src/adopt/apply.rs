@@ -1,6 +1,6 @@
 //! The I/O of `imagegate adopt`: read the stream (and its gated copy), let [`super::plan`]
 //! decide, make the writes it asks for, and say what happened; and `--check`, which lists the
-//! adopted streams and reports their [`super::check`] drifts.
+//! adopted and governed streams ([`super::listing`]) and reports their [`super::check`] drifts.
 //!
 //! The write of a stream adopted in place is a `PUT` of the whole object carrying the
 //! resourceVersion it was planned from: the API server refuses it (409) if anything changed in
@@ -10,12 +10,11 @@
 //! flag without a second form. The `PUT` carries every field as read, known to imagegate or not.
 
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
-use super::check::drift;
 use super::diff::unified;
-use super::names;
+use super::listing;
 use super::plan::{self, Plan, Write, WriteKind};
 use super::{Options, Summary};
 use crate::api::ImageStream;
@@ -58,7 +57,7 @@ pub enum AdoptError {
         source: kube::Error,
     },
     /// `--check` found drifted streams.
-    #[error("{drifted} of {checked} adopted ImageStreams drifted from the gated shape")]
+    #[error("{drifted} of {checked} adopted or governed ImageStreams drifted from the gated shape")]
     Drifted { drifted: usize, checked: usize },
     /// Standard output could not be written.
     #[error("cannot write the output: {0}")]
@@ -209,31 +208,25 @@ fn print_summary(out: &mut dyn std::io::Write, s: &Summary, verb: &str) -> Resul
     Ok(())
 }
 
-/// `--check`: every adopted stream in `scope` in the gated shape, else each drift reported and
-/// [`AdoptError::Drifted`].
+/// `--check`: every adopted or governed stream in `scope` in the gated shape, else each drift
+/// reported and [`AdoptError::Drifted`].
 pub async fn check(
     client: &Client,
     scope: &Scope,
     out: &mut dyn std::io::Write,
 ) -> Result<(), AdoptError> {
-    let (api, where_): (Api<ImageStream>, String) = match scope {
-        Scope::Namespace(ns) => (
-            Api::namespaced(client.clone(), ns),
-            format!("in namespace {ns}"),
-        ),
-        Scope::All => (Api::all(client.clone()), "in all namespaces".to_string()),
+    let (namespaces, where_) = match scope {
+        Scope::Namespace(ns) => (vec![ns.clone()], format!("in namespace {ns}")),
+        Scope::All => (Vec::new(), "in all namespaces".to_string()),
     };
-    let selector = format!("{}=true", names::MANAGED_LABEL);
-    let list = api
-        .list(&ListParams::default().labels(&selector))
+    let list = listing::list(client, &namespaces)
         .await
         .map_err(|source| AdoptError::List {
             scope: where_.clone(),
             source,
         })?;
     let mut drifted = 0;
-    for is in &list.items {
-        let found = drift(is);
+    for (is, found) in list.drifts() {
         if found.is_empty() {
             continue;
         }
@@ -248,13 +241,13 @@ pub async fn check(
         }
         writeln!(out, "{stream}: restore it with: imagegate adopt {stream}")?;
     }
-    let checked = list.items.len();
+    let checked = list.streams.len();
     if drifted > 0 {
         return Err(AdoptError::Drifted { drifted, checked });
     }
     writeln!(
         out,
-        "no drift: {checked} adopted ImageStream(s) {where_} in the gated shape"
+        "no drift: {checked} adopted or governed ImageStream(s) {where_} in the gated shape"
     )?;
     Ok(())
 }

@@ -2,12 +2,17 @@
 //! reports and what the controller counts and announces. The usual cause is a wholesale edit of
 //! `spec.tags` (an `oc apply` of an old manifest, a client that writes the whole tag list it
 //! knows): the candidate tag disappears, its scheduled import with it, and the stream silently
-//! stops being validated.
+//! stops being validated. A stream gated by hand (an ImagePromotion governs it, adopt never
+//! shaped it) is held to the one rule a hand-made setup most often misses ([`governed_drift`]):
+//! a candidate tag the dashboard would offer.
 
 use super::names;
 use super::shape::{annotation, is_managed, pinned_by_digest};
 use crate::api::ImageStream;
+use crate::controller::crd::ImagePromotion;
 use crate::controller::decide::annotation::ODH_OUTDATED;
+use crate::controller::params::DEFAULT_CANDIDATE_TAG;
+use crate::controller::policy::governs;
 
 /// One way an adopted stream differs from its gated shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -147,6 +152,76 @@ pub fn drift(is: &ImageStream) -> Vec<Found> {
         }
     }
     out
+}
+
+/// The drifts of a stream that `promotions` (the ImagePromotions of its namespace) govern,
+/// adopted or not: a stream the Open Data Hub dashboard lists (`opendatahub.io/notebook-image:
+/// "true"`) whose candidate tag has no `opendatahub.io/image-tag-outdated` is offered, not yet
+/// validated, to every user as soon as the tag imports (`begin` marks it only after that
+/// import). Empty for a stream no ImagePromotion governs or the dashboard does not list.
+pub fn governed_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Found> {
+    let listed = is
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(names::ODH_NOTEBOOK_IMAGE))
+        .is_some_and(|v| v == "true");
+    let (Some(ns), Some(name)) = (
+        is.metadata.namespace.as_deref(),
+        is.metadata.name.as_deref(),
+    ) else {
+        return Vec::new();
+    };
+    if !listed {
+        return Vec::new();
+    }
+    let mut out: Vec<Found> = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for p in promotions
+        .iter()
+        .filter(|p| p.metadata.namespace.as_deref() == Some(ns) && governs(&p.spec, ns, name))
+    {
+        let candidate = p
+            .spec
+            .candidate_tag
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .unwrap_or(DEFAULT_CANDIDATE_TAG);
+        let Some(tag) = is.spec_tag(candidate) else {
+            continue;
+        };
+        let hidden = tag
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ODH_OUTDATED))
+            .is_some_and(|v| !v.is_empty());
+        if hidden || seen.contains(&candidate) {
+            continue;
+        }
+        seen.push(candidate);
+        out.push(Found {
+            drift: Drift::CandidateOffered,
+            message: format!(
+                "the candidate tag {candidate:?} (ImagePromotion {} governs the stream) has no \
+                 {ODH_OUTDATED}, so the dashboard offers it, not yet validated, to every user as \
+                 soon as it imports; mark the tag (imagegate adopt does) before it imports",
+                p.metadata.name.as_deref().unwrap_or_default()
+            ),
+        });
+    }
+    out
+}
+
+/// Every drift of `is`: adopt's shape ([`drift`]) and, where ImagePromotions govern it,
+/// [`governed_drift`], each kind once.
+pub fn all_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Found> {
+    let mut found = drift(is);
+    for f in governed_drift(is, promotions) {
+        if !found.iter().any(|d| d.drift == f.drift) {
+            found.push(f);
+        }
+    }
+    found
 }
 
 #[cfg(test)]

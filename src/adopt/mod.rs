@@ -11,11 +11,13 @@
 //! One module per step: [`shape`] (pure: what kind of stream this is, which tags play which
 //! role), [`plan`] (pure: the stream in, the objects to write or the reason to refuse out),
 //! [`check`] (pure: how an adopted stream drifted), [`diff`] (pure: the change as a unified diff
-//! of YAML), and [`apply`] (the reads and the writes, and what the command prints).
+//! of YAML), [`listing`] (what a drift check reads) and [`apply`] (the reads and the writes, and
+//! what the command prints).
 
 pub mod apply;
 pub mod check;
 pub mod diff;
+pub mod listing;
 pub mod plan;
 pub mod shape;
 

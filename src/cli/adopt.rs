@@ -42,8 +42,9 @@ pub struct AdoptArgs {
     #[arg(long, value_name = "NAME", value_parser = values::namespace, conflicts_with = "check")]
     pub copy_name: Option<String>,
 
-    /// Report the adopted streams whose gated shape drifted (a candidate tag dropped by a
-    /// wholesale edit, ...); exits non-zero if it finds any.
+    /// Report the adopted or ImagePromotion-governed streams whose gated shape drifted (a
+    /// candidate tag dropped by a wholesale edit, one the dashboard offers, ...); exits non-zero
+    /// if it finds any.
     #[arg(long)]
     pub check: bool,
 

@@ -1,5 +1,6 @@
 //! The drift watch: every `--drift-check-interval`, list the adopted ImageStreams
-//! (`imagegate.dev/managed=true`, in the controller's namespaces), count each kind of drift
+//! (`imagegate.dev/managed=true`, in the controller's namespaces) and those an ImagePromotion
+//! governs ([`crate::adopt::listing`]), count each kind of drift
 //! ([`crate::adopt::check`], the same rule as `imagegate adopt --check`) in the gauge
 //! `imagegate_controller_streams_drifted{drift}`, and publish a Warning Event on a stream when
 //! its drift first appears or changes. A stream that lost its candidate tag imports nothing, so
@@ -9,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -20,8 +21,8 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::adopt::check::{Drift, Found, drift};
-use crate::adopt::names::MANAGED_LABEL;
+use crate::adopt::check::{Drift, Found};
+use crate::adopt::listing;
 use crate::api::ImageStream;
 
 /// The label of a drift gauge.
@@ -64,12 +65,12 @@ impl DriftMetrics {
         let sub = registry.sub_registry_with_prefix("imagegate_controller");
         sub.register(
             "streams_drifted",
-            "Adopted ImageStreams whose gated shape drifted, by kind, at the last scan",
+            "Adopted or governed ImageStreams whose gated shape drifted, by kind, at the last scan",
             m.drifted.clone(),
         );
         sub.register(
             "drift_scans",
-            "Scans of the adopted ImageStreams, by outcome",
+            "Scans of the adopted and governed ImageStreams, by outcome",
             m.scans.clone(),
         );
         m
@@ -117,30 +118,24 @@ async fn scan(
     recorder: &Recorder,
     seen: &mut Seen,
 ) {
-    let selector = format!("{MANAGED_LABEL}=true");
-    let params = ListParams::default().labels(&selector);
-    let mut streams = Vec::new();
-    for api in stream_apis(client, namespaces) {
-        match api.list(&params).await {
-            Ok(list) => streams.extend(list.items),
-            Err(e) => {
-                warn!(error = %e, "cannot list the adopted ImageStreams for the drift check");
-                metrics
-                    .scans
-                    .get_or_create(&ScanLabels { outcome: "error" })
-                    .inc();
-                return;
-            }
+    let checked = match listing::list(client, namespaces).await {
+        Ok(checked) => checked,
+        Err(e) => {
+            warn!(error = %e, "cannot list the adopted and governed ImageStreams for the drift check");
+            metrics
+                .scans
+                .get_or_create(&ScanLabels { outcome: "error" })
+                .inc();
+            return;
         }
-    }
+    };
     metrics
         .scans
         .get_or_create(&ScanLabels { outcome: "ok" })
         .inc();
     let mut counts: BTreeMap<Drift, i64> = BTreeMap::new();
     let mut now: Seen = BTreeMap::new();
-    for is in &streams {
-        let found = drift(is);
+    for (is, found) in checked.drifts() {
         if found.is_empty() {
             continue;
         }
@@ -179,7 +174,7 @@ async fn announce(recorder: &Recorder, is: &ImageStream, found: &[Found]) {
         namespace = %namespace,
         imagestream = %name,
         reason = first.drift.reason(),
-        "an adopted ImageStream drifted"
+        "a gated ImageStream drifted"
     );
     let event = Event {
         type_: EventType::Warning,

@@ -5,11 +5,11 @@
 //! commits read, are in `../shared/reference/notes/odh-notebook-images.md` (§ numbers below).
 //! Derived rules (worked out from the code, not seen on a cluster) are marked so.
 
-use std::cmp::Ordering;
-
 use crate::api::{ImageStream, TagReference};
 
 use super::key;
+
+mod order;
 
 /// One tag a spawner offers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,8 +35,9 @@ pub struct View {
     pub listed: bool,
     /// A custom (BYON) image (`app.kubernetes.io/created-by: byon`).
     pub byon: bool,
-    /// The offered tags, the default first (§1.3 `compareTagVersions`: recommended first, then
-    /// tag names as versions, descending).
+    /// The offered tags, the default first (§1.3 `compareTagVersions` run by the browser's
+    /// sort: recommended first, then tag names as versions, else in locale order, descending;
+    /// see [`order`]).
     pub offered: Vec<Offered>,
     /// The error text of a custom image (§1.2: `status.tags[spec.tags[0]].conditions[0].message`);
     /// always empty for a shipped stream.
@@ -106,10 +107,8 @@ pub fn view(is: &ImageStream) -> View {
             build_date: build_date(is, t),
         })
         .collect();
-    offered.sort_by(|a, b| {
-        b.recommended
-            .cmp(&a.recommended)
-            .then_with(|| compare_versions(&b.tag, &a.tag))
+    order::js_sort(&mut offered, |a, b| {
+        order::compare_tags((&a.tag, a.recommended), (&b.tag, b.recommended))
     });
     View {
         listed: labelled && !hidden_ootb && !invalid_byon,
@@ -129,36 +128,25 @@ fn build_date(is: &ImageStream, tag: &TagReference) -> Option<String> {
         .map(|t| t.0.to_string())
 }
 
-/// `compare-versions` where both names are versions (`2025.2`, `v3.12`), else `localeCompare`
-/// (approximated by byte order).
-fn compare_versions(a: &str, b: &str) -> Ordering {
-    fn parts(s: &str) -> Option<Vec<u64>> {
-        let s = s.strip_prefix('v').unwrap_or(s);
-        s.split('.').map(|p| p.parse().ok()).collect()
-    }
-    match (parts(a), parts(b)) {
-        (Some(x), Some(y)) => x.cmp(&y),
-        _ => a.cmp(b),
-    }
-}
-
 /// A workbench as the dashboard reads it (§1.3, §1.4): its container image and the two
-/// annotations the dashboard wrote when it was created.
+/// annotations the dashboard's spawner writes when it creates one. A Notebook made another way
+/// (the Jupyter tile's backend, kubectl, GitOps, an older dashboard) may lack either.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Workbench {
     /// The container image (`<status.dockerImageRepository>:<tag>`, or what the webhook set).
     pub image: String,
     /// `notebooks.opendatahub.io/last-image-selection`: `<imagestream>:<tag>`.
-    pub last_image_selection: String,
+    pub last_image_selection: Option<String>,
     /// `…/last-image-version-git-commit-selection`: the tag's `notebook-build-commit` then
-    /// (empty when the tag had none).
-    pub last_commit: String,
+    /// (the spawner writes `""` when the tag had none); `None` when the Notebook has no such
+    /// annotation, which the dashboard compares as `undefined`.
+    pub last_commit: Option<String>,
 }
 
 impl Workbench {
-    /// A workbench started now from `tag` of `is`, as the dashboard creates it: the image
-    /// `<status.dockerImageRepository>:<tag>`, or, without an integrated registry, what the
-    /// workbench webhook puts there instead, the tag's newest `dockerImageReference` (§2).
+    /// A workbench started now from `tag` of `is`, as the dashboard's spawner creates it: the
+    /// image `<status.dockerImageRepository>:<tag>`, or, without an integrated registry, what
+    /// the workbench webhook puts there instead, the tag's newest `dockerImageReference` (§2).
     pub fn started_from(is: &ImageStream, tag: &str) -> Workbench {
         let name = is.metadata.name.clone().unwrap_or_default();
         let repository = is
@@ -176,12 +164,22 @@ impl Workbench {
         };
         Workbench {
             image,
-            last_image_selection: format!("{name}:{tag}"),
-            last_commit: is
-                .spec_tag(tag)
-                .and_then(|t| ann(t, key::BUILD_COMMIT))
-                .unwrap_or_default()
-                .to_string(),
+            last_image_selection: Some(format!("{name}:{tag}")),
+            last_commit: Some(
+                is.spec_tag(tag)
+                    .and_then(|t| ann(t, key::BUILD_COMMIT))
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+        }
+    }
+
+    /// The same workbench made without the commit annotation (the Jupyter tile's backend path
+    /// never writes it; kubectl and GitOps Notebooks seldom do).
+    pub fn without_commit(self) -> Workbench {
+        Workbench {
+            last_commit: None,
+            ..self
         }
     }
 }
@@ -211,46 +209,65 @@ impl Badge {
     }
 }
 
-/// The badge `wb` shows, from the stream as it is now. Matching (§1.4): (a) the image path ends
-/// in `<imagestream>:<tag>` of a spec tag; (b) a spec tag's `from.name` is the image; (c) any
-/// history item of the selected tag has the image as `dockerImageReference`. No match is
-/// Deleted; an outdated tag, or (not for custom images) a commit that no spec tag carries any
-/// more, is Deprecated; a recommended tag is Latest.
+/// The badge `wb` shows, from the stream as it is now (the stream alone: see
+/// [`workbench_status_among`]).
 pub fn workbench_status(is: &ImageStream, wb: &Workbench) -> Badge {
-    let name = is.metadata.name.as_deref().unwrap_or_default();
-    let by_path = wb
-        .image
-        .rsplit('/')
-        .next()
-        .and_then(|last| last.split_once(':'))
-        .filter(|(stream, _)| *stream == name)
-        .and_then(|(_, tag)| is.spec_tag(tag));
+    workbench_status_among(std::slice::from_ref(is), wb)
+}
+
+/// The badge `wb` shows among `streams` (the project's streams, then the dashboard
+/// namespace's), as `getNotebookImageData` finds it, each path tried while the ones before
+/// say Deleted (§1.4): (a) the image's last path segment `<stream>:<tag>` names a stream, which
+/// has that tag (a custom image needs only the stream); (b) the stream `last-image-selection`
+/// names has a tag whose `from.name` is the image; (c) any stream whose status tag named as
+/// selected has the image in its history, whatever the stream's name. Then: an outdated tag, or
+/// (not for custom images) a commit annotation that no spec tag of the stream carries (a
+/// missing annotation is carried by every tag without a build commit) is Deprecated; a
+/// recommended tag is Latest.
+pub fn workbench_status_among(streams: &[ImageStream], wb: &Workbench) -> Badge {
+    let segment = wb.image.rsplit('/').next().unwrap_or_default();
+    let mut parts = segment.split(':');
+    let (image_name, version) = (parts.next().unwrap_or_default(), parts.next());
+    let Some(version) = version else {
+        return Badge::Deleted;
+    };
+    let mut selection = wb.last_image_selection.as_deref().map(|s| s.split(':'));
+    let selected_name = selection.as_mut().and_then(|s| s.next());
+    let selected_tag = selection.as_mut().and_then(|s| s.next());
+    let named = |is: &&ImageStream| is.metadata.name.as_deref() == Some(image_name);
+    // Without the tag, a shipped stream is "deleted" and a custom one has no version: either
+    // way the next path is tried.
+    let by_path = streams
+        .iter()
+        .find(named)
+        .and_then(|is| Some((is, is.spec_tag(version)?)));
+    let from_is_image = |t: &&TagReference| {
+        t.from.as_ref().and_then(|f| f.name.as_deref()) == Some(wb.image.as_str())
+    };
     let by_from = || {
-        is.spec.tags.iter().find(|t| {
-            t.from
-                .as_ref()
-                .and_then(|f| f.name.as_deref())
-                .is_some_and(|n| n == wb.image)
-        })
+        let is = streams.iter().find(|is| {
+            is.metadata.name.as_deref() == selected_name
+                && is.spec.tags.iter().any(|t| from_is_image(&t))
+        })?;
+        Some((is, is.spec.tags.iter().find(from_is_image)?))
     };
     let by_history = || {
-        let (stream, tag) = wb.last_image_selection.split_once(':')?;
-        (stream == name
-            && is
-                .history(tag)
+        let tag = selected_tag?;
+        let is = streams.iter().find(|is| {
+            is.history(tag)
                 .iter()
-                .any(|e| e.docker_image_reference == wb.image))
-        .then(|| is.spec_tag(tag))
-        .flatten()
+                .any(|e| e.docker_image_reference == wb.image)
+        })?;
+        Some((is, is.spec_tag(tag)?))
     };
-    let Some(tag) = by_path.or_else(by_from).or_else(by_history) else {
+    let Some((is, tag)) = by_path.or_else(by_from).or_else(by_history) else {
         return Badge::Deleted;
     };
     let commit_kept = is
         .spec
         .tags
         .iter()
-        .any(|t| ann(t, key::BUILD_COMMIT) == Some(wb.last_commit.as_str()));
+        .any(|t| ann(t, key::BUILD_COMMIT) == wb.last_commit.as_deref());
     if ann(tag, key::TAG_OUTDATED) == Some("true") || (!is_byon(is) && !commit_kept) {
         return Badge::Deprecated;
     }

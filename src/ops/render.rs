@@ -67,11 +67,25 @@ fn table(rows: &[Row], wide: bool, namespaces: bool, now: Timestamp) -> String {
             run.map_or_else(|| NONE.into(), |s| s.outcome().to_string()),
             run.and_then(|s| s.since.as_ref())
                 .map_or_else(|| NONE.into(), |t| age(now, t.0)),
-            r.message.clone().unwrap_or_else(|| NONE.into()),
+            message(r),
         ]);
         lines.push(cells.split_off(skip));
     }
     align(&lines)
+}
+
+/// The MESSAGE cell: the drift first (`[CandidateTagOffered] `), then the served tag's message.
+fn message(r: &Row) -> String {
+    let drift = r
+        .drift
+        .iter()
+        .map(|d| format!("[{d}] "))
+        .collect::<String>();
+    match (&r.message, drift.is_empty()) {
+        (None, true) => NONE.into(),
+        (None, false) => drift.trim_end().to_string(),
+        (Some(m), _) => format!("{drift}{m}"),
+    }
 }
 
 /// Columns padded to the widest cell plus three spaces; the last column unpadded.

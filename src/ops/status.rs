@@ -3,7 +3,9 @@
 //!
 //! - the served tag's `imagegate.dev/*` annotations (phase, message, previous digest),
 //! - the ImagePromotions (which streams and tags are gated),
-//! - the ImagePromotion CustomRuns (the last run per stream and served tag, and its outcome).
+//! - the ImagePromotion CustomRuns (the last run per stream and served tag, and its outcome),
+//! - the drift check's rule ([`crate::adopt::check::all_drift`]: a candidate tag the dashboard
+//!   offers, one gone, a served tag no longer pinned).
 //!
 //! A stream is gated when its served tag carries `imagegate.dev/phase`, when an ImagePromotion
 //! names it in `spec.imageStream`, when a run targeted it, or when an ImagePromotion of its
@@ -15,6 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams};
 use serde::Serialize;
 
+use crate::adopt::check::all_drift;
 use crate::api::{CustomRun, ImageStream, status_code};
 use crate::controller::crd::ImagePromotion;
 use crate::controller::decide::annotation;
@@ -99,6 +102,10 @@ pub struct Row {
     pub import_failure: Option<String>,
     /// The last run for this stream and served tag.
     pub last_run: Option<RunSummary>,
+    /// How the stream drifted from the gated shape (the Event reasons of `imagegate adopt
+    /// --check`, e.g. `CandidateTagOffered`: the dashboard offers the candidate); empty in shape.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<String>,
 }
 
 /// A run, as `status` shows it.
@@ -270,7 +277,12 @@ pub fn rows(facts: &Facts) -> Vec<Row> {
             let last_run = last
                 .remove(&(ns.clone(), name.clone(), served.clone()))
                 .map(|(_, s)| s);
-            Some(row(stream, ns, name, served, candidate, last_run))
+            let mut row = row(stream, ns, name, served, candidate, last_run);
+            row.drift = all_drift(stream, &facts.promotions)
+                .iter()
+                .map(|f| f.drift.reason().to_string())
+                .collect();
+            Some(row)
         })
         .collect()
 }
@@ -307,14 +319,16 @@ fn row(
         served_tag,
         candidate_tag,
         last_run,
+        drift: Vec::new(),
     }
 }
 
-/// Refused (exit 3) when any row is UpdateFailed.
+/// Refused (exit 3) when any row is UpdateFailed or drifted (a candidate the dashboard offers,
+/// a candidate tag gone, a served tag no longer pinned).
 pub fn verdict(rows: &[Row]) -> Verdict {
     if rows
         .iter()
-        .any(|r| r.phase.as_deref() == Some(phase::UPDATE_FAILED))
+        .any(|r| r.phase.as_deref() == Some(phase::UPDATE_FAILED) || !r.drift.is_empty())
     {
         Verdict::Refused
     } else {

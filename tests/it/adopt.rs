@@ -496,7 +496,7 @@ async fn check_reports_a_candidate_dropped_by_a_wholesale_edit_until_adopt_resto
     assert!(
         check
             .stderr
-            .contains("1 of 1 adopted ImageStreams drifted from the gated shape"),
+            .contains("1 of 1 adopted or governed ImageStreams drifted from the gated shape"),
         "{}",
         check.stderr
     );
@@ -505,7 +505,7 @@ async fn check_reports_a_candidate_dropped_by_a_wholesale_edit_until_adopt_resto
     assert_eq!(elsewhere.code, 0);
     assert_eq!(
         elsewhere.stdout,
-        "no drift: 0 adopted ImageStream(s) in namespace other in the gated shape\n"
+        "no drift: 0 adopted or governed ImageStream(s) in namespace other in the gated shape\n"
     );
 
     let restore = env.adopt(&["ds/ansible-runner"]);
@@ -520,7 +520,7 @@ async fn check_reports_a_candidate_dropped_by_a_wholesale_edit_until_adopt_resto
     assert_eq!(check.code, 0, "{}", check.stdout);
     assert_eq!(
         check.stdout,
-        "no drift: 1 adopted ImageStream(s) in all namespaces in the gated shape\n"
+        "no drift: 1 adopted or governed ImageStream(s) in all namespaces in the gated shape\n"
     );
     env.assert_documented_rbac_allows().await;
 }

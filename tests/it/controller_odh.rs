@@ -237,8 +237,8 @@ async fn the_docker_image_pin_keeps_the_history_and_shows_the_build_date() {
     // A workbench the webhook resolved to the old image (no integrated registry).
     let old = Workbench {
         image: format!("{REPO}@{A}"),
-        last_image_selection: format!("{MINIMAL}:{SERVED}"),
-        last_commit: "commit-a".into(),
+        last_image_selection: Some(format!("{MINIMAL}:{SERVED}")),
+        last_commit: Some("commit-a".into()),
     };
     assert_eq!(dashboard::workbench_status(&before, &old), Badge::Latest);
 
@@ -280,5 +280,80 @@ async fn the_docker_image_pin_keeps_the_history_and_shows_the_build_date() {
         Badge::Deprecated,
         "the old workbench is recognised through the history, and told to update"
     );
+    rbac::assert_config_allows(&s.emu, "controller").await;
+}
+
+#[tokio::test]
+async fn a_workbench_without_the_commit_annotation_shows_deprecated_once_a_promotion_moved_the_tag()
+{
+    // Issue 34: a Notebook made by the Jupyter tile's backend, kubectl or GitOps has no
+    // `last-image-version-git-commit-selection`; the dashboard compares its `undefined` with
+    // every tag's build commit, so any tag without one (the hidden candidate and previous tags)
+    // kept it Latest after a promotion.
+    let s = shipped().await;
+    odh::seed_promotion(&s.emu, json!({})).await;
+    s.emu
+        .set_image_metadata(B, json!({"Config": {"Labels": {"vcs-ref": "commit-b"}}}))
+        .await;
+    // The build the manifest describes as commit-a says so itself (a rollback reads the label).
+    s.emu
+        .set_image_metadata(A, json!({"Config": {"Labels": {"vcs-ref": "commit-a"}}}))
+        .await;
+    s.create_run("begin-b", &params(MINIMAL, B, "begin"), notebooks())
+        .await;
+    assert_eq!(reason(&s.done("begin-b").await).1, "Validating");
+    let before = odh::stream(&s.client, MINIMAL).await;
+    let elsewhere = Workbench::started_from(&before, SERVED).without_commit();
+    let old = Workbench::started_from(&before, SERVED);
+    assert_eq!(
+        dashboard::workbench_status(&before, &elsewhere),
+        Badge::Latest,
+        "nothing has moved while the candidate validates"
+    );
+
+    let mut p = params(MINIMAL, B, "promote");
+    p.push(("validation-status", "Succeeded"));
+    s.create_run("promote-b", &p, notebooks()).await;
+    assert_eq!(reason(&s.done("promote-b").await).1, "Promoted");
+    let is = odh::stream(&s.client, MINIMAL).await;
+    assert_eq!(dashboard::workbench_status(&is, &old), Badge::Deprecated);
+    assert_eq!(
+        dashboard::workbench_status(&is, &elsewhere),
+        Badge::Deprecated,
+        "a workbench on the old build is told to update, annotation or not"
+    );
+    let new = Workbench::started_from(&is, SERVED);
+    assert_eq!(dashboard::workbench_status(&is, &new), Badge::Latest);
+    assert_eq!(offered(&is), ["2025.2", "2025.1"], "still hidden");
+
+    s.create_run(
+        "rollback",
+        &[
+            ("imagestream", MINIMAL),
+            ("served-tag", SERVED),
+            ("action", "rollback"),
+        ],
+        notebooks(),
+    )
+    .await;
+    assert_eq!(reason(&s.done("rollback").await).1, "RolledBack");
+    let is = odh::stream(&s.client, MINIMAL).await;
+    assert_eq!(is.current_digest(SERVED), Some(A));
+    assert_eq!(
+        dashboard::workbench_status(&is, &old),
+        Badge::Latest,
+        "the build served again"
+    );
+    assert_eq!(
+        dashboard::workbench_status(&is, &new),
+        Badge::Deprecated,
+        "the build rolled back from, though the candidate tag still holds its digest"
+    );
+    assert_eq!(
+        dashboard::workbench_status(&is, &elsewhere),
+        Badge::Deprecated,
+        "which build it runs cannot be told; it is asked to update"
+    );
+    assert_eq!(offered(&is), ["2025.2", "2025.1"]);
     rbac::assert_config_allows(&s.emu, "controller").await;
 }

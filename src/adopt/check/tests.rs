@@ -98,3 +98,89 @@ fn drift_labels_and_reasons_are_distinct() {
     assert_eq!(labels.len(), Drift::ALL.len());
     assert_eq!(reasons.len(), Drift::ALL.len());
 }
+
+/// A notebook stream gated by hand: a candidate tag added, no adopt, an ImagePromotion.
+fn hand_made(candidate_annotations: Value) -> ImageStream {
+    serde_json::from_value(json!({
+        "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+        "metadata": {"name": "my-nb", "namespace": "ds",
+            "labels": {"opendatahub.io/notebook-image": "true"}},
+        "spec": {"tags": [
+            {"name": "latest-candidate", "annotations": candidate_annotations,
+             "from": {"kind": "DockerImage", "name": "quay.io/me/nb:latest"},
+             "importPolicy": {"scheduled": true}},
+            {"name": "latest", "from": {"kind": "ImageStreamImage", "name": "my-nb@sha256:aa"}}
+        ]}
+    }))
+    .unwrap()
+}
+
+fn promotion(name: &str, spec: Value) -> crate::controller::crd::ImagePromotion {
+    serde_json::from_value(json!({
+        "apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+        "metadata": {"name": name, "namespace": "ds"}, "spec": spec
+    }))
+    .unwrap()
+}
+
+#[test]
+fn a_hand_made_candidate_the_dashboard_would_offer_is_found_before_it_imports() {
+    use super::{all_drift, governed_drift};
+    let is = hand_made(Value::Null);
+    let governing = [promotion(
+        "nb",
+        json!({"imageStream": "my-nb", "candidateTag": "latest-candidate"}),
+    )];
+    assert_eq!(
+        drift(&is),
+        [],
+        "adopt's own rule does not see a stream it never shaped"
+    );
+    let found = governed_drift(&is, &governing);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].drift, Drift::CandidateOffered);
+    assert!(
+        found[0].message.contains("\"latest-candidate\""),
+        "{}",
+        found[0].message
+    );
+    assert!(
+        found[0].message.contains("ImagePromotion nb"),
+        "{}",
+        found[0].message
+    );
+    // Two ImagePromotions that govern it with the same candidate report it once.
+    let both = [
+        governing[0].clone(),
+        promotion("all", json!({"candidateTag": "latest-candidate"})),
+    ];
+    assert_eq!(all_drift(&is, &both).len(), 1);
+    // Hidden: nothing to report.
+    let hidden = hand_made(json!({"opendatahub.io/image-tag-outdated": "true"}));
+    assert_eq!(governed_drift(&hidden, &governing), []);
+}
+
+#[test]
+fn only_a_governed_candidate_of_a_listed_stream_is_reported() {
+    use super::governed_drift;
+    let is = hand_made(Value::Null);
+    // Another stream's ImagePromotion, another namespace's, another candidate tag.
+    assert_eq!(
+        governed_drift(&is, &[promotion("x", json!({"imageStream": "other"}))]),
+        []
+    );
+    let mut elsewhere = promotion("x", json!({"candidateTag": "latest-candidate"}));
+    elsewhere.metadata.namespace = Some("other".into());
+    assert_eq!(governed_drift(&is, &[elsewhere]), []);
+    assert_eq!(
+        governed_drift(&is, &[promotion("x", json!({}))]),
+        [],
+        "the default candidate tag is not in this stream"
+    );
+    // Not listed by the dashboard: nothing is offered.
+    let mut unlisted = is.clone();
+    unlisted.metadata.labels = None;
+    let governing = [promotion("nb", json!({"candidateTag": "latest-candidate"}))];
+    assert_eq!(governed_drift(&unlisted, &governing), []);
+    assert_eq!(governed_drift(&is, &governing).len(), 1);
+}

@@ -4,6 +4,9 @@
 //! - the candidate tag carries `opendatahub.io/image-tag-outdated: "true"`, so no spawner offers
 //!   it: added to every write, and `begin` writes it even when it has nothing else to write; the
 //!   previous tag a promotion pins carries it too;
+//! - once a promotion or rollback moves the served tag, the candidate and previous tags carry a
+//!   `notebook-build-commit` of their own ([`CANDIDATE_BUILD`], [`PREVIOUS_BUILD`]), so that a
+//!   workbench whose Notebook lacks the commit annotation turns Deprecated too;
 //! - a promotion (and a rollback) sets the served tag's `notebook-software`,
 //!   `notebook-python-dependencies` (the run's params, else the image's labels, else removed:
 //!   a list that described the old image would be wrong) and `notebook-build-commit` (an image
@@ -20,8 +23,8 @@
 
 use serde_json::{Value, json};
 
-use crate::api::ImageStream;
 use crate::api::imagestream::digest_from_reference;
+use crate::api::{ImageStream, TagReference};
 use crate::controller::checks::ImageFacts;
 use crate::controller::params::Action;
 use crate::controller::params::odh::{OdhSettings, notebook_list};
@@ -30,6 +33,19 @@ use crate::odh::key;
 
 use super::served::reference_of;
 use super::{Ask, Decision, Fetched};
+
+/// The `notebook-build-commit` the hidden candidate tag carries once a promotion or rollback has
+/// moved the served tag. The dashboard calls a workbench Deprecated when no spec tag carries its
+/// Notebook's commit annotation, and a Notebook without that annotation (made by the Jupyter
+/// tile's backend, kubectl or GitOps) "carries" the commit of every tag that has none: so every
+/// tag the gate writes carries one after a move. It is never a build's real commit (a slash
+/// cannot be in one), so no workbench's recorded commit is kept alive by a hidden tag: the
+/// candidate may still hold the digest a rollback left, and the previous tag the one a
+/// promotion replaced.
+pub const CANDIDATE_BUILD: &str = "imagegate/candidate: not offered";
+
+/// The `notebook-build-commit` of the previous tag a promotion pins (see [`CANDIDATE_BUILD`]).
+pub const PREVIOUS_BUILD: &str = "imagegate/previous: not offered";
 
 /// Appended to the stream's description while the last update of its served tag failed.
 pub const UPDATE_FAILED_NOTE: &str =
@@ -79,11 +95,19 @@ pub(super) fn apply(
     // The previous tag a promotion pins is for rollbacks, never for new workbenches.
     if let Some(previous) = tag_mut(&mut patch, ask.previous_tag) {
         previous["annotations"][key::TAG_OUTDATED] = json!("true");
+        previous["annotations"][key::BUILD_COMMIT] = json!(PREVIOUS_BUILD);
     }
-    if (wrote || t.action == Action::Begin) && !candidate_hidden(is, &t.candidate_tag) {
-        let hide = json!({"name": t.candidate_tag, "annotations": {key::TAG_OUTDATED: "true"}});
+    let candidate = is.spec_tag(&t.candidate_tag);
+    let hide = (wrote || t.action == Action::Begin) && !candidate_hidden(is, &t.candidate_tag);
+    let mark = moved
+        && candidate.is_some_and(|c| tag_annotation(c, key::BUILD_COMMIT) != Some(CANDIDATE_BUILD));
+    if hide || mark {
+        let mut annotations = json!({key::TAG_OUTDATED: "true"});
+        if mark {
+            annotations[key::BUILD_COMMIT] = json!(CANDIDATE_BUILD);
+        }
         if let Some(tags) = patch["spec"]["tags"].as_array_mut() {
-            tags.push(hide);
+            tags.push(json!({"name": t.candidate_tag, "annotations": annotations}));
         }
     }
     let desc = stream_annotation(is, key::IMAGE_DESC);
@@ -129,10 +153,11 @@ fn candidate_hidden(is: &ImageStream, candidate: &str) -> bool {
     let Some(tag) = is.spec_tag(candidate) else {
         return true;
     };
-    tag.annotations
-        .as_ref()
-        .and_then(|a| a.get(key::TAG_OUTDATED))
-        .is_some_and(|v| v == "true")
+    tag_annotation(tag, key::TAG_OUTDATED) == Some("true")
+}
+
+fn tag_annotation<'t>(tag: &'t TagReference, k: &str) -> Option<&'t str> {
+    tag.annotations.as_ref()?.get(k).map(String::as_str)
 }
 
 fn stream_annotation<'s>(is: &'s ImageStream, k: &str) -> Option<&'s str> {

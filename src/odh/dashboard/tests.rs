@@ -129,7 +129,7 @@ fn a_workbench_is_latest_until_its_build_commit_leaves_every_tag() {
     // §1.4 DEPRECATED: no spec tag carries the workbench's commit any more.
     let is = minimal(Value::Null);
     let wb = Workbench::started_from(&is, "2025.2");
-    assert_eq!(wb.last_commit, "abc123");
+    assert_eq!(wb.last_commit.as_deref(), Some("abc123"));
     assert_eq!(workbench_status(&is, &wb), Badge::Latest);
     assert_eq!(
         workbench_status(&is, &Workbench::started_from(&is, "2025.1")),
@@ -166,7 +166,7 @@ fn a_tag_without_a_build_commit_makes_its_workbenches_deprecated() {
     let mut shipped = is.clone();
     shipped.metadata.labels = Some([(key::NOTEBOOK_IMAGE.to_string(), "true".to_string())].into());
     let wb = Workbench::started_from(&shipped, "latest");
-    assert_eq!(wb.last_commit, "");
+    assert_eq!(wb.last_commit.as_deref(), Some(""));
     assert_eq!(workbench_status(&shipped, &wb), Badge::Deprecated);
     // Custom images skip the commit rule.
     assert_eq!(workbench_status(&is, &wb), Badge::Current);
@@ -178,8 +178,8 @@ fn the_webhook_resolved_image_matches_through_the_tags_history() {
     let is = minimal(Value::Null);
     let wb = Workbench {
         image: format!("quay.io/opendatahub/workbench-images@{N}"),
-        last_image_selection: "jupyter-minimal-notebook:2025.2".into(),
-        last_commit: "abc123".into(),
+        last_image_selection: Some("jupyter-minimal-notebook:2025.2".into()),
+        last_commit: Some("abc123".into()),
     };
     // (b) also matches: the spec from is that DockerImage.
     assert_eq!(workbench_status(&is, &wb), Badge::Latest);

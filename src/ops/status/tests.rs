@@ -174,3 +174,56 @@ fn runs_of_other_custom_tasks_are_ignored() {
     };
     assert!(rows(&facts).is_empty());
 }
+
+#[test]
+fn a_candidate_the_dashboard_would_offer_shows_as_drift_and_refuses() {
+    // Issue 34: a stream gated by hand, listed by the dashboard, its candidate tag not hidden.
+    let mut is = stream("ds", "nb", A, B, json!(null));
+    is.metadata.labels = Some(
+        [(
+            "opendatahub.io/notebook-image".to_string(),
+            "true".to_string(),
+        )]
+        .into(),
+    );
+    let facts = Facts {
+        streams: vec![is.clone()],
+        promotions: vec![promotion("ds", "notebooks", json!({"imageStream": "nb"}))],
+        runs: vec![],
+    };
+    let rows = rows(&facts);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].drift, ["CandidateTagOffered"]);
+    assert_eq!(verdict(&rows), Verdict::Refused);
+    let table = crate::ops::render::render(
+        &rows,
+        crate::cli::ops::OutputFormat::Table,
+        false,
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+    )
+    .unwrap();
+    assert!(table.contains("[CandidateTagOffered]"), "{table}");
+    let json = crate::ops::render::render(
+        &rows,
+        crate::cli::ops::OutputFormat::Json,
+        false,
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+    )
+    .unwrap();
+    assert!(json.contains(r#""drift": ["#), "{json}");
+
+    // Hidden: in shape, nothing shown, nothing refused.
+    is.spec.tags[0].annotations = Some(
+        [(
+            "opendatahub.io/image-tag-outdated".to_string(),
+            "true".to_string(),
+        )]
+        .into(),
+    );
+    let rows = super::rows(&Facts {
+        streams: vec![is],
+        ..facts
+    });
+    assert!(rows[0].drift.is_empty());
+    assert_eq!(verdict(&rows), Verdict::Done);
+}

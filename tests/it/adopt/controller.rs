@@ -146,3 +146,94 @@ async fn an_adopted_stream_goes_through_begin_and_promote() {
     );
     assert!(adopt(&s, &["--check", "-n", "ds"]).status.success());
 }
+
+/// `imagegate status` as the emulator's admin.
+fn status(s: &Setup, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_imagegate"))
+        .arg("status")
+        .args(args)
+        .env("KUBECONFIG", &s.emu.kubeconfig)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_hand_made_candidate_the_dashboard_would_offer_is_reported_everywhere() {
+    // Issue 34: gated by hand (a candidate tag added, an ImagePromotion, no adopt), the
+    // candidate not hidden: the dashboard offers it as soon as it imports, before begin marks it.
+    let mut s = Setup::new().await;
+    s.stop();
+    s.emu
+        .seed(json!({"apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+            "metadata": {"name": "hand", "namespace": "ds",
+                         "labels": {"opendatahub.io/notebook-image": "true"}},
+            "spec": {"tags": [
+                {"name": "latest", "from": {"kind": "ImageStreamImage", "name": format!("hand@{A}")}},
+                {"name": "latest-candidate", "from": {"kind": "DockerImage", "name": "quay.io/org/hand:latest"},
+                 "importPolicy": {"scheduled": true}}]}}))
+        .await;
+    s.emu
+        .seed(json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+            "metadata": {"name": "hand", "namespace": "ds"},
+            "spec": {"imageStream": "hand", "candidateTag": "latest-candidate", "servedTag": "latest",
+                     "odh": {"enabled": true}}}))
+        .await;
+    let admin = free_port();
+    let _controller = s.spawn_controller(admin, &["--drift-check-interval", "1"]);
+    wait_ready(admin).await;
+    eventually("the gauge at 1", || async {
+        gauge(admin, "candidate_offered").await.as_deref() == Some("1")
+    })
+    .await;
+    let events = Api::<Event>::namespaced(s.client.clone(), "ds");
+    eventually("a CandidateTagOffered Event on ds/hand", || async {
+        let list = events.list(&ListParams::default()).await.unwrap();
+        list.items.iter().any(|e| {
+            e.reason.as_deref() == Some("CandidateTagOffered")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("hand")
+        })
+    })
+    .await;
+    let check = adopt(&s, &["--check", "-n", "ds"]);
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("ds/hand: CandidateTagOffered: the candidate tag \"latest-candidate\" (ImagePromotion hand governs the stream)"),
+        "{stdout}"
+    );
+    let shown = status(&s, &["-n", "ds"]);
+    let table = String::from_utf8_lossy(&shown.stdout);
+    assert_eq!(shown.status.code(), Some(3), "{table}");
+    assert!(table.contains("[CandidateTagOffered]"), "{table}");
+
+    // Hidden as adopt hides it: in shape everywhere.
+    let api = Api::<ImageStream>::namespaced(s.client.clone(), "ds");
+    let mut is = api.get("hand").await.unwrap();
+    for t in &mut is.spec.tags {
+        if t.name == "latest-candidate" {
+            t.annotations = Some(
+                [(
+                    "opendatahub.io/image-tag-outdated".to_string(),
+                    "true".to_string(),
+                )]
+                .into(),
+            );
+        }
+    }
+    api.replace("hand", &PostParams::default(), &is)
+        .await
+        .unwrap();
+    eventually("the gauge back at 0", || async {
+        gauge(admin, "candidate_offered").await.as_deref() == Some("0")
+    })
+    .await;
+    let check = adopt(&s, &["--check", "-n", "ds"]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    assert_eq!(status(&s, &["-n", "ds"]).status.code(), Some(0));
+    rbac::assert_config_allows(&s.emu, "controller").await;
+}

@@ -6,7 +6,7 @@ use crate::controller::crd::Odh;
 use crate::controller::params::odh::{OdhSettings, settings};
 use crate::odh::key;
 
-use super::super::odh::{UPDATE_FAILED_NOTE, description_after};
+use super::super::odh::{CANDIDATE_BUILD, PREVIOUS_BUILD, UPDATE_FAILED_NOTE, description_after};
 
 fn odh(software: &str) -> OdhSettings {
     let on = Odh {
@@ -123,6 +123,48 @@ fn a_promotion_asks_for_the_image_then_describes_it_on_the_served_tag() {
         tag(patch, "candidate")["annotations"][key::TAG_OUTDATED],
         "true"
     );
+    // Every tag the gate writes carries a build commit after a move, none a real one.
+    assert_eq!(
+        tag(patch, "latest-previous")["annotations"][key::BUILD_COMMIT],
+        PREVIOUS_BUILD
+    );
+    assert_eq!(
+        tag(patch, "candidate")["annotations"][key::BUILD_COMMIT],
+        CANDIDATE_BUILD
+    );
+}
+
+#[test]
+fn the_candidate_gets_its_build_mark_only_when_the_served_tag_moves_and_only_once() {
+    // Before a move, a workbench without the commit annotation is on the served build and
+    // matches the unmarked candidate: begin writes no mark.
+    let is = stream(B, A, json!(null));
+    let t = target(Action::Begin, Some(B));
+    let (checks, s) = (no_checks(), odh(""));
+    let d = decide(&with_odh(ask(&t, "", &checks), &s), &is, &nothing(), now());
+    let candidate = &tag(written(&d).0, "candidate")["annotations"];
+    assert_eq!(candidate.get(key::BUILD_COMMIT), None, "{candidate}");
+    // A candidate already hidden and marked is not written again by a promotion.
+    let mut is = stream(B, A, json!(null));
+    is.spec.tags[0].annotations = Some(
+        [
+            (key::TAG_OUTDATED.to_string(), "true".to_string()),
+            (key::BUILD_COMMIT.to_string(), CANDIDATE_BUILD.to_string()),
+        ]
+        .into(),
+    );
+    let t = target(Action::Promote, Some(B));
+    let a = with_odh(ask(&t, "Succeeded", &checks), &s);
+    let d = decide(&a, &is, &labelled(&[("vcs-ref", "0a1b2c3")]), now());
+    let (patch, outcome) = written(&d);
+    assert_eq!(outcome.reason, reason::PROMOTED);
+    let names: Vec<&Value> = patch["spec"]["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["name"])
+        .collect();
+    assert_eq!(names, ["latest", "latest-previous"], "{patch}");
 }
 
 #[test]
