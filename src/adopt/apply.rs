@@ -13,6 +13,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
+use super::check::remedies;
 use super::diff::unified;
 use super::listing;
 use super::plan::{self, Plan, Write, WriteKind};
@@ -239,7 +240,9 @@ pub async fn check(
         for f in &found {
             writeln!(out, "{stream}: {}: {}", f.drift.reason(), f.message)?;
         }
-        writeln!(out, "{stream}: restore it with: imagegate adopt {stream}")?;
+        for line in remedies(is, &found) {
+            writeln!(out, "{stream}: {line}")?;
+        }
     }
     let checked = list.streams.len();
     if drifted > 0 {

@@ -74,6 +74,8 @@ pub struct Found {
     pub drift: Drift,
     /// What is wrong, naming the tag.
     pub message: String,
+    /// The command that repairs it; `None`: `imagegate adopt` restores the shape it gave.
+    pub remedy: Option<String>,
 }
 
 /// The drifts of `is`; empty for a stream in the gated shape, and for a stream adopt never
@@ -82,7 +84,11 @@ pub fn drift(is: &ImageStream) -> Vec<Found> {
     if !is_managed(is) {
         return Vec::new();
     }
-    let found = |drift, message: String| Found { drift, message };
+    let found = |drift, message: String| Found {
+        drift,
+        message,
+        remedy: None,
+    };
     let (Some(candidate), Some(served)) = (
         annotation(is, names::CANDIDATE_TAG),
         annotation(is, names::SERVED_TAG),
@@ -199,14 +205,21 @@ pub fn governed_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Fo
             continue;
         }
         seen.push(candidate);
+        let patch = serde_json::json!({"spec": {"tags": [
+            {"name": candidate, "annotations": {ODH_OUTDATED: "true"}}
+        ]}});
         out.push(Found {
             drift: Drift::CandidateOffered,
             message: format!(
                 "the candidate tag {candidate:?} (ImagePromotion {} governs the stream) has no \
                  {ODH_OUTDATED}, so the dashboard offers it, not yet validated, to every user as \
-                 soon as it imports; mark the tag (imagegate adopt does) before it imports",
+                 soon as it imports; mark the tag before it imports",
                 p.metadata.name.as_deref().unwrap_or_default()
             ),
+            // A strategic-merge patch (kubectl's default): the server merges `spec.tags` by name.
+            remedy: Some(format!(
+                "kubectl patch imagestream {name} -n {ns} -p '{patch}'"
+            )),
         });
     }
     out
@@ -214,6 +227,8 @@ pub fn governed_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Fo
 
 /// Every drift of `is`: adopt's shape ([`drift`]) and, where ImagePromotions govern it,
 /// [`governed_drift`], each kind once.
+///
+/// What repairs them ([`remedies`]) follows.
 pub fn all_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Found> {
     let mut found = drift(is);
     for f in governed_drift(is, promotions) {
@@ -222,6 +237,27 @@ pub fn all_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Found> 
         }
     }
     found
+}
+
+/// The lines that say how to repair `found` on `is`: each command a drift names, and
+/// `imagegate adopt <ns>/<name>` where adopt shaped the stream and a drift has no command.
+pub fn remedies(is: &ImageStream, found: &[Found]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for f in found {
+        let line = match &f.remedy {
+            Some(command) => format!("repair it with: {command}"),
+            None if is_managed(is) => format!(
+                "restore it with: imagegate adopt {}/{}",
+                is.metadata.namespace.as_deref().unwrap_or_default(),
+                is.metadata.name.as_deref().unwrap_or_default()
+            ),
+            None => continue,
+        };
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::adopt::check::{Drift, Found};
+use crate::adopt::check::{Drift, Found, remedies};
 use crate::adopt::listing;
 use crate::api::ImageStream;
 
@@ -180,7 +180,10 @@ async fn announce(recorder: &Recorder, is: &ImageStream, found: &[Found]) {
         type_: EventType::Warning,
         reason: first.drift.reason().into(),
         note: Some(
-            format!("{note}; restore it with: imagegate adopt {namespace}/{name}")
+            std::iter::once(note)
+                .chain(remedies(is, found))
+                .collect::<Vec<_>>()
+                .join("; ")
                 .chars()
                 .take(1000)
                 .collect(),

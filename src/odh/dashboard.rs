@@ -51,6 +51,12 @@ impl View {
     pub fn default_tag(&self) -> Option<&str> {
         self.offered.first().map(|o| o.tag.as_str())
     }
+
+    /// Whether the spawner shows a version selector (`ImageVersionSelector` renders nothing for
+    /// one offered tag or none): with one, a user sees neither the tag nor its build commit.
+    pub fn selector_shown(&self) -> bool {
+        self.offered.len() > 1
+    }
 }
 
 fn ann<'t>(tag: &'t TagReference, k: &str) -> Option<&'t str> {
@@ -215,22 +221,21 @@ pub fn workbench_status(is: &ImageStream, wb: &Workbench) -> Badge {
     workbench_status_among(std::slice::from_ref(is), wb)
 }
 
-/// The badge `wb` shows among `streams` (the project's streams, then the dashboard
-/// namespace's), as `getNotebookImageData` finds it, each path tried while the ones before
-/// say Deleted (§1.4): (a) the image's last path segment `<stream>:<tag>` names a stream, which
-/// has that tag (a custom image needs only the stream); (b) the stream `last-image-selection`
-/// names has a tag whose `from.name` is the image; (c) any stream whose status tag named as
-/// selected has the image in its history, whatever the stream's name. Then: an outdated tag, or
-/// (not for custom images) a commit annotation that no spec tag of the stream carries (a
-/// missing annotation is carried by every tag without a build commit) is Deprecated; a
-/// recommended tag is Latest.
-pub fn workbench_status_among(streams: &[ImageStream], wb: &Workbench) -> Badge {
+/// The stream and tag the dashboard finds for `wb` among `streams` (the project's streams, then
+/// the dashboard namespace's), as `getNotebookImageData` does, each path tried while the ones
+/// before find nothing (§1.4): (a) the image's last path segment `<stream>:<tag>` names a
+/// stream, which has that tag; (b) the stream `last-image-selection` names has a tag whose
+/// `from.name` is the image; (c) any stream whose status tag named as selected has the image in
+/// its history, whatever the stream's name. The workbench's row and its update dialog describe
+/// this tag (its build commit, its software), whatever build the workbench runs.
+pub fn matched<'s>(
+    streams: &'s [ImageStream],
+    wb: &Workbench,
+) -> Option<(&'s ImageStream, &'s TagReference)> {
     let segment = wb.image.rsplit('/').next().unwrap_or_default();
     let mut parts = segment.split(':');
     let (image_name, version) = (parts.next().unwrap_or_default(), parts.next());
-    let Some(version) = version else {
-        return Badge::Deleted;
-    };
+    let version = version?;
     let mut selection = wb.last_image_selection.as_deref().map(|s| s.split(':'));
     let selected_name = selection.as_mut().and_then(|s| s.next());
     let selected_tag = selection.as_mut().and_then(|s| s.next());
@@ -260,7 +265,15 @@ pub fn workbench_status_among(streams: &[ImageStream], wb: &Workbench) -> Badge 
         })?;
         Some((is, is.spec_tag(tag)?))
     };
-    let Some((is, tag)) = by_path.or_else(by_from).or_else(by_history) else {
+    by_path.or_else(by_from).or_else(by_history)
+}
+
+/// The badge `wb` shows among `streams`: Deleted when [`matched`] finds nothing; then an
+/// outdated tag, or (not for custom images) a commit annotation that no spec tag of the stream
+/// carries (a missing annotation is carried by every tag without a build commit) is Deprecated;
+/// a recommended tag is Latest.
+pub fn workbench_status_among(streams: &[ImageStream], wb: &Workbench) -> Badge {
+    let Some((is, tag)) = matched(streams, wb) else {
         return Badge::Deleted;
     };
     let commit_kept = is

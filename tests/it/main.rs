@@ -21,6 +21,8 @@
 //! - [`controller_scope`]: a controller given `--namespace` leaves other namespaces alone.
 //! - [`controller_odh`]: the Open Data Hub view of a gated stream end to end (candidate hidden,
 //!   the served tag described, failures noted, always an image, the DockerImage pin).
+//! - [`odh_dashboard_check`]: the dashboard's model held to what the dashboard's own code
+//!   showed for every demo state and the shared check's edge cases.
 //! - [`controller_trust`]: the controller's refusals end to end (fail closed, the promoter's
 //!   permission, the proof of validation, rolled-back digests), each leaving the served tag alone.
 //! - [`controller_gate`]: the gate cannot be walked around: the governing ImagePromotion judges
@@ -58,6 +60,7 @@ mod kube_clients;
 mod leader;
 mod manifests;
 mod notebook_validation;
+mod odh_dashboard_check;
 mod ops;
 mod python_interop;
 mod rbac;

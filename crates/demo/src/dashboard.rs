@@ -42,6 +42,10 @@ pub struct Shown {
     pub build: String,
     /// The badge of the workbench started when the demo began.
     pub workbench: Badge,
+    /// The badge of the same workbench made without the commit annotation (the Jupyter tile's
+    /// backend, kubectl or GitOps write none): Deprecated once a promotion moved the served tag,
+    /// because which build it runs cannot be told.
+    pub without_commit: Badge,
     /// The description ends with imagegate's update-failed note.
     pub update_failed: bool,
 }
@@ -72,6 +76,9 @@ pub fn shown(is: &ImageStream, first: Option<&Workbench>) -> Shown {
             .and_then(|o| o.build_commit.clone())
             .unwrap_or_else(|| "-".into()),
         workbench: first.map_or(Badge::Deleted, |wb| dashboard::workbench_status(is, wb)),
+        without_commit: first.map_or(Badge::Deleted, |wb| {
+            dashboard::workbench_status(is, &wb.clone().without_commit())
+        }),
         update_failed: view
             .description
             .is_some_and(|d| d.ends_with(UPDATE_FAILED_NOTE)),
@@ -82,10 +89,12 @@ impl Shown {
     /// One line for the timeline.
     pub fn summary(&self) -> String {
         format!(
-            "dashboard offers {} (build {}), the first workbench shows {}{}",
+            "dashboard offers {} (build {}), the first workbench shows {} ({} without its commit \
+             annotation){}",
             self.offered,
             self.build,
             self.workbench.as_str(),
+            self.without_commit.as_str(),
             if self.update_failed {
                 ", the description says the update failed"
             } else {

@@ -25,20 +25,22 @@ pub fn print(timeline: &Timeline, rows: &[Row], served_tag: &str) {
     timeline.text(out.trim_end());
     timeline.heading(
         "What the Open Data Hub dashboard shows: the offered tags (default first), the default's \
-         build, the badge of a workbench started from each stream's first build",
+         build, the badge of a workbench started from each stream's first build, and of the same \
+         workbench made without the commit annotation",
     );
     let mut out = format!(
-        "{:<30} {:<24} {:<20} {:<18} {}\n",
-        "IMAGESTREAM", "OFFERED", "BUILD", "FIRST-WORKBENCH", "DESCRIPTION"
+        "{:<30} {:<24} {:<20} {:<18} {:<18} {}\n",
+        "IMAGESTREAM", "OFFERED", "BUILD", "FIRST-WORKBENCH", "WITHOUT-ANNOTATION", "DESCRIPTION"
     );
     for r in rows {
         let d = &r.dashboard;
         out.push_str(&format!(
-            "{:<30} {:<24} {:<20} {:<18} {}\n",
+            "{:<30} {:<24} {:<20} {:<18} {:<18} {}\n",
             r.imagestream,
             d.offered,
             d.build,
             d.workbench.as_str(),
+            d.without_commit.as_str(),
             if d.update_failed {
                 "update-failed-note"
             } else {

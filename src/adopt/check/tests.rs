@@ -46,6 +46,10 @@ fn a_wholesale_edit_that_drops_the_candidate_is_candidate_missing() {
         "name": "ansible-runner@sha256:bd09ef403f2f90f2c6bd133d7533e939058903f69223c5f12557a49e3aed14bb"}}]);
     assert_eq!(kinds(&s), [Drift::CandidateMissing]);
     let is: ImageStream = serde_json::from_value(s).unwrap();
+    assert_eq!(
+        super::remedies(&is, &drift(&is)),
+        ["restore it with: imagegate adopt openshift/ansible-runner"]
+    );
     assert!(
         drift(&is)[0]
             .message
@@ -148,6 +152,14 @@ fn a_hand_made_candidate_the_dashboard_would_offer_is_found_before_it_imports() 
         found[0].message.contains("ImagePromotion nb"),
         "{}",
         found[0].message
+    );
+    // Adopt leaves a stream gated by hand alone: the repair is a patch of the one tag.
+    assert_eq!(
+        super::remedies(&is, &found),
+        [format!(
+            "repair it with: kubectl patch imagestream my-nb -n ds -p '{}'",
+            json!({"spec": {"tags": [{"name": "latest-candidate", "annotations": {"opendatahub.io/image-tag-outdated": "true"}}]}})
+        )]
     );
     // Two ImagePromotions that govern it with the same candidate report it once.
     let both = [

@@ -207,23 +207,40 @@ async fn a_hand_made_candidate_the_dashboard_would_offer_is_reported_everywhere(
     assert_eq!(shown.status.code(), Some(3), "{table}");
     assert!(table.contains("[CandidateTagOffered]"), "{table}");
 
-    // Hidden as adopt hides it: in shape everywhere.
-    let api = Api::<ImageStream>::namespaced(s.client.clone(), "ds");
-    let mut is = api.get("hand").await.unwrap();
-    for t in &mut is.spec.tags {
-        if t.name == "latest-candidate" {
-            t.annotations = Some(
-                [(
-                    "opendatahub.io/image-tag-outdated".to_string(),
-                    "true".to_string(),
-                )]
-                .into(),
-            );
-        }
-    }
-    api.replace("hand", &PostParams::default(), &is)
+    // The repair it prints, run as printed with the real kubectl: in shape everywhere.
+    let repair = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("ds/hand: repair it with: "))
+        .unwrap_or_else(|| panic!("no repair line in:\n{stdout}"));
+    assert!(
+        !stdout.contains("imagegate adopt ds/hand"),
+        "adopt leaves a hand-made stream alone:\n{stdout}"
+    );
+    let ran = Command::new("sh")
+        .args(["-c", repair])
+        .env("KUBECONFIG", &s.emu.kubeconfig)
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{repair}: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let is = Api::<ImageStream>::namespaced(s.client.clone(), "ds")
+        .get("hand")
         .await
         .unwrap();
+    let candidate = is.spec_tag("latest-candidate").unwrap();
+    assert_eq!(
+        candidate.annotations.as_ref().unwrap()["opendatahub.io/image-tag-outdated"],
+        "true"
+    );
+    assert_eq!(
+        candidate.import_policy.as_ref().map(|p| p.scheduled),
+        Some(true),
+        "the rest kept"
+    );
+    assert_eq!(is.spec.tags.len(), 2, "no tag lost");
     eventually("the gauge back at 0", || async {
         gauge(admin, "candidate_offered").await.as_deref() == Some("0")
     })
