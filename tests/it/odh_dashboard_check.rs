@@ -4,6 +4,14 @@
 //! (`tests/fixtures/DERIVED_imagegate-demo_notebooks_imagestream-states.yaml`, recorded from the
 //! demo's watch history) and the check's edge cases E1-E9, each with the outcome the real code
 //! gave. Where an outcome is not one the check recorded, the row says where it comes from.
+//!
+//! Every badge of the state table (the first workbench with and without an integrated registry,
+//! without its commit annotation, a new one) was also checked on 2026-12-06 by running the
+//! dashboard's `getNotebookImageData` (`useNotebookImageData.ts`, the version with
+//! `isNotebookImageOutdated`, its two utility imports stubbed with their one-line bodies) with
+//! tsx 4.23.15 on Node.js 20 over this fixture: the same 80 outcomes, and the same for the two
+//! extra workbenches below (the build rolled back from, E2 as the check ran it). That harness is
+//! not in CI: the dashboard's source cannot be fetched here.
 
 use imagegate::api::ImageStream;
 use imagegate::odh::dashboard::{self, Badge, Workbench};
@@ -48,7 +56,7 @@ struct Want {
 const CHECK: &str = "check: real code";
 const CHECK_UNLISTED: &str =
     "check: real code agreed with the model on all 19 states; a row its table folds away";
-const RULE: &str = "the real rule (findNotebookImageCommit: undefined === a tag's missing commit); not a state the check ran";
+const RULE: &str = "not a state the check ran; getNotebookImageData run on it here (module doc)";
 
 fn want(stream: &'static str, phase: Option<&'static str>, build: &'static str) -> Want {
     Want {
@@ -86,7 +94,8 @@ fn table() -> Vec<Want> {
         want(MINIMAL, None, "build-1111111"),               // ev 4: candidate imported
         want(MINIMAL, Some("Validating"), "build-1111111"), // ev 5
         // ev 6: the first workbench Deprecated as the check saw; without the annotation it
-        // stayed Latest then (E2), and is Deprecated now that the hidden tags carry a commit.
+        // stayed Latest then (E2), and is Deprecated now that the hidden tags carry a commit
+        // (getNotebookImageData run here).
         Want {
             without_commit: Deprecated,
             ..deprecated(want(MINIMAL, Some("Promoted"), "build-3333333"))
@@ -108,7 +117,8 @@ fn table() -> Vec<Want> {
         },
         deprecated(want(PYTORCH, Some("Promoted"), "build-7777777")), // ev 17
         // ev 18: back to 1111111; which build a Notebook without the annotation runs cannot be
-        // told, and a promotion happened since it was made: Deprecated (derived, the real rule).
+        // told, and a promotion happened since it was made: Deprecated (getNotebookImageData
+        // run here).
         Want {
             without_commit: Deprecated,
             ..want(MINIMAL, Some("RolledBack"), "build-1111111")
