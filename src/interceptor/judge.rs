@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::api::ImageStream;
 use crate::controller::crd::ImagePromotion;
-use crate::controller::params::DEFAULT_CANDIDATE_TAG;
+use crate::controller::params::{DEFAULT_CANDIDATE_TAG, DEFAULT_SERVED_TAG};
 use crate::controller::policy::governs;
 use crate::runkey::{self, Candidate, RunKey};
 
@@ -44,10 +44,13 @@ pub mod reason {
     pub const NOT_CANDIDATE_TAG: &str = "not_candidate_tag";
     /// The digest is not what the candidate tag points at now.
     pub const NOT_CURRENT: &str = "not_current";
+    /// Every served tag the governing policies name already serves the digest: nothing to
+    /// validate (the candidate tag `imagegate adopt` adds is imported at once on it).
+    pub const ALREADY_SERVED: &str = "already_served";
     /// The API could not be read.
     pub const API: &str = "api";
     /// Every reason, for the metric's series.
-    pub const ALL: [&str; 8] = [
+    pub const ALL: [&str; 9] = [
         MALFORMED,
         OTHER_NAMESPACE,
         NO_STREAM,
@@ -55,6 +58,7 @@ pub mod reason {
         POLICY_CONFLICT,
         NOT_CANDIDATE_TAG,
         NOT_CURRENT,
+        ALREADY_SERVED,
         API,
     ];
 }
@@ -116,7 +120,7 @@ pub fn candidate(
             format!("ImageStream {ns}/{name} does not exist"),
         ));
     };
-    let governing: Vec<(&str, String)> = policies
+    let governing: Vec<(&str, String, String)> = policies
         .iter()
         .filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str()))
         .filter(|p| governs(&p.spec, ns, name))
@@ -124,10 +128,13 @@ pub fn candidate(
             let tag = (p.spec.candidate_tag.clone())
                 .filter(|t| !t.is_empty())
                 .unwrap_or_else(|| DEFAULT_CANDIDATE_TAG.into());
-            (p.metadata.name.as_deref().unwrap_or(""), tag)
+            let served = (p.spec.served_tag.clone())
+                .filter(|t| !t.is_empty())
+                .unwrap_or_else(|| DEFAULT_SERVED_TAG.into());
+            (p.metadata.name.as_deref().unwrap_or(""), tag, served)
         })
         .collect();
-    let Some((first, tag)) = governing.first() else {
+    let Some((first, tag, _)) = governing.first() else {
         return Err(Refused::new(
             reason::NOT_GOVERNED,
             code::FAILED_PRECONDITION,
@@ -137,7 +144,7 @@ pub fn candidate(
             ),
         ));
     };
-    if let Some((other, t)) = governing.iter().find(|(_, t)| t != tag) {
+    if let Some((other, t, _)) = governing.iter().find(|(_, t, _)| t != tag) {
         return Err(Refused::new(
             reason::POLICY_CONFLICT,
             code::FAILED_PRECONDITION,
@@ -173,6 +180,24 @@ pub fn candidate(
             ),
         ));
     };
+    // Nothing to validate where every served tag already serves it. The ledger counts such a
+    // candidate as having its verdict (`ledger::judge`), so no page follows the refusal.
+    let served: Vec<&str> = governing.iter().map(|(_, _, s)| s.as_str()).collect();
+    if served
+        .iter()
+        .all(|s| is.current_digest(s) == Some(claimed.digest.as_str()))
+    {
+        return Err(Refused::new(
+            reason::ALREADY_SERVED,
+            code::FAILED_PRECONDITION,
+            format!(
+                "{} already serve{} {:?} of ImageStream {ns}/{name}: nothing to validate",
+                served.join(" and "),
+                if served.len() == 1 { "s" } else { "" },
+                claimed.digest
+            ),
+        ));
+    }
     let since = runkey::since(item.created.as_ref());
     let run_id = key.run_id(&Candidate {
         namespace: ns,

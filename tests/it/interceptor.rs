@@ -247,6 +247,19 @@ async fn only_the_current_candidate_of_a_governed_stream_passes_with_the_apis_va
     let c = ask(&r, &request("id-3", data("ds", "candidate", C), "ds")).await;
     assert_eq!(c["continue"], true);
     assert_ne!(c["extensions"]["imagegate"]["runId"], run_id.as_str());
+    // The candidate imports what is served already (what `imagegate adopt`'s new candidate tag
+    // does at once on OpenShift): current, but nothing to validate.
+    r.emu.import("ds", "nb", "candidate", A).await;
+    within("A is the candidate", Duration::from_secs(5), || async {
+        let answer = ask(&r, &request("id-4", data("ds", "candidate", A), "ds")).await;
+        answer["status"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("already serves"))
+    })
+    .await;
+    let served = ask(&r, &request("id-5", data("ds", "candidate", A), "ds")).await;
+    assert_eq!(served["continue"], false, "{served}");
+    assert!(counter(admin, &series("refused", "already_served")).await >= 2.0);
     // config/triggers/'s RBAC against what it did, both ways: every request allowed, every
     // grant used (or marked unused-in-tests with why).
     let mut policy = crate::support::rbac::Policy::default();

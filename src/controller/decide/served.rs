@@ -63,9 +63,9 @@ pub(super) fn pull_spec(is: &ImageStream, t: &Target) -> String {
     }
 }
 
-/// The strategic-merge patch of the served tag: `marks` and, when it moves, `from` (see
-/// [`pin`]). Other fields of the tag are kept by the merge on `name`.
-pub(super) fn patch(is: &ImageStream, served: &str, marks: &Marks, from: Option<Value>) -> Value {
+/// The strategic-merge patch of the served tag: `marks` and, when it moves, the fields [`pin`]
+/// sets. Other fields of the tag are kept by the merge on `name`.
+pub(super) fn patch(is: &ImageStream, served: &str, marks: &Marks, moved: Option<Value>) -> Value {
     let mut ann = serde_json::Map::new();
     for (k, v) in marks {
         ann.insert(
@@ -74,8 +74,10 @@ pub(super) fn patch(is: &ImageStream, served: &str, marks: &Marks, from: Option<
         );
     }
     let mut tag = json!({ "name": served, "annotations": ann });
-    if let Some(from) = from {
-        tag["from"] = from;
+    if let Some(Value::Object(fields)) = moved {
+        for (k, v) in fields {
+            tag[k] = v;
+        }
     }
     json!({
         "metadata": { "resourceVersion": is.metadata.resource_version },
@@ -83,14 +85,37 @@ pub(super) fn patch(is: &ImageStream, served: &str, marks: &Marks, from: Option<
     })
 }
 
-/// The `from` that points the served tag at `digest`, in the form the ImagePromotion asks for:
-/// `ImageStreamImage {is}@{digest}` as `oc tag` writes it, or `DockerImage <repository>@<digest>`
-/// with the repository the digest was imported from ([`reference_of`]; the stream's
-/// `status.dockerImageRepository` when no history names one). A served tag with no history yet
-/// always gets the ImageStreamImage form, which the server resolves in the same write: it has an
-/// image (a `status.tags` entry) the moment it exists, as the ODH spawner and workbench webhook
-/// need; a DockerImage tag has none until the import controller imports it.
+/// The fields of the served tag that point it at `digest` (`from`, and for a DockerImage pin its
+/// `importPolicy`), in the form the ImagePromotion asks for: `ImageStreamImage {is}@{digest}` as
+/// `oc tag` writes it, or `DockerImage <repository>@<digest>` with the repository the digest was
+/// imported from ([`reference_of`]; the stream's `status.dockerImageRepository` when no history
+/// names one). A served tag with no history yet always gets the ImageStreamImage form, which the
+/// server resolves in the same write: it has an image (a `status.tags` entry) the moment it
+/// exists, as the ODH spawner and workbench webhook need; a DockerImage tag has none until the
+/// import controller imports it.
+///
+/// A DockerImage pin is imported by the import controller with the served tag's own
+/// `importPolicy`, so it takes the candidate's `insecure` and `importMode`: the real server left
+/// a served tag without `insecure` on its old image (`ImportSuccess=False`) while the run said
+/// Promoted, and imported a manifest list the candidate kept whole (`PreserveOriginal`) as one
+/// platform's manifest under `Legacy`, another digest than the one validated
+/// (`../shared/reference/objects/real-openshift/`, issue 33).
 pub(super) fn pin(ask: &Ask, is: &ImageStream, digest: &str) -> Value {
+    let from = pin_from(ask, is, digest);
+    if from["kind"] != KIND_DOCKER_IMAGE {
+        return json!({ "from": from });
+    }
+    let candidate = is
+        .spec_tag(&ask.target.candidate_tag)
+        .and_then(|t| t.import_policy.as_ref());
+    let mut policy = json!({ "insecure": candidate.is_some_and(|p| p.insecure) });
+    if let Some(mode) = candidate.and_then(|p| p.import_mode.as_deref()) {
+        policy["importMode"] = json!(mode);
+    }
+    json!({ "from": from, "importPolicy": policy })
+}
+
+fn pin_from(ask: &Ask, is: &ImageStream, digest: &str) -> Value {
     let t = ask.target;
     let name = is.metadata.name.clone().unwrap_or_default();
     let image_stream_image = json!({

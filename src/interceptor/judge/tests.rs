@@ -164,3 +164,37 @@ fn a_stream_of_another_namespace_than_the_triggers_is_refused() {
     let r = namespace(&claimed("candidate", B), None).unwrap_err();
     assert_eq!(r.reason, reason::OTHER_NAMESPACE);
 }
+
+#[test]
+fn a_candidate_the_served_tag_already_serves_is_refused() {
+    // Issue 33: `imagegate adopt` adds the candidate tag on the digest already served, and the
+    // real server imports it at once: that import's event would start a pipeline that can only
+    // end AlreadyPromoted.
+    let r = candidate(
+        &claimed("candidate", A),
+        Some(&stream(A)),
+        &[policy("p", json!({}))],
+        &key(),
+    )
+    .unwrap_err();
+    assert_eq!(r.reason, reason::ALREADY_SERVED);
+    assert!(
+        r.message.contains("latest already serves") && r.message.contains(A),
+        "{}",
+        r.message
+    );
+    // Served by the tag the policy names, not by another.
+    let p = candidate(
+        &claimed("candidate", A),
+        Some(&stream(A)),
+        &[policy("p", json!({"servedTag": "stable"}))],
+        &key(),
+    );
+    assert!(p.is_ok(), "{p:?}");
+    // Two policies serving two tags: refused only when every one already serves it.
+    let two = [
+        policy("a", json!({"servedTag": "latest"})),
+        policy("b", json!({"servedTag": "stable"})),
+    ];
+    assert!(candidate(&claimed("candidate", A), Some(&stream(A)), &two, &key()).is_ok());
+}

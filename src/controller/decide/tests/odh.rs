@@ -294,6 +294,42 @@ fn the_docker_image_pin_names_the_upstream_repository_by_digest() {
 }
 
 #[test]
+fn the_docker_image_pin_is_imported_as_the_candidate_was() {
+    // Issue 33, on the real server: the served tag's own importPolicy imported the pin, so a
+    // candidate from an insecure registry left the served tag on its old image, and a manifest
+    // list the candidate kept whole was imported as one platform's manifest.
+    let mut is = stream(B, A, json!(null));
+    is.spec.tags[0].import_policy = Some(crate::api::imagestream::TagImportPolicy {
+        insecure: true,
+        scheduled: true,
+        import_mode: Some("PreserveOriginal".into()),
+    });
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    let mut a = ask(&t, "Succeeded", &checks);
+    a.promote_as = PromoteAs::DockerImage;
+    let d = decide(&a, &is, &nothing(), now());
+    let (patch, _) = written(&d);
+    assert_eq!(
+        tag(patch, "latest")["importPolicy"],
+        json!({"insecure": true, "importMode": "PreserveOriginal"}),
+        "not scheduled: the served tag moves only with the gate"
+    );
+    // A secure candidate makes the served tag secure again; the stream form needs no import.
+    is.spec.tags[0].import_policy = None;
+    let d = decide(&a, &is, &nothing(), now());
+    let (patch, _) = written(&d);
+    assert_eq!(
+        tag(patch, "latest")["importPolicy"],
+        json!({"insecure": false})
+    );
+    a.promote_as = PromoteAs::ImageStreamImage;
+    let d = decide(&a, &is, &nothing(), now());
+    let (patch, _) = written(&d);
+    assert_eq!(tag(patch, "latest").get("importPolicy"), None);
+}
+
+#[test]
 fn a_first_promotion_pins_in_the_stream_whatever_the_form() {
     let mut is = stream(B, A, json!(null));
     is.spec.tags.retain(|t| t.name != "latest");
