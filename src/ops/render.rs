@@ -39,7 +39,7 @@ fn table(rows: &[Row], wide: bool, namespaces: bool, now: Timestamp) -> String {
     };
     let mut header = vec!["NAMESPACE", "IMAGESTREAM", "PHASE", "SERVED", "CANDIDATE"];
     if wide {
-        header.extend(["PREVIOUS", "CANDIDATE TAG", "IMPORT"]);
+        header.extend(["PREVIOUS", "CANDIDATE TAG", "IMPORT", "SERVED IMPORT"]);
     }
     header.extend(["LAST RUN", "OUTCOME", "AGE", "MESSAGE"]);
     let skip = usize::from(!namespaces);
@@ -61,6 +61,7 @@ fn table(rows: &[Row], wide: bool, namespaces: bool, now: Timestamp) -> String {
                     .clone()
                     .map_or_else(|| "ok".into(), |f| format!("failed ({f})")),
             );
+            cells.push(r.served_import.clone().unwrap_or_else(|| "ok".into()));
         }
         cells.extend([
             run.map_or_else(|| NONE.into(), |s| s.name.clone()),
@@ -74,13 +75,18 @@ fn table(rows: &[Row], wide: bool, namespaces: bool, now: Timestamp) -> String {
     align(&lines)
 }
 
-/// The MESSAGE cell: the drift first (`[CandidateTagOffered] `), then the served tag's message.
+/// The MESSAGE cell: the drift and a served tag's failed or pending import first
+/// (`[CandidateTagOffered] `, `[served import failed] `), then the served tag's message.
 fn message(r: &Row) -> String {
-    let drift = r
+    let mut drift = r
         .drift
         .iter()
         .map(|d| format!("[{d}] "))
         .collect::<String>();
+    if let Some(import) = &r.served_import {
+        let state = import.split(' ').next().unwrap_or_default();
+        drift.push_str(&format!("[served import {state}] "));
+    }
     match (&r.message, drift.is_empty()) {
         (None, true) => NONE.into(),
         (None, false) => drift.trim_end().to_string(),

@@ -18,6 +18,7 @@ use kube::api::{Api, ListParams};
 use serde::Serialize;
 
 use crate::adopt::check::all_drift;
+use crate::api::imagestream::{KIND_DOCKER_IMAGE, digest_from_reference};
 use crate::api::{CustomRun, ImageStream, status_code};
 use crate::controller::crd::ImagePromotion;
 use crate::controller::decide::annotation;
@@ -100,6 +101,11 @@ pub struct Row {
     pub message: Option<String>,
     /// The candidate tag's failed import (`reason: message`), if its last import failed.
     pub import_failure: Option<String>,
+    /// The served tag's import where it does not serve what its spec pins (a `DockerImage`
+    /// pin is imported after the promotion): `pending <digest>` until the import lands,
+    /// `failed (<reason>: <message>)` when it failed and users still get the old image.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_import: Option<String>,
     /// The last run for this stream and served tag.
     pub last_run: Option<RunSummary>,
     /// How the stream drifted from the gated shape (the Event reasons of `imagegate adopt
@@ -314,6 +320,7 @@ fn row(
                 c.message.clone().unwrap_or_default()
             )
         }),
+        served_import: served_import(stream, &served_tag),
         namespace,
         imagestream,
         served_tag,
@@ -323,13 +330,33 @@ fn row(
     }
 }
 
-/// Refused (exit 3) when any row is UpdateFailed or drifted (a candidate the dashboard offers,
-/// a candidate tag gone, a served tag no longer pinned).
+/// The served tag's import, where it does not serve what its spec pins (see [`Row`]).
+fn served_import(stream: &ImageStream, served: &str) -> Option<String> {
+    if let Some(c) = stream.import_failure(served) {
+        return Some(format!(
+            "failed ({}: {})",
+            c.reason.clone().unwrap_or_default(),
+            c.message.clone().unwrap_or_default()
+        ));
+    }
+    let from = stream.spec_tag(served)?.from.as_ref()?;
+    if from.kind.as_deref() != Some(KIND_DOCKER_IMAGE) {
+        return None;
+    }
+    let pinned = digest_from_reference(from.name.as_deref()?)?;
+    (stream.current_digest(served) != Some(pinned)).then(|| format!("pending {pinned}"))
+}
+
+/// Refused (exit 3) when any row is UpdateFailed, drifted (a candidate the dashboard offers, a
+/// candidate tag gone, a served tag no longer pinned), or its served tag's import failed.
 pub fn verdict(rows: &[Row]) -> Verdict {
-    if rows
-        .iter()
-        .any(|r| r.phase.as_deref() == Some(phase::UPDATE_FAILED) || !r.drift.is_empty())
-    {
+    if rows.iter().any(|r| {
+        r.phase.as_deref() == Some(phase::UPDATE_FAILED)
+            || !r.drift.is_empty()
+            || r.served_import
+                .as_deref()
+                .is_some_and(|i| i.starts_with("failed"))
+    }) {
         Verdict::Refused
     } else {
         Verdict::Done

@@ -227,3 +227,48 @@ fn a_candidate_the_dashboard_would_offer_shows_as_drift_and_refuses() {
     assert!(rows[0].drift.is_empty());
     assert_eq!(verdict(&rows), Verdict::Done);
 }
+
+#[test]
+fn a_served_tag_whose_import_did_not_land_says_so() {
+    // Issue 33: with `promoteAs: DockerImage` the import controller imports the pin after the
+    // promotion; on the real server a served tag that could not import kept serving the old
+    // image while `status` said nothing of it.
+    let mut is = stream("ds", "nb", A, B, json!({"imagegate.dev/phase": "Promoted"}));
+    let pin = json!({"kind": "DockerImage", "name": format!("quay.io/org/nb@{B}")});
+    is.spec.tags[1].from = Some(serde_json::from_value(pin).unwrap());
+    let facts = |is: ImageStream| Facts {
+        streams: vec![is],
+        promotions: vec![promotion("ds", "notebooks", json!({"imageStream": "nb"}))],
+        runs: vec![],
+    };
+    let got = rows(&facts(is.clone()));
+    assert_eq!(got[0].served_import, Some(format!("pending {B}")));
+    assert_eq!(
+        verdict(&got),
+        Verdict::Done,
+        "an import under way is not a failure"
+    );
+
+    let mut failed = serde_json::to_value(&is).unwrap();
+    failed["status"]["tags"][1]["conditions"] = json!([{"type": "ImportSuccess", "status": "False",
+        "reason": "InternalError", "message": "http: server gave HTTP response to HTTPS client", "generation": 9}]);
+    failed["spec"]["tags"][1]["generation"] = json!(9);
+    let got = rows(&facts(serde_json::from_value(failed).unwrap()));
+    assert_eq!(
+        got[0].served_import.as_deref(),
+        Some("failed (InternalError: http: server gave HTTP response to HTTPS client)")
+    );
+    assert_eq!(verdict(&got), Verdict::Refused);
+    let table = crate::ops::render::render(
+        &got,
+        crate::cli::ops::OutputFormat::Table,
+        false,
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+    )
+    .unwrap();
+    assert!(table.contains("[served import failed]"), "{table}");
+
+    // The stream form is resolved in the write: nothing to say.
+    let got = rows(&facts(stream("ds", "nb", A, B, json!(null))));
+    assert_eq!(got[0].served_import, None);
+}

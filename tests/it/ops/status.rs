@@ -149,7 +149,7 @@ async fn status_shows_every_gated_stream_in_every_format_and_exits_by_update_fai
     let wide = o.run(&["status", "-n", "ds", "-o", "wide"]).await;
     let wide_table = cells(&wide.stdout);
     assert_eq!(
-        &wide_table[0][..8],
+        &wide_table[0][..9],
         [
             "IMAGESTREAM",
             "PHASE",
@@ -158,12 +158,13 @@ async fn status_shows_every_gated_stream_in_every_format_and_exits_by_update_fai
             "PREVIOUS",
             "CANDIDATE TAG",
             "IMPORT",
+            "SERVED IMPORT",
             "LAST RUN"
         ]
     );
     assert_eq!(
-        &wide_table[4][..7],
-        ["nb:latest", "Promoted", B, B, A, "candidate", "ok"]
+        &wide_table[4][..8],
+        ["nb:latest", "Promoted", B, B, A, "candidate", "ok", "ok"]
     );
 
     let all = o.run(&["status", "-A"]).await;
