@@ -100,19 +100,32 @@ pub(super) fn patch(is: &ImageStream, served: &str, marks: &Marks, moved: Option
 /// Promoted, and imported a manifest list the candidate kept whole (`PreserveOriginal`) as one
 /// platform's manifest under `Legacy`, another digest than the one validated
 /// (`../shared/reference/objects/real-openshift/`, issue 33).
+///
+/// Either form takes the candidate's `referencePolicy` (where it names one): what consumers of
+/// the served tag resolve it to (`Source`, the upstream pull spec, or `Local`, the integrated
+/// registry's, which pulls through and can keep the layers when upstream loses them) is then
+/// what the pipeline validated through the candidate tag.
 pub(super) fn pin(ask: &Ask, is: &ImageStream, digest: &str) -> Value {
     let from = pin_from(ask, is, digest);
-    if from["kind"] != KIND_DOCKER_IMAGE {
-        return json!({ "from": from });
+    let candidate = is.spec_tag(&ask.target.candidate_tag);
+    let mut fields = json!({ "from": from });
+    let reference = candidate
+        .and_then(|t| t.reference_policy.as_ref())
+        .map(|p| p.type_.as_str())
+        .filter(|t| !t.is_empty());
+    if let Some(reference) = reference {
+        fields["referencePolicy"] = json!({ "type": reference });
     }
-    let candidate = is
-        .spec_tag(&ask.target.candidate_tag)
-        .and_then(|t| t.import_policy.as_ref());
-    let mut policy = json!({ "insecure": candidate.is_some_and(|p| p.insecure) });
-    if let Some(mode) = candidate.and_then(|p| p.import_mode.as_deref()) {
+    if fields["from"]["kind"] != KIND_DOCKER_IMAGE {
+        return fields;
+    }
+    let import = candidate.and_then(|t| t.import_policy.as_ref());
+    let mut policy = json!({ "insecure": import.is_some_and(|p| p.insecure) });
+    if let Some(mode) = import.and_then(|p| p.import_mode.as_deref()) {
         policy["importMode"] = json!(mode);
     }
-    json!({ "from": from, "importPolicy": policy })
+    fields["importPolicy"] = policy;
+    fields
 }
 
 fn pin_from(ask: &Ask, is: &ImageStream, digest: &str) -> Value {

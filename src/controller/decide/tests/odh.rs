@@ -330,6 +330,52 @@ fn the_docker_image_pin_is_imported_as_the_candidate_was() {
 }
 
 #[test]
+fn the_served_tag_is_resolved_as_the_candidate_was_validated() {
+    // Issue 33: the examples' served tag kept `Source` while a candidate said `Local`: the
+    // pipeline validated the integrated registry's pull spec, users pulled upstream.
+    let mut is = stream(B, A, json!(null));
+    is.spec.tags[0].reference_policy = Some(crate::api::imagestream::TagReferencePolicy {
+        type_: "Local".into(),
+    });
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    for form in [PromoteAs::ImageStreamImage, PromoteAs::DockerImage] {
+        let mut a = ask(&t, "Succeeded", &checks);
+        a.promote_as = form;
+        let d = decide(&a, &is, &nothing(), now());
+        let (patch, _) = written(&d);
+        assert_eq!(
+            tag(patch, "latest")["referencePolicy"],
+            json!({"type": "Local"}),
+            "{form:?}"
+        );
+    }
+    // A rollback too.
+    let t = target(Action::Rollback, Some(A));
+    let mut both = stream(
+        B,
+        B,
+        json!({annotation::PROMOTED_DIGESTS: format!("{A},{B}")}),
+    );
+    both.spec.tags[0].reference_policy = is.spec.tags[0].reference_policy.clone();
+    let d = decide(&ask(&t, "", &checks), &both, &nothing(), now());
+    let (patch, _) = written(&d);
+    assert_eq!(
+        tag(patch, "latest")["referencePolicy"],
+        json!({"type": "Local"})
+    );
+    // A candidate that names none leaves the served tag's own.
+    let plain = stream(B, A, json!(null));
+    let d = decide(
+        &ask(&target(Action::Promote, Some(B)), "Succeeded", &checks),
+        &plain,
+        &nothing(),
+        now(),
+    );
+    assert_eq!(tag(written(&d).0, "latest").get("referencePolicy"), None);
+}
+
+#[test]
 fn a_first_promotion_pins_in_the_stream_whatever_the_form() {
     let mut is = stream(B, A, json!(null));
     is.spec.tags.retain(|t| t.name != "latest");
