@@ -135,8 +135,11 @@ pub(super) fn promote(
         Checked::Decided(decision) => return decision,
     };
     // A DockerImage pin that waits for its import already serves the digest as far as a
-    // promotion goes.
-    if served_now == digest || pinned_digest(is, served) == Some(digest.as_str()) {
+    // promotion goes; one whose import failed does not (the real server kept the old image
+    // served, and said so only in a condition): it is pinned again, and imported again.
+    let pinned = pinned_digest(is, served) == Some(digest.as_str());
+    let failed_pin = pinned && served_now != digest && is.import_failure(served).is_some();
+    if served_now == digest || (pinned && !failed_pin) {
         return already_serving(is, served, &digest, phase::PROMOTED, checks_done);
     }
     let mut message = format!(
@@ -147,6 +150,13 @@ pub(super) fn promote(
         message.push_str(&format!(
             "; {}:{} has since moved on to {now}, which gets its own run",
             t.imagestream, t.candidate_tag
+        ));
+    }
+    if failed_pin {
+        let why = is.import_failure(served).and_then(|c| c.message.clone());
+        message.push_str(&format!(
+            "; its pin's last import had failed ({}): pinned and imported again",
+            why.unwrap_or_default()
         ));
     }
     let mut marks = vec![
@@ -185,7 +195,13 @@ pub(super) fn promote(
     }
     let gate_served = with_promoted(is, served, &served_now, &digest);
     marks.push((annotation::PROMOTED_DIGESTS, Some(gate_served)));
-    let mut write = patch(is, served, &marks, Some(pin(ask, is, &digest)));
+    let mut moved = pin(ask, is, &digest);
+    if failed_pin {
+        // The same `from` again changes nothing the import controller watches: generation 0 is
+        // the API's "import now" (the TagReference.generation field's own comment).
+        moved["generation"] = serde_json::json!(0);
+    }
+    let mut write = patch(is, served, &marks, Some(moved));
     if !served_now.is_empty() {
         let tags = (t.candidate_tag.as_str(), served, ask.previous_tag);
         keep_previous(&mut write, is, tags, &served_now);

@@ -272,3 +272,37 @@ fn a_served_tag_whose_import_did_not_land_says_so() {
     let got = rows(&facts(stream("ds", "nb", A, B, json!(null))));
     assert_eq!(got[0].served_import, None);
 }
+
+fn real(name: &str) -> ImageStream {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    serde_json::from_value(v["object"].clone()).unwrap()
+}
+
+#[test]
+fn the_real_servers_failed_served_import_is_shown_and_refuses() {
+    // The real openshift-apiserver and import controller, recorded: the run said Promoted.
+    let facts = |is| Facts {
+        streams: vec![is],
+        promotions: vec![promotion("notebooks", "nb", json!({"imageStream": "nb"}))],
+        runs: vec![],
+    };
+    let got = rows(&facts(real(
+        "real-openshift_nb_after-promote-as-dockerimage-insecure.json",
+    )));
+    let row = got.iter().find(|r| r.served_tag == "latest").unwrap();
+    assert_eq!(row.phase.as_deref(), Some("Promoted"));
+    let import = row.served_import.as_deref().unwrap_or_default();
+    assert!(
+        import.starts_with("failed (InternalError: ")
+            && import.contains("server gave HTTP response to HTTPS client"),
+        "{import}"
+    );
+    assert_eq!(verdict(&got), Verdict::Refused);
+    // The same promotion to a registry it can read: imported at once, nothing to say.
+    let got = rows(&facts(real(
+        "real-openshift_nb_after-promote-as-dockerimage.json",
+    )));
+    let row = got.iter().find(|r| r.served_tag == "latest").unwrap();
+    assert_eq!(row.served_import, None, "{row:?}");
+}

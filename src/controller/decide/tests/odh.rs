@@ -330,6 +330,45 @@ fn the_docker_image_pin_is_imported_as_the_candidate_was() {
 }
 
 #[test]
+fn on_the_real_stream_whose_served_tag_could_not_import_a_promotion_pins_it_again_with_insecure() {
+    // The real server's stream after the failed import (tests/fixtures): its candidate reads
+    // an insecure registry. A promotion of that digest said AlreadyPromoted (the pin named it)
+    // though users were still served the old one; now it pins it again with what the served
+    // tag's import needs, and asks for the import.
+    let path = format!(
+        "{}/tests/fixtures/real-openshift_nb_after-promote-as-dockerimage-insecure.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let is: ImageStream = serde_json::from_value(v["object"].clone()).unwrap();
+    let digest = is.current_digest("candidate").unwrap().to_string();
+    assert_ne!(
+        is.current_digest("latest"),
+        Some(digest.as_str()),
+        "still the old image"
+    );
+    let t = target(Action::Promote, Some(&digest));
+    let checks = no_checks();
+    let mut a = ask(&t, "Succeeded", &checks);
+    a.promote_as = PromoteAs::DockerImage;
+    let d = decide(&a, &is, &nothing(), now());
+    let (patch, _) = written(&d);
+    let served = tag(patch, "latest");
+    assert_eq!(served["from"]["name"], format!("127.0.0.1:5000/x@{digest}"));
+    assert_eq!(
+        served["importPolicy"],
+        json!({"insecure": true, "importMode": "Legacy"})
+    );
+    assert_eq!(served["referencePolicy"], json!({"type": "Local"}));
+    assert_eq!(served["generation"], 0, "imported again");
+    let message = served["annotations"][annotation::MESSAGE].as_str().unwrap();
+    assert!(
+        message.contains("pinned and imported again") && message.contains("HTTP response to HTTPS"),
+        "{message}"
+    );
+}
+
+#[test]
 fn the_served_tag_is_resolved_as_the_candidate_was_validated() {
     // Issue 33: the examples' served tag kept `Source` while a candidate said `Local`: the
     // pipeline validated the integrated registry's pull spec, users pulled upstream.
