@@ -1,9 +1,8 @@
 //! Open Data Hub / OpenShift AI: the keys its dashboard, workbench webhook and operators read on
-//! notebook ImageStreams ([`key`]), and [`dashboard`], a pure model of what the dashboard shows
-//! for a stream. The behaviour modelled, with the upstream file for each rule, is in
-//! `../shared/reference/notes/odh-notebook-images.md` and summarised in docs/odh.md.
-
-pub mod dashboard;
+//! notebook ImageStreams ([`key`]). What the dashboard shows for a stream is modelled outside the
+//! product, for the tests and the demo (`crates/demo/src/dashboard_model.rs`); the behaviour, with
+//! the upstream file for each rule, is in `../shared/reference/notes/odh-notebook-images.md` and
+//! summarised in docs/odh.md.
 
 /// Labels and annotations, as the dashboard's `frontend/src/types.ts` spells them.
 pub mod key {

@@ -1,6 +1,6 @@
 //! End to end with `odh.enabled`: the real `imagegate controller` against the emulator, over
 //! streams built from the real Open Data Hub objects (`support::odh`), checked with the model of
-//! the dashboard (`imagegate::odh::dashboard`): the candidate hidden, the served tag described on
+//! the dashboard (`imagegate_demo::dashboard_model`): the candidate hidden, the served tag described on
 //! promotion and old workbenches Deprecated, a failure visible in the description while the served
 //! tag is still offered, a served tag that always has an image, and the DockerImage pin.
 
@@ -9,8 +9,8 @@ use crate::support::odh::{self, MINIMAL, REPO, SERVED};
 use crate::support::rbac;
 
 use imagegate::controller::decide::UPDATE_FAILED_NOTE;
-use imagegate::odh::dashboard::{self, Badge, Workbench};
 use imagegate::odh::key;
+use imagegate_demo::dashboard_model::{self as dashboard, Badge, Workbench};
 use serde_json::json;
 
 /// A digest N-1 serves.

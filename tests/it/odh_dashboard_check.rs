@@ -1,4 +1,4 @@
-//! The dashboard's model (`imagegate::odh::dashboard`) held to what the Open Data Hub dashboard's
+//! The dashboard's model (`imagegate_demo::dashboard_model`) held to what the Open Data Hub dashboard's
 //! own code showed (`../shared/reference/review/odh-dashboard-check.md`: its functions at
 //! odh-dashboard b9d09633 run on the demo's ImageStreams): every state the demo passes through
 //! (`tests/fixtures/DERIVED_imagegate-demo_notebooks_imagestream-states.yaml`, recorded from the
@@ -14,8 +14,8 @@
 //! not in CI: the dashboard's source cannot be fetched here.
 
 use imagegate::api::ImageStream;
-use imagegate::odh::dashboard::{self, Badge, Workbench};
 use imagegate::odh::key;
+use imagegate_demo::dashboard_model::{self as dashboard, Badge, Workbench};
 use serde_json::{Value, json};
 
 use Badge::{Deprecated, Latest};

@@ -1,5 +1,5 @@
 //! What the Open Data Hub dashboard shows for each demo stream, from the rules modelled in
-//! [`imagegate::odh::dashboard`] (the notes' §1.3 offered tags and default, §1.4 the workbench
+//! [`crate::dashboard_model`] (the notes' §1.3 offered tags and default, §1.4 the workbench
 //! badges): the tags a spawner offers, the default tag's build, the badge of a workbench
 //! started from the build each stream served when the demo began, and whether the description
 //! carries imagegate's update-failed note. Also the image labels the demo's builds carry, so
@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use crate::dashboard_model::{self as dashboard, Badge, Workbench};
 use imagegate::api::ImageStream;
 use imagegate::controller::decide::UPDATE_FAILED_NOTE;
-use imagegate::odh::dashboard::{self, Badge, Workbench};
 use imagegate::odh::key;
 
 /// The build commit the demo's image of `digest` carries (its `vcs-ref` label), and what

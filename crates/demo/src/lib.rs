@@ -13,12 +13,16 @@
 //! ends with a table of every stream's served digest and phase and one of what the Open Data Hub
 //! dashboard shows for it ([`dashboard`]: the offered tags, the default's build, the badge of a
 //! workbench started when the demo began), and fails if any scenario ended otherwise.
+//! [`dashboard_model`] is the model of the dashboard those lines come from, held to the
+//! dashboard's own code by the product's tests (`tests/it/odh_dashboard_check.rs`); it lives here,
+//! outside the product, because only the tests and the demo use it.
 //!
 //! [`real`] plays the same scenarios on a real cluster with the real Tekton
 //! (`scripts/realcluster demo`, the `imagegate-realdemo` binary).
 
 mod clusterinterceptor;
 mod dashboard;
+pub mod dashboard_model;
 mod interceptor;
 mod listener;
 mod objects;
@@ -217,7 +221,7 @@ struct World {
     served_tag: String,
     candidate_tag: String,
     /// Per stream, a workbench started from the served tag when the demo began.
-    workbenches: BTreeMap<String, imagegate::odh::dashboard::Workbench>,
+    workbenches: BTreeMap<String, crate::dashboard_model::Workbench>,
     /// Per stream, the served tag's annotations when the demo began (what its builds carry).
     served_at_start: BTreeMap<String, BTreeMap<String, String>>,
     stop: tokio::sync::watch::Sender<bool>,
@@ -697,7 +701,7 @@ async fn rows_of(
     api: &Api<ImageStream>,
     served_tag: &str,
     candidate_tag: &str,
-    workbenches: &BTreeMap<String, imagegate::odh::dashboard::Workbench>,
+    workbenches: &BTreeMap<String, crate::dashboard_model::Workbench>,
 ) -> anyhow::Result<Vec<Row>> {
     let mut rows: Vec<Row> = api
         .list(&Default::default())

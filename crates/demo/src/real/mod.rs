@@ -67,7 +67,7 @@ struct World {
     controller: Program,
     stop: tokio::sync::watch::Sender<bool>,
     /// A workbench started from each stream's served build at the start, as in `imagegate demo`.
-    workbenches: std::collections::BTreeMap<String, imagegate::odh::dashboard::Workbench>,
+    workbenches: std::collections::BTreeMap<String, crate::dashboard_model::Workbench>,
 }
 
 impl World {

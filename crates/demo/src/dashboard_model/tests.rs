@@ -5,7 +5,7 @@ use super::*;
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Value {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../../tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap();
     let doc = serde_norway::Deserializer::from_str(&text).next().unwrap();
     serde::Deserialize::deserialize(doc).unwrap()

@@ -5,9 +5,8 @@
 //! commits read, are in `../shared/reference/notes/odh-notebook-images.md` (§ numbers below).
 //! Derived rules (worked out from the code, not seen on a cluster) are marked so.
 
-use crate::api::{ImageStream, TagReference};
-
-use super::key;
+use imagegate::api::{ImageStream, TagReference};
+use imagegate::odh::key;
 
 mod order;
 
