@@ -38,7 +38,7 @@ pub(crate) use model::{
 };
 pub(crate) use reference::{DockerRef, digest_or_image_match, valid_tag};
 pub use strategy::{decorate, prepare_create, prepare_status_update, prepare_update};
-pub use stream_import::{image_failed, image_succeeded, requested_images};
+pub use stream_import::{default_images, image_failed, image_succeeded, requested_images};
 pub use views::{
     IstagWrite, isimage_view, istag_delete, istag_list, istag_patch_base, istag_view, istag_write,
     istag_write_response, parse_istag_name,

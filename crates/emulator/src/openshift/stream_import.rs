@@ -77,6 +77,38 @@ pub fn requested_images(body: &Value) -> Result<Vec<ImportSpec>, Vec<String>> {
     }
 }
 
+/// The request's `spec.images[]` as the v1 API defaults them before it answers: an
+/// `importPolicy.importMode` of `Legacy` and a `referencePolicy.type` of `Source` where none is
+/// given (the real server's answers in `tests/real-openshift/7[3-5]-isi-*.json`).
+pub fn default_images(body: &mut Value) {
+    let Some(images) = body
+        .pointer_mut("/spec/images")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for image in images.iter_mut().filter(|i| i.is_object()) {
+        if !image["importPolicy"].is_object() {
+            image["importPolicy"] = json!({});
+        }
+        if image["importPolicy"]["importMode"]
+            .as_str()
+            .is_none_or(str::is_empty)
+        {
+            image["importPolicy"]["importMode"] = json!("Legacy");
+        }
+        if !image["referencePolicy"].is_object() {
+            image["referencePolicy"] = json!({});
+        }
+        if image["referencePolicy"]["type"]
+            .as_str()
+            .is_none_or(str::is_empty)
+        {
+            image["referencePolicy"]["type"] = json!("Source");
+        }
+    }
+}
+
 /// A `status.images[]` entry of a successful import: the tag and the Image.
 pub fn image_succeeded(tag: &str, image: Value) -> Value {
     json!({

@@ -103,6 +103,7 @@ impl Cluster {
             })?;
             status["import"] = w.object.value();
         }
+        openshift::default_images(&mut body);
         let m = super::md_mut(&mut body)?;
         m.insert("creationTimestamp".into(), json!(at));
         m.remove("resourceVersion");

@@ -5,7 +5,8 @@
 //! ([`subject_access_review`]), kubectl against the real binary ([`kubectl`]), the binary's
 //! command line ([`cli`]) and the image-API-only mode over TLS ([`image_api`]), and the answers
 //! pinned to a real kube-apiserver's by the workspace's differential check
-//! ([`as_kube_apiserver`]). [`process`] runs the binary and prints its log when a test fails.
+//! ([`as_kube_apiserver`]) and to a real openshift-apiserver's recorded answers
+//! ([`real_openshift`]). [`process`] runs the binary and prints its log when a test fails.
 
 mod as_kube_apiserver;
 mod cli;
@@ -15,6 +16,7 @@ mod emulator_kube;
 mod image_api;
 mod image_import;
 mod kubectl;
+mod real_openshift;
 mod subject_access_review;
 // The workspace's helper for programs under test (the product's tests share it); this binary
 // uses only part of it.
