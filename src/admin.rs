@@ -178,31 +178,6 @@ async fn not_found() -> (StatusCode, &'static str) {
     (StatusCode::NOT_FOUND, "not found")
 }
 
-/// Waits until the admin server at `addr` answers `GET /readyz` with 200 (the program's first
-/// list is done), polling every 20 ms. The error says how long it waited and the last answer.
-pub async fn wait_ready(
-    addr: std::net::SocketAddr,
-    timeout: std::time::Duration,
-) -> Result<(), String> {
-    let url = format!("http://{addr}/readyz");
-    let http = reqwest::Client::new();
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let last = match http.get(&url).send().await {
-            Ok(r) if r.status() == StatusCode::OK => return Ok(()),
-            Ok(r) => {
-                let code = r.status();
-                format!("{code}: {}", r.text().await.unwrap_or_default().trim())
-            }
-            Err(e) => e.to_string(),
-        };
-        if tokio::time::Instant::now() >= deadline {
-            return Err(format!("{url} was not ready within {timeout:?} ({last})"));
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,25 +334,6 @@ mod tests {
             let (status, _, _) = call(app.clone(), Method::GET, path).await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
         }
-    }
-
-    #[tokio::test]
-    async fn wait_ready_reports_the_reason_until_the_program_is_ready() {
-        crate::tls::install_crypto_provider();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let health = Health::new();
-        health.set_not_ready("the ImageStreams have not been listed yet");
-        let app = router(health.clone(), registry_with_counter());
-        tokio::spawn(serve(listener, app, std::future::pending::<()>()));
-        let short = std::time::Duration::from_millis(100);
-        let err = wait_ready(addr, short).await.unwrap_err();
-        assert!(err.contains("503"), "{err}");
-        assert!(err.contains("have not been listed yet"), "{err}");
-        health.set_ready(true);
-        wait_ready(addr, std::time::Duration::from_secs(10))
-            .await
-            .unwrap();
     }
 
     #[tokio::test]

@@ -43,7 +43,9 @@ pub fn free_port() -> u16 {
 /// Waits until `GET 127.0.0.1:{admin}/readyz` answers 200 (a program's first list is done).
 pub async fn wait_ready(admin: u16) {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], admin));
-    if let Err(e) = imagegate::admin::wait_ready(addr, std::time::Duration::from_secs(60)).await {
+    if let Err(e) =
+        imagegate_demo::ready::admin_ready(addr, std::time::Duration::from_secs(60)).await
+    {
         panic!("the program on admin port {admin} never became ready: {e}");
     }
 }

@@ -27,6 +27,7 @@ mod interceptor;
 mod listener;
 mod objects;
 mod pipeline;
+pub mod ready;
 pub mod real;
 mod request;
 mod scenarios;
@@ -258,7 +259,7 @@ fn free_addr() -> anyhow::Result<SocketAddr> {
 }
 
 async fn wait_ready(name: &str, addr: SocketAddr) -> anyhow::Result<()> {
-    imagegate::admin::wait_ready(addr, Duration::from_secs(10))
+    ready::admin_ready(addr, Duration::from_secs(10))
         .await
         .map_err(|e| anyhow!("{name} did not become ready: {e}"))
 }

@@ -70,7 +70,7 @@ impl Program {
             .spawn()
             .with_context(|| format!("cannot run {}", imagegate.display()))?;
         let program = Program { name, child, admin };
-        imagegate::admin::wait_ready(admin, Duration::from_secs(60))
+        crate::ready::admin_ready(admin, Duration::from_secs(60))
             .await
             .map_err(|e| {
                 anyhow!(
