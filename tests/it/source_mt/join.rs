@@ -142,13 +142,23 @@ async fn after_the_feed_starts_over_a_source_lists_again_and_gets_what_changed_m
     while !matches!(next(&mut seen).await, Seen::Listed { .. }) {}
 
     // The feed's watch ends, and resuming it is refused with 410: it waits its backoff (0.8 s),
-    // then starts from a new point. A change made meanwhile is behind that point.
+    // then starts from a new point. A change made meanwhile is behind that point. The new
+    // watch is held 2 s more, so that a loaded machine (a 200 ms sleep that takes a second)
+    // cannot let the change reach the new watch instead.
     emu.inject_fault(Fault {
         verb: Some("watch".into()),
         resource: Some("imagestreams".into()),
         count: 1,
         status: Some(410),
         message: Some("too old resource version".into()),
+        ..Fault::default()
+    })
+    .await;
+    emu.inject_fault(Fault {
+        verb: Some("watch".into()),
+        resource: Some("imagestreams".into()),
+        count: 1,
+        delay_ms: Some(2_000),
         ..Fault::default()
     })
     .await;
