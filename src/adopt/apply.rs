@@ -13,7 +13,6 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
-use super::check::remedies;
 use super::diff::unified;
 use super::listing;
 use super::plan::{self, Plan, Write, WriteKind};
@@ -50,9 +49,10 @@ pub enum AdoptError {
     /// Every attempt met a concurrent change.
     #[error("ImageStream {stream} changed during each of {ATTEMPTS} attempts; run adopt again")]
     Conflicts { stream: String },
-    /// The list of adopted streams failed.
-    #[error("cannot list ImageStreams {scope}: {source}")]
+    /// A list the check reads failed (`ImageStreams`, `ImagePromotions`).
+    #[error("cannot list {what} {scope}: {source}")]
     List {
+        what: &'static str,
         scope: String,
         #[source]
         source: kube::Error,
@@ -220,31 +220,23 @@ pub async fn check(
         Scope::Namespace(ns) => (vec![ns.clone()], format!("in namespace {ns}")),
         Scope::All => (Vec::new(), "in all namespaces".to_string()),
     };
-    let list = listing::list(client, &namespaces)
+    let list = listing::check(client, &namespaces)
         .await
-        .map_err(|source| AdoptError::List {
+        .map_err(|e| AdoptError::List {
+            what: e.what,
             scope: where_.clone(),
-            source,
+            source: e.source,
         })?;
-    let mut drifted = 0;
-    for (is, found) in list.drifts() {
-        if found.is_empty() {
-            continue;
-        }
-        drifted += 1;
-        let stream = format!(
-            "{}/{}",
-            is.metadata.namespace.as_deref().unwrap_or_default(),
-            is.metadata.name.as_deref().unwrap_or_default()
-        );
-        for f in &found {
+    for d in &list.drifted {
+        let stream = format!("{}/{}", d.namespace, d.name);
+        for f in &d.found {
             writeln!(out, "{stream}: {}: {}", f.drift.reason(), f.message)?;
         }
-        for line in remedies(is, &found) {
+        for line in &d.remedies {
             writeln!(out, "{stream}: {line}")?;
         }
     }
-    let checked = list.streams.len();
+    let (drifted, checked) = (list.drifted.len(), list.checked);
     if drifted > 0 {
         return Err(AdoptError::Drifted { drifted, checked });
     }

@@ -11,7 +11,6 @@ use super::shape::{annotation, is_managed, pinned_by_digest};
 use crate::api::ImageStream;
 use crate::controller::crd::ImagePromotion;
 use crate::controller::decide::annotation::ODH_OUTDATED;
-use crate::controller::params::DEFAULT_CANDIDATE_TAG;
 use crate::controller::policy::governs;
 
 /// One way an adopted stream differs from its gated shape.
@@ -187,12 +186,7 @@ pub fn governed_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Fo
         .iter()
         .filter(|p| p.metadata.namespace.as_deref() == Some(ns) && governs(&p.spec, ns, name))
     {
-        let candidate = p
-            .spec
-            .candidate_tag
-            .as_deref()
-            .filter(|c| !c.is_empty())
-            .unwrap_or(DEFAULT_CANDIDATE_TAG);
+        let candidate = p.spec.candidate_tag_or_default();
         let Some(tag) = is.spec_tag(candidate) else {
             continue;
         };

@@ -114,6 +114,22 @@ pub struct ImagePromotionSpec {
     pub redrive: Option<Redrive>,
 }
 
+impl ImagePromotionSpec {
+    /// `candidateTag`, `candidate` when unset or empty.
+    pub fn candidate_tag_or_default(&self) -> &str {
+        (self.candidate_tag.as_deref())
+            .filter(|t| !t.is_empty())
+            .unwrap_or(super::params::DEFAULT_CANDIDATE_TAG)
+    }
+
+    /// `servedTag`, `latest` when unset or empty.
+    pub fn served_tag_or_default(&self) -> &str {
+        (self.served_tag.as_deref())
+            .filter(|t| !t.is_empty())
+            .unwrap_or(super::params::DEFAULT_SERVED_TAG)
+    }
+}
+
 /// How the controller re-drives a candidate that got no verdict.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -10,9 +10,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use kube::Client;
 use kube::api::Api;
 use kube::runtime::events::{Event, EventType, Recorder};
-use kube::{Client, Resource};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -21,8 +21,8 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::adopt::check::{Drift, Found, remedies};
-use crate::adopt::listing;
+use crate::adopt::check::Drift;
+use crate::adopt::listing::{self, Drifted};
 use crate::api::ImageStream;
 
 /// The label of a drift gauge.
@@ -118,10 +118,10 @@ async fn scan(
     recorder: &Recorder,
     seen: &mut Seen,
 ) {
-    let checked = match listing::list(client, namespaces).await {
+    let checked = match listing::check(client, namespaces).await {
         Ok(checked) => checked,
         Err(e) => {
-            warn!(error = %e, "cannot list the adopted and governed ImageStreams for the drift check");
+            warn!(error = %e, "the drift check cannot read what it checks");
             metrics
                 .scans
                 .get_or_create(&ScanLabels { outcome: "error" })
@@ -135,20 +135,14 @@ async fn scan(
         .inc();
     let mut counts: BTreeMap<Drift, i64> = BTreeMap::new();
     let mut now: Seen = BTreeMap::new();
-    for (is, found) in checked.drifts() {
-        if found.is_empty() {
-            continue;
-        }
-        let key = (
-            is.metadata.namespace.clone().unwrap_or_default(),
-            is.metadata.name.clone().unwrap_or_default(),
-        );
-        let kinds: BTreeSet<Drift> = found.iter().map(|f| f.drift).collect();
+    for d in &checked.drifted {
+        let key = (d.namespace.clone(), d.name.clone());
+        let kinds: BTreeSet<Drift> = d.found.iter().map(|f| f.drift).collect();
         for k in &kinds {
             *counts.entry(*k).or_default() += 1;
         }
         if seen.get(&key) != Some(&kinds) {
-            announce(recorder, is, &found).await;
+            announce(recorder, d).await;
         }
         now.insert(key, kinds);
     }
@@ -161,11 +155,11 @@ async fn scan(
     *seen = now;
 }
 
-async fn announce(recorder: &Recorder, is: &ImageStream, found: &[Found]) {
-    let Some(first) = found.first() else { return };
-    let name = is.metadata.name.clone().unwrap_or_default();
-    let namespace = is.metadata.namespace.clone().unwrap_or_default();
-    let note: String = found
+async fn announce(recorder: &Recorder, d: &Drifted) {
+    let Some(first) = d.found.first() else { return };
+    let (namespace, name) = (&d.namespace, &d.name);
+    let note: String = d
+        .found
         .iter()
         .map(|f| f.message.as_str())
         .collect::<Vec<_>>()
@@ -181,7 +175,7 @@ async fn announce(recorder: &Recorder, is: &ImageStream, found: &[Found]) {
         reason: first.drift.reason().into(),
         note: Some(
             std::iter::once(note)
-                .chain(remedies(is, found))
+                .chain(d.remedies.iter().cloned())
                 .collect::<Vec<_>>()
                 .join("; ")
                 .chars()
@@ -192,7 +186,7 @@ async fn announce(recorder: &Recorder, is: &ImageStream, found: &[Found]) {
         secondary: None,
     };
     // Events are for humans; failing to publish one must not stop the watch.
-    if let Err(e) = recorder.publish(&event, &is.object_ref(&())).await {
+    if let Err(e) = recorder.publish(&event, &d.reference).await {
         warn!(namespace = %namespace, imagestream = %name, error = %e, "cannot publish a Kubernetes Event");
     }
 }

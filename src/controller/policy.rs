@@ -20,7 +20,7 @@
 //!
 //! A stream no ImagePromotion governs keeps the defaults (`validation-status` required).
 
-use crate::api::CustomRun;
+use crate::api::{CustomRun, ImageStream};
 
 use super::crd::{ImagePromotion, ImagePromotionSpec};
 use super::params::checks::ParsedChecks;
@@ -210,6 +210,16 @@ pub fn governs(spec: &ImagePromotionSpec, namespace: &str, stream: &str) -> bool
             None => name == stream,
         },
     }
+}
+
+/// Whether a spec of an ImagePromotion in `namespace` gates `stream`: it names the stream, or
+/// names none and the stream has its candidate tag (a namespace-wide policy gates the streams
+/// that have the tag it validates). What `imagegate status` lists and the drift check reads.
+pub fn gates(spec: &ImagePromotionSpec, namespace: &str, stream: &ImageStream) -> bool {
+    let name = stream.metadata.name.as_deref().unwrap_or_default();
+    let named = spec.image_stream.as_deref().is_some_and(|n| !n.is_empty());
+    governs(spec, namespace, name)
+        && (named || stream.spec_tag(spec.candidate_tag_or_default()).is_some())
 }
 
 fn conflict(message: String) -> Refusal {

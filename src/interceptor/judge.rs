@@ -8,7 +8,6 @@ use serde_json::{Map, Value, json};
 
 use crate::api::ImageStream;
 use crate::controller::crd::ImagePromotion;
-use crate::controller::params::{DEFAULT_CANDIDATE_TAG, DEFAULT_SERVED_TAG};
 use crate::controller::policy::governs;
 use crate::runkey::{self, Candidate, RunKey};
 
@@ -125,13 +124,15 @@ pub fn candidate(
         .filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str()))
         .filter(|p| governs(&p.spec, ns, name))
         .map(|p| {
-            let tag = (p.spec.candidate_tag.clone())
-                .filter(|t| !t.is_empty())
-                .unwrap_or_else(|| DEFAULT_CANDIDATE_TAG.into());
-            let served = (p.spec.served_tag.clone())
-                .filter(|t| !t.is_empty())
-                .unwrap_or_else(|| DEFAULT_SERVED_TAG.into());
-            (p.metadata.name.as_deref().unwrap_or(""), tag, served)
+            let (tag, served) = (
+                p.spec.candidate_tag_or_default(),
+                p.spec.served_tag_or_default(),
+            );
+            (
+                p.metadata.name.as_deref().unwrap_or(""),
+                tag.to_string(),
+                served.to_string(),
+            )
         })
         .collect();
     let Some((first, tag, _)) = governing.first() else {

@@ -23,6 +23,7 @@ use crate::api::{CustomRun, ImageStream, status_code};
 use crate::controller::crd::ImagePromotion;
 use crate::controller::decide::annotation;
 use crate::controller::params::{self, DEFAULT_CANDIDATE_TAG, DEFAULT_SERVED_TAG, names};
+use crate::controller::policy::gates;
 use crate::controller::status::{Target, phase};
 
 use super::Verdict;
@@ -231,20 +232,9 @@ pub fn rows(facts: &Facts) -> Vec<Row> {
             .iter()
             .filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str()))
         {
-            let served = p
-                .spec
-                .served_tag
-                .clone()
-                .unwrap_or_else(|| DEFAULT_SERVED_TAG.into());
-            let candidate = p
-                .spec
-                .candidate_tag
-                .clone()
-                .unwrap_or_else(|| DEFAULT_CANDIDATE_TAG.into());
-            let names_it = p.spec.image_stream.as_deref() == Some(name.as_str());
-            let any_with_candidate =
-                p.spec.image_stream.is_none() && stream.spec_tag(&candidate).is_some();
-            if names_it || any_with_candidate {
+            let served = p.spec.served_tag_or_default().to_string();
+            let candidate = p.spec.candidate_tag_or_default().to_string();
+            if gates(&p.spec, &ns, stream) {
                 gated
                     .entry((ns.clone(), name.clone(), served))
                     .or_insert(Some(candidate));

@@ -261,3 +261,40 @@ fn a_governing_imagepromotion_that_cannot_be_parsed_ends_the_run() {
         "{message}"
     );
 }
+
+#[test]
+fn a_policy_gates_the_stream_it_names_or_those_with_its_candidate_tag() {
+    let stream = |tags: Value| -> ImageStream {
+        serde_json::from_value(
+            json!({"metadata": {"name": "nb", "namespace": "ds"}, "spec": {"tags": tags}}),
+        )
+        .unwrap()
+    };
+    let with = stream(json!([{"name": "upstream"}]));
+    let without = stream(json!([{"name": "latest"}]));
+    // Named, in either form: gated whatever its tags.
+    for named in ["nb", "ds/nb"] {
+        assert!(
+            gates(&spec(json!({"imageStream": named})), "ds", &without),
+            "{named}"
+        );
+    }
+    assert!(!gates(
+        &spec(json!({"imageStream": "other/nb"})),
+        "ds",
+        &with
+    ));
+    // Namespace-wide: the streams with its candidate tag (default `candidate`, "" the default).
+    let wide = spec(json!({"candidateTag": "upstream"}));
+    assert!(gates(&wide, "ds", &with));
+    assert!(!gates(&wide, "ds", &without));
+    assert!(!gates(&spec(json!({"candidateTag": ""})), "ds", &with));
+    assert_eq!(
+        spec(json!({"candidateTag": ""})).candidate_tag_or_default(),
+        "candidate"
+    );
+    assert_eq!(
+        spec(json!({"servedTag": "stable"})).served_tag_or_default(),
+        "stable"
+    );
+}

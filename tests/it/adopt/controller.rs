@@ -254,3 +254,63 @@ async fn a_hand_made_candidate_the_dashboard_would_offer_is_reported_everywhere(
     assert_eq!(status(&s, &["-n", "ds"]).status.code(), Some(0));
     rbac::assert_config_allows(&s.emu, "controller").await;
 }
+
+#[tokio::test]
+async fn the_check_reads_a_governed_namespace_a_page_at_a_time_and_keeps_only_what_drifted() {
+    // A namespace-wide ImagePromotion gates every stream with its candidate tag: the check lists
+    // the whole namespace, which may hold many streams, so it pages (500 a page) and keeps only
+    // the drifted ones (a tenant's namespace of streams must not be read whole into memory).
+    let s = Setup::new().await;
+    let mut docs = String::new();
+    for i in 0..1_100 {
+        let labels = if i == 7 {
+            r#"{"opendatahub.io/notebook-image": "true"}"#
+        } else {
+            "{}"
+        };
+        docs.push_str(&format!(
+            "---\n{{\"apiVersion\": \"image.openshift.io/v1\", \"kind\": \"ImageStream\", \
+             \"metadata\": {{\"name\": \"s{i:04}\", \"namespace\": \"many\", \"labels\": {labels}}}, \
+             \"spec\": {{\"tags\": [{{\"name\": \"candidate\", \"from\": {{\"kind\": \"DockerImage\", \
+             \"name\": \"quay.io/org/s:1\"}}}}]}}}}\n"
+        ));
+    }
+    s.emu
+        .seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: many\n")
+        .await;
+    s.emu.seed_str(&docs).await;
+    s.emu
+        .seed(
+            json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+            "metadata": {"name": "all", "namespace": "many"}, "spec": {}}),
+        )
+        .await;
+    let check = adopt(&s, &["--check", "-n", "many"]);
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert_eq!(check.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.starts_with("many/s0007: CandidateTagOffered: "),
+        "only the listed stream whose candidate is offered: {stdout}"
+    );
+    assert!(
+        stderr.contains("1 of 1100 adopted or governed ImageStreams drifted"),
+        "{stderr}"
+    );
+    let lists: Vec<String> = s
+        .emu
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| r.verb == "list" && r.resource == "imagestreams" && r.namespace == "many")
+        // The command's (the controller runs beside it under its own user).
+        .filter(|r| r.user == "admin" && !r.query.contains("labelSelector"))
+        .map(|r| r.query)
+        .collect();
+    assert_eq!(lists.len(), 3, "three pages: {lists:?}");
+    assert!(lists.iter().all(|q| q.contains("limit=500")), "{lists:?}");
+    assert!(
+        lists[1..].iter().all(|q| q.contains("continue=")),
+        "{lists:?}"
+    );
+}
