@@ -29,6 +29,8 @@ pub const MAX_AGE: &str = "maxAge";
 pub const MAX_SIZE: &str = "maxSize";
 /// `nonRootUser`.
 pub const NON_ROOT_USER: &str = "nonRootUser";
+/// `signature`: one outcome per ImagePromotion whose signature policy was checked.
+pub const SIGNATURE: &str = "signature";
 
 /// How far ahead of the controller's clock a build date may be before `maxAge` refuses it (the
 /// builder's and the controller's clocks differ by seconds, not minutes).

@@ -112,6 +112,12 @@ pub struct ImagePromotionSpec {
     /// reason. Unset: the controller only pages (a Warning Event, a metric).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redrive: Option<Redrive>,
+    /// Require the candidate digest to be signed by its publisher (cosign), checked at `begin`
+    /// (so that a pipeline fails fast) and again at `promote`, before the served tag moves. An
+    /// unsigned candidate, or one signed only by other keys or over another digest, ends the run
+    /// `False` (`SignatureMissing`, `SignatureUntrusted`) and nothing is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Signature>,
 }
 
 impl ImagePromotionSpec {
@@ -128,6 +134,57 @@ impl ImagePromotionSpec {
             .filter(|t| !t.is_empty())
             .unwrap_or(super::params::DEFAULT_SERVED_TAG)
     }
+}
+
+/// The publisher signatures a candidate must carry, looked up where cosign stores them in the
+/// candidate's own repository: the OCI 1.1 referrers of its digest (a Sigstore bundle, cosign 3's
+/// default; the referrers tag `sha256-<hex>` where the registry has no referrers API) and the
+/// `sha256-<hex>.sig` tag (cosign 2's simple signing).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Signature {
+    /// The publisher's public keys: a signature by any one of them over exactly the candidate
+    /// digest satisfies this ImagePromotion (list the old and the new key while a key is
+    /// rotated). Every ImagePromotion that governs the stream and asks for a signature must be
+    /// satisfied. The `checks` result names the key that matched.
+    #[schemars(length(min = 1, max = 16))]
+    pub keys: Vec<SignatureKey>,
+    /// Secrets of type `kubernetes.io/dockerconfigjson` in the run's namespace holding the
+    /// credentials of the candidate's registry (the ImageStream's pull secrets, say): the entry
+    /// for the registry's host is used, with a Bearer token where the registry asks for one.
+    /// Unset: anonymous.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub pull_secrets: Vec<String>,
+}
+
+/// One public key a candidate may be signed with: exactly one of `publicKey`,
+/// `configMapKeyRef`, `secretKeyRef`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignatureKey {
+    /// What the `checks` result calls the key (`publisher-2026`), unique in the list.
+    pub name: String,
+    /// The key in PEM (`cosign.pub`: ECDSA P-256/P-384, Ed25519 or RSA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    /// A key of a ConfigMap in the run's namespace holding the PEM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_key_ref: Option<KeyRef>,
+    /// A key of a Secret in the run's namespace holding the PEM (`cosign.pub` of a Secret
+    /// `cosign generate-key-pair k8s://<namespace>/<name>` made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_key_ref: Option<KeyRef>,
+}
+
+/// A key of a ConfigMap or Secret in the run's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KeyRef {
+    /// The object's name.
+    pub name: String,
+    /// The key in its data.
+    pub key: String,
 }
 
 /// How the controller re-drives a candidate that got no verdict.

@@ -19,8 +19,10 @@ use super::checks::ImageFacts;
 use super::crd::PromoteAs;
 use super::params::checks::ParsedChecks;
 use super::params::odh::OdhSettings;
+use super::params::signature::SignatureRequirement;
 use super::params::{Action, Validation};
 use super::proof::{Evidence, Proof};
+use super::signature::Signatures;
 use super::status::{Outcome, Target, phase, reason};
 
 pub use self::odh::UPDATE_FAILED_NOTE;
@@ -81,6 +83,8 @@ pub struct Ask<'a> {
     pub checks: &'a [ParsedChecks],
     /// Every proof of validation asked for (none: no proof is asked).
     pub proofs: &'a [Proof],
+    /// The publisher signatures asked for, one requirement per ImagePromotion that asks.
+    pub signatures: &'a [SignatureRequirement],
     /// The hidden tag that keeps the digest served before a promotion.
     pub previous_tag: &'a str,
     /// Whether `promote` may promote, and `rollback` return to, a digest that was rolled back.
@@ -105,6 +109,7 @@ impl<'a> Ask<'a> {
             validation: request.validation(),
             checks: &request.checks,
             proofs: &request.proofs,
+            signatures: &request.signatures,
             previous_tag: &request.previous_tag,
             allow_rolled_back: request.allow_rolled_back,
             promote_as: request.promote_as,
@@ -121,6 +126,8 @@ pub struct Fetched {
     pub image: Option<ImageFacts>,
     /// The run's PipelineRun and TaskRuns, for the proof of validation.
     pub evidence: Option<Evidence>,
+    /// The candidate's signatures, for the signature policy.
+    pub signatures: Option<Signatures>,
 }
 
 /// What to do next.
@@ -137,6 +144,15 @@ pub enum Decision {
     },
     /// The proof of validation needs the run's PipelineRun and its TaskRuns.
     NeedEvidence,
+    /// The signature policy needs the candidate's signatures from its registry.
+    NeedSignatures {
+        /// The candidate digest.
+        digest: String,
+        /// Its pull spec from the candidate tag's history (where its signatures are).
+        reference: String,
+        /// The candidate tag's `importPolicy.insecure` (plain HTTP to its registry).
+        insecure: bool,
+    },
     /// Nothing to decide yet (the run's PipelineRun has not listed it): look again soon.
     Wait(String),
     /// Patch the ImageStream (strategic merge with a resourceVersion precondition), then

@@ -58,6 +58,22 @@ pub enum Error {
         /// The API error.
         source: kube::Error,
     },
+    /// Reading a trusted key or a pull secret of the signature policy.
+    #[error("reading {what}, named by the signature policy: {source}")]
+    ReadSignatureSetting {
+        /// `ConfigMap <name>` or `Secret <name>`.
+        what: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Looking up the candidate's signatures in its registry (unreachable, refused, timed out).
+    #[error("looking up the signatures of {reference}: {message}")]
+    Registry {
+        /// The candidate, `<registry>/<repository>@<digest>`.
+        reference: String,
+        /// What went wrong.
+        message: String,
+    },
     /// Writing the served tag.
     #[error("patching ImageStream {name}: {source}")]
     PatchImageStream {
@@ -102,6 +118,8 @@ impl Error {
             Error::ReadImageStream { .. } => "read_imagestream",
             Error::ReadImage { .. } => "read_image",
             Error::ReadEvidence { .. } => "read_evidence",
+            Error::ReadSignatureSetting { .. } => "read_signature_setting",
+            Error::Registry { .. } => "registry",
             Error::PatchImageStream { .. } => "patch_imagestream",
             Error::Contended { .. } => "contended",
             Error::NotYet { .. } => "not_yet",
@@ -248,6 +266,7 @@ mod tests {
     #[tokio::test]
     async fn the_error_policy_requeues_a_waiting_run_soon_then_later_and_counts_no_error() {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        crate::tls::install_crypto_provider();
         let client = kube::Client::try_from(config).unwrap();
         let mut registry = prometheus_client::registry::Registry::default();
         let ctx = Arc::new(Context {

@@ -34,6 +34,7 @@ pub mod proof;
 pub mod reconcile;
 pub mod report;
 pub mod runs;
+pub mod signature;
 pub mod status;
 pub mod tamper;
 pub mod verdict;

@@ -11,6 +11,7 @@ use super::proof::Proof;
 
 pub mod checks;
 pub mod odh;
+pub mod signature;
 
 use self::checks::ParsedChecks;
 use self::odh::OdhSettings;
@@ -120,6 +121,9 @@ pub struct Request {
     /// The checks the candidate image must pass, one set per ImagePromotion that asks for
     /// some: all must pass.
     pub checks: Vec<ParsedChecks>,
+    /// The publisher signatures the candidate must carry, one requirement per ImagePromotion
+    /// (or inline spec) that asks: all must be met.
+    pub signatures: Vec<signature::SignatureRequirement>,
     /// How `promote` and `rollback` pin the served tag (`spec.promoteAs`).
     pub promote_as: PromoteAs,
     /// What the Open Data Hub dashboard is told (`spec.odh`), when enabled.
@@ -239,6 +243,9 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
     let digest = digest(&values, action)?;
     let checks = spec.checks.parse()?;
     let proof = proof(&spec.validation, SPEC_ASKS)?;
+    let signature = (spec.signature.as_ref())
+        .map(|s| s.parse("the ImagePromotion"))
+        .transpose()?;
     let odh = odh::settings(
         &spec.odh,
         action,
@@ -258,6 +265,7 @@ pub fn parse(run: &CustomRun, spec: &ImagePromotionSpec) -> Result<Request, Stri
         validation_required: spec.validation.status_required(),
         proofs: proof.into_iter().collect(),
         checks: Some(checks).filter(|c| !c.is_empty()).into_iter().collect(),
+        signatures: signature.into_iter().collect(),
         promote_as: spec.promote_as,
         odh,
     })

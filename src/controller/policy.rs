@@ -24,6 +24,7 @@ use crate::api::{CustomRun, ImageStream};
 
 use super::crd::{ImagePromotion, ImagePromotionSpec};
 use super::params::checks::ParsedChecks;
+use super::params::signature::SignatureRequirement;
 use super::params::{self, Request, Values, names};
 use super::proof::Proof;
 use super::status::{Outcome, reason};
@@ -185,7 +186,8 @@ pub fn judge(run: &CustomRun, own: &Own, all: &[ImagePromotion]) -> Result<Judge
         .any(|s| s.validation.status_required());
     merged.validation.required = Some(required);
     let mut request = params::parse(run, &merged).map_err(invalid)?;
-    (request.proofs, request.checks) = requirements(own, &own_spec, &governing, &stream)?;
+    (request.proofs, request.checks, request.signatures) =
+        requirements(own, &own_spec, &governing, &stream)?;
     let names: Vec<String> = governing.iter().map(|(n, _)| n.to_string()).collect();
     let mut reviews = names.clone();
     if let Some(name) = own.name()
@@ -271,28 +273,41 @@ fn agreed_presentation(
     Ok((spec.promote_as, spec.odh.clone()))
 }
 
-/// Every proof and every set of checks asked for: the run's own spec's and each governing
-/// ImagePromotion's, each once.
+/// Every proof, set of checks and signature requirement asked for: the run's own spec's and
+/// each governing ImagePromotion's, each once.
 fn requirements(
     own: &Own,
     own_spec: &ImagePromotionSpec,
     governing: &[(&str, &ImagePromotionSpec)],
     stream: &str,
-) -> Result<(Vec<Proof>, Vec<ParsedChecks>), Refusal> {
+) -> Result<Requirements, Refusal> {
     let invalid = |message: String| Refusal::new(reason::INVALID_PARAMS, message);
     let mut proofs: Vec<Proof> = Vec::new();
     let mut checks = Vec::new();
+    let mut signatures: Vec<SignatureRequirement> = Vec::new();
     let own_asks = match own {
         Own::Named(name, _) => format!("ImagePromotion {name:?} asks"),
         _ => "the inline spec asks".to_string(),
     };
-    let asking = std::iter::once((own_asks, own_spec, String::new())).chain(governing.iter().map(
-        |(name, spec)| {
+    let asking = std::iter::once((own_asks, own_spec, String::new(), own.called())).chain(
+        governing.iter().map(|(name, spec)| {
             let asks = format!("ImagePromotion {name:?} governs {stream} and asks");
-            (asks, *spec, format!("ImagePromotion {name:?}: "))
-        },
-    ));
-    for (asks, spec, prefix) in asking {
+            let called = format!("ImagePromotion {name:?}");
+            (asks, *spec, format!("ImagePromotion {name:?}: "), called)
+        }),
+    );
+    for (asks, spec, prefix, called) in asking {
+        if let Some(signature) = &spec.signature {
+            let parsed = signature
+                .parse(&called)
+                .map_err(|m| invalid(prefix.clone() + &m))?;
+            let same = |s: &SignatureRequirement| {
+                s.keys == parsed.keys && s.pull_secrets == parsed.pull_secrets
+            };
+            if !signatures.iter().any(same) {
+                signatures.push(parsed);
+            }
+        }
         let proof =
             params::proof(&spec.validation, &asks).map_err(|m| invalid(prefix.clone() + &m))?;
         if let Some(p) = proof
@@ -307,8 +322,11 @@ fn requirements(
             checks.push(parsed);
         }
     }
-    Ok((proofs, checks))
+    Ok((proofs, checks, signatures))
 }
+
+/// What [`requirements`] gathers: proofs, sets of checks, signature requirements.
+type Requirements = (Vec<Proof>, Vec<ParsedChecks>, Vec<SignatureRequirement>);
 
 /// The tags a policy may set, and a run may only repeat.
 #[derive(Clone, Copy)]

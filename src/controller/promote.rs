@@ -18,6 +18,7 @@ use super::metrics::import_to_promotion;
 use super::params::Request;
 use super::proof;
 use super::reconcile::Context;
+use super::signature;
 use super::status::{Outcome, Target, reason};
 use crate::api::status_code as api_status;
 
@@ -55,6 +56,25 @@ pub async fn promote(
                     let read = proof::read::read(&ctx.client, run, &request.proofs).await?;
                     fetched.evidence = Some(read);
                 }
+                Decision::NeedSignatures {
+                    ref digest,
+                    ref reference,
+                    insecure,
+                } if fetched.signatures.is_none() => {
+                    let candidate = signature::Candidate {
+                        reference,
+                        digest,
+                        insecure,
+                    };
+                    let read = signature::read(
+                        &ctx.client,
+                        &request.namespace,
+                        &candidate,
+                        &request.signatures,
+                    )
+                    .await?;
+                    fetched.signatures = Some(read);
+                }
                 decided => break decided,
             }
         };
@@ -71,6 +91,12 @@ pub async fn promote(
                 return Ok(Outcome::failed(
                     reason::UNVERIFIED,
                     "the proof of validation could not be read",
+                ));
+            }
+            Decision::NeedSignatures { digest, .. } => {
+                return Ok(Outcome::failed(
+                    reason::SIGNATURE_MISSING,
+                    format!("the signatures of {digest} could not be read"),
                 ));
             }
             // Looked at again 25 ms later, doubling to a second (`error::not_yet_delay`), for
@@ -134,6 +160,7 @@ pub async fn landed_or(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Out
         validation: crate::controller::params::Validation::Passed,
         checks: &checks,
         proofs: &[],
+        signatures: &[],
         previous_tag: "",
         allow_rolled_back: false,
         promote_as: Default::default(),

@@ -55,6 +55,12 @@ pub mod reason {
     /// The candidate is an image index (a manifest list): validation runs one platform, so the
     /// others would be served unvalidated; the served tag is marked UpdateFailed.
     pub const UNVALIDATED_PLATFORMS: &str = "UnvalidatedPlatforms";
+    /// A signature policy asks for the publisher's signature and none over the candidate digest
+    /// was found in its repository; nothing is written.
+    pub const SIGNATURE_MISSING: &str = "SignatureMissing";
+    /// Signatures over the candidate digest were found, but none by a key a signature policy
+    /// trusts; nothing is written.
+    pub const SIGNATURE_UNTRUSTED: &str = "SignatureUntrusted";
     /// The ImageStream does not exist (a missing named ImagePromotion is `InvalidParams`).
     pub const IMAGESTREAM_NOT_FOUND: &str = "ImageStreamNotFound";
     /// `spec.status: RunCancelled` (Tekton's exact reason, which PipelineRuns classify).
@@ -163,6 +169,11 @@ impl Outcome {
             checks: Vec::new(),
             image: String::new(),
         }
+    }
+
+    /// The same outcome reporting `checks` as the `checks` result.
+    pub fn with_checks(self, checks: Vec<CheckOutcome>) -> Outcome {
+        Outcome { checks, ..self }
     }
 
     /// The same outcome reporting `image` as the `image` result.

@@ -52,6 +52,7 @@ mod controller_ledger;
 mod controller_odh;
 mod controller_reconcile;
 mod controller_scope;
+mod controller_signature;
 mod controller_trust;
 mod controller_verdicts;
 mod crd_drift;

@@ -123,6 +123,9 @@ impl Emulator {
     /// A kube client for the emulator, authenticated as `user`: its token is `user:<user>`,
     /// which the request log records as `user` (any other token is `admin`).
     pub fn client_as(&self, user: &str) -> kube::Result<kube::Client> {
+        // Two rustls crypto providers are compiled into a workspace build (ring, and aws-lc-rs
+        // through sigstore): without a process default, kube's connector panics.
+        crate::aggregated::tls::install_crypto_provider();
         let uri = axum::http::Uri::builder()
             .scheme("http")
             .authority(self.addr.to_string())

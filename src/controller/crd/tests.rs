@@ -48,6 +48,32 @@ fn every_field_uses_its_documented_json_name() {
             trigger_template: "imagegate-promote".into(),
             attempts: Some(2),
         }),
+        signature: Some(Signature {
+            keys: vec![
+                SignatureKey {
+                    name: "inline".into(),
+                    public_key: Some("PEM".into()),
+                    ..SignatureKey::default()
+                },
+                SignatureKey {
+                    name: "cm".into(),
+                    config_map_key_ref: Some(KeyRef {
+                        name: "keys".into(),
+                        key: "cosign.pub".into(),
+                    }),
+                    ..SignatureKey::default()
+                },
+                SignatureKey {
+                    name: "secret".into(),
+                    secret_key_ref: Some(KeyRef {
+                        name: "cosign".into(),
+                        key: "cosign.pub".into(),
+                    }),
+                    ..SignatureKey::default()
+                },
+            ],
+            pull_secrets: vec!["quay".into()],
+        }),
     };
     let value = serde_json::to_value(&spec).unwrap();
     assert_eq!(
@@ -63,7 +89,15 @@ fn every_field_uses_its_documented_json_name() {
             "validation": {"required": false, "pipeline": "imagegate-promote", "tasks": ["validate"]},
             "promoteAs": "DockerImage", "allowRolledBack": true, "onTamper": "Revert",
             "odh": {"enabled": true, "buildCommitLabels": ["vcs-ref"], "softwareLabel": "sw", "pythonDependenciesLabel": "deps"},
-            "redrive": {"triggerTemplate": "imagegate-promote", "attempts": 2}
+            "redrive": {"triggerTemplate": "imagegate-promote", "attempts": 2},
+            "signature": {
+                "keys": [
+                    {"name": "inline", "publicKey": "PEM"},
+                    {"name": "cm", "configMapKeyRef": {"name": "keys", "key": "cosign.pub"}},
+                    {"name": "secret", "secretKeyRef": {"name": "cosign", "key": "cosign.pub"}}
+                ],
+                "pullSecrets": ["quay"]
+            }
         })
     );
     assert_eq!(

@@ -37,6 +37,11 @@ pub(super) fn begin(ask: &Ask, is: &ImageStream, fetched: &Fetched) -> Decision 
     if let Some(refused) = one_platform(ask, is, fetched, &digest) {
         return refused;
     }
+    // So would a candidate its publisher did not sign: the pipeline fails at once.
+    let signed = match signed(ask, is, fetched, &digest) {
+        Checked::Passed(signed) => signed,
+        Checked::Decided(decided) => return decided,
+    };
     let marks = [
         (annotation::PHASE, Some(phase::VALIDATING.to_string())),
         (annotation::CANDIDATE_DIGEST, Some(digest.clone())),
@@ -57,7 +62,7 @@ pub(super) fn begin(ask: &Ask, is: &ImageStream, fetched: &Fetched) -> Decision 
         "",
         &served_now,
         phase::VALIDATING,
-        vec![],
+        signed,
     );
     mark(is, served, &marks, result)
 }
@@ -130,8 +135,12 @@ pub(super) fn promote(
     if let Some(refused) = one_platform(ask, is, fetched, &digest) {
         return refused;
     }
-    let checks_done = match run_checks(ask, is, fetched.image.as_ref(), now, &digest) {
-        Checked::Passed(outcomes) => outcomes,
+    let mut checks_done = match signed(ask, is, fetched, &digest) {
+        Checked::Passed(signed) => signed,
+        Checked::Decided(decided) => return decided,
+    };
+    match run_checks(ask, is, fetched.image.as_ref(), now, &digest) {
+        Checked::Passed(outcomes) => checks_done.extend(outcomes),
         Checked::Decided(decision) => return decision,
     };
     // A DockerImage pin that waits for its import already serves the digest as far as a
@@ -287,7 +296,89 @@ fn one_platform(ask: &Ask, is: &ImageStream, fetched: &Fetched, digest: &str) ->
     Some(mark_failed(is, ask, digest, why, message, vec![]))
 }
 
-/// What the checks say about the candidate.
+/// The outcomes of the signature policy when every requirement is met (none asked: none), or
+/// the decision instead ([`Checked`]): read the signatures first, or refuse without a write
+/// (`SignatureMissing`, `SignatureUntrusted`): a candidate its publisher did not sign is not
+/// marked failed on the served tag by the gate, the pipeline's `reject` says what it decides.
+fn signed(ask: &Ask, is: &ImageStream, fetched: &Fetched, digest: &str) -> Checked {
+    if ask.signatures.is_empty() {
+        return Checked::Passed(Vec::new());
+    }
+    let t = ask.target;
+    let Some(found) = &fetched.signatures else {
+        let insecure = (is.spec_tag(&t.candidate_tag))
+            .and_then(|tag| tag.import_policy.as_ref())
+            .is_some_and(|p| p.insecure);
+        return Checked::Decided(Decision::NeedSignatures {
+            reference: reference_of(is, &t.candidate_tag, digest).unwrap_or_default(),
+            digest: digest.to_string(),
+            insecure,
+        });
+    };
+    let outcomes: Vec<CheckOutcome> = (found.findings.iter())
+        .map(|f| CheckOutcome {
+            name: checks::SIGNATURE,
+            passed: f.matched.is_some(),
+            message: signature_message(f, digest),
+        })
+        .collect();
+    if checks::all_passed(&outcomes) {
+        return Checked::Passed(outcomes);
+    }
+    let served_now = current_digest(is, &t.served_tag).unwrap_or_default();
+    let unmet: Vec<&str> = (outcomes.iter())
+        .filter(|o| !o.passed)
+        .map(|o| o.message.as_str())
+        .collect();
+    let (why, what) = if found.found == 0 {
+        (
+            reason::SIGNATURE_MISSING,
+            format!(
+                "no signature over {digest} was found in {} (neither the .sig tag nor a referrer)",
+                found.looked_up
+            ),
+        )
+    } else {
+        (
+            reason::SIGNATURE_UNTRUSTED,
+            format!(
+                "{} signature(s) over {digest} found in {}, none by a trusted key",
+                found.found, found.looked_up
+            ),
+        )
+    };
+    let message = format!(
+        "{what}: {}; {} keeps {}",
+        unmet.join("; "),
+        t.served_tag,
+        display(served_now)
+    );
+    Checked::Decided(Decision::Final(
+        Outcome::failed(why, message).with_checks(outcomes),
+    ))
+}
+
+/// What the `checks` result says about one signature requirement.
+fn signature_message(f: &crate::controller::signature::Finding, digest: &str) -> String {
+    let mut message = match &f.matched {
+        Some(key) => format!("{digest} is signed by key {key:?} ({} asks)", f.by),
+        None if f.tried.is_empty() => format!("{} trusts no key that could be used", f.by),
+        None => format!(
+            "no signature by a key {} trusts ({})",
+            f.by,
+            (f.tried.iter())
+                .map(|k| format!("{k:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    if !f.unusable.is_empty() {
+        message.push_str(&format!("; unusable keys: {}", f.unusable.join("; ")));
+    }
+    message
+}
+
+/// What the checks (or the signature policy) say about the candidate.
 enum Checked {
     /// All configured checks passed (none configured: no outcomes).
     Passed(Vec<CheckOutcome>),

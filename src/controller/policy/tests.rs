@@ -298,3 +298,44 @@ fn a_policy_gates_the_stream_it_names_or_those_with_its_candidate_tag() {
         "stable"
     );
 }
+
+#[test]
+fn signature_requirements_add_up_and_a_run_cannot_drop_one() {
+    let pem = crate::controller::params::signature::tests::PEM;
+    let key = |name: &str| json!({"keys": [{"name": name, "publicKey": pem}]});
+    let team = promotion(
+        "team",
+        json!({"imageStream": "nb", "signature": key("team-key")}),
+    );
+    let platform = promotion("platform", json!({"signature": key("platform-key")}));
+    // A run that inlines a spec without any signature is held to both.
+    let inline = Own::Inline(spec(json!({})));
+    let judged = judge(&run(&[]), &inline, &[team.clone(), platform.clone()]).unwrap();
+    let by: Vec<&str> = (judged.request.signatures.iter())
+        .map(|s| s.by.as_str())
+        .collect();
+    assert_eq!(
+        by,
+        ["ImagePromotion \"platform\"", "ImagePromotion \"team\""]
+    );
+    // Its own key adds a requirement; it replaces none.
+    let own = Own::Inline(spec(json!({"signature": key("my-key")})));
+    let judged = judge(&run(&[]), &own, &[team.clone(), platform]).unwrap();
+    assert_eq!(judged.request.signatures.len(), 3);
+    assert_eq!(judged.request.signatures[0].by, "the inline spec");
+    // The same policy named and governing counts once.
+    let named = Own::Named("team".into(), team.spec.clone());
+    let judged = judge(&run(&[]), &named, &[team]).unwrap();
+    assert_eq!(judged.request.signatures.len(), 1);
+    // A governing policy whose key cannot be used ends the run before anything is asked.
+    let broken = promotion(
+        "broken",
+        json!({"signature": {"keys": [{"name": "k", "publicKey": "not a key"}]}}),
+    );
+    let (why, message) = refused(judge(&run(&[]), &Own::Defaults, &[broken]));
+    assert_eq!(why, reason::INVALID_PARAMS);
+    assert!(
+        message.starts_with("ImagePromotion \"broken\": signature.keys[0].publicKey"),
+        "{message}"
+    );
+}

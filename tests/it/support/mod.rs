@@ -12,6 +12,7 @@ pub mod mt;
 pub mod odh;
 pub mod process;
 pub mod rbac;
+pub mod registry;
 pub mod sink;
 pub mod source;
 pub mod tekton;
@@ -172,6 +173,7 @@ impl EmulatorServer {
 
     /// A kube client authenticated as `user` (the token `user:<name>` names it in the log).
     pub fn client_as(&self, user: &str) -> kube::Client {
+        imagegate::tls::install_crypto_provider();
         let mut config = kube::Config::new(self.url.parse().unwrap());
         config.auth_info.token = Some(format!("user:{user}").into());
         kube::Client::try_from(config).unwrap()

@@ -2,6 +2,7 @@
 
 mod odh;
 mod proof;
+mod signature;
 mod way_back;
 
 use super::*;
@@ -52,6 +53,7 @@ fn ask<'a>(t: &'a Target, status: &'a str, checks: &'a ParsedChecks) -> Ask<'a> 
         },
         checks: std::slice::from_ref(checks),
         proofs: &[],
+        signatures: &[],
         previous_tag: "latest-previous",
         allow_rolled_back: false,
         promote_as: PromoteAs::ImageStreamImage,

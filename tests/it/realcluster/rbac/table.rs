@@ -239,6 +239,19 @@ pub fn rows() -> Vec<Row> {
             "get",
             ("GET", IMAGE),
         ),
+        // What a signature policy names: a trusted key and the registry's pull secret.
+        row(
+            WRITER,
+            CONFIGMAPS,
+            "get",
+            ("GET", "/api/v1/namespaces/ds/configmaps/publisher-keys"),
+        ),
+        row(
+            WRITER,
+            ("", "secrets", &[]),
+            "get",
+            ("GET", "/api/v1/namespaces/ds/secrets/quay-pull"),
+        ),
         row(WRITER, EVENTS, "create", ("POST", EVENTS_PATH)).body(Body::Json(JSON, event(None))),
         row(WRITER, EVENTS, "patch", ("PATCH", EVENT)).body(Body::Json(MERGE, series)),
         row(CONTROLLER_ROLE, LEASES, "create", ("POST", LEASES_PATH))
@@ -296,6 +309,9 @@ pub async fn fixtures(cp: &ControlPlane) {
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "imagegate-source", "namespace": SYS}}),
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "imagegate-controller", "namespace": SYS}}),
         json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "imagegate-run-key", "namespace": SYS}, "data": {"key": "AAAA"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "publisher-keys", "namespace": "ds"}, "data": {"cosign.pub": "PEM"}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson", "metadata": {"name": "quay-pull", "namespace": "ds"},
+            "data": {".dockerconfigjson": "eyJhdXRocyI6e319"}}),
         configmap("imagegate-source-checkpoint-h"),
         serde_json::to_value(run).unwrap(),
         json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion", "metadata": {"name": "notebooks", "namespace": "ds"}, "spec": {}}),

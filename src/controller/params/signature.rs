@@ -1,0 +1,132 @@
+//! The `signature` of an ImagePromotion spec, validated before any registry is asked: each key
+//! has a unique name and exactly one source, an inline key is a public key the verifier can use,
+//! and the names of ConfigMaps, Secrets and pull secrets are object names. Pure; the lookup and
+//! the verification are [`crate::controller::signature`].
+
+use crate::controller::crd::{KeyRef, Signature};
+
+/// Where one public key comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeySource {
+    /// PEM in the spec.
+    Inline(String),
+    /// A key of a ConfigMap in the run's namespace.
+    ConfigMap(KeyRef),
+    /// A key of a Secret in the run's namespace.
+    Secret(KeyRef),
+}
+
+/// One trusted key, by the name the `checks` result gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrustedKey {
+    /// `keys[].name`.
+    pub name: String,
+    /// Where its PEM is.
+    pub source: KeySource,
+}
+
+/// What one ImagePromotion (or the run's inline spec) asks of the candidate's signatures: a
+/// signature by any of `keys` over exactly the candidate digest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignatureRequirement {
+    /// Who asks (`ImagePromotion "notebooks"`, `the inline spec`), for the messages.
+    pub by: String,
+    /// The keys, any of which satisfies the requirement.
+    pub keys: Vec<TrustedKey>,
+    /// The dockerconfigjson Secrets of the run's namespace that hold the registry's credentials.
+    pub pull_secrets: Vec<String>,
+}
+
+impl Signature {
+    /// Validates the block for `by`. The error lists every problem, `; `-separated, each naming
+    /// the field (`signature.keys[1]: set exactly one of publicKey, configMapKeyRef, secretKeyRef`).
+    pub fn parse(&self, by: &str) -> Result<SignatureRequirement, String> {
+        let mut problems = Vec::new();
+        if self.keys.is_empty() {
+            problems.push("signature.keys: name at least one public key".to_string());
+        }
+        let mut keys = Vec::new();
+        for (i, key) in self.keys.iter().enumerate() {
+            let field = format!("signature.keys[{i}]");
+            if key.name.trim().is_empty() {
+                problems.push(format!("{field}.name: give the key a name"));
+            } else if self.keys[..i].iter().any(|k| k.name == key.name) {
+                problems.push(format!("{field}.name: {:?} is named twice", key.name));
+            }
+            let sources = [
+                key.public_key.clone().map(KeySource::Inline),
+                key.config_map_key_ref.clone().map(KeySource::ConfigMap),
+                key.secret_key_ref.clone().map(KeySource::Secret),
+            ];
+            let mut given: Vec<KeySource> = sources.into_iter().flatten().collect();
+            if given.len() != 1 {
+                problems.push(format!(
+                    "{field}: set exactly one of publicKey, configMapKeyRef, secretKeyRef"
+                ));
+                continue;
+            }
+            let source = given.remove(0);
+            match &source {
+                KeySource::Inline(pem) => {
+                    if let Err(e) = public_key(pem) {
+                        problems.push(format!("{field}.publicKey: {e}"));
+                    }
+                }
+                KeySource::ConfigMap(r) | KeySource::Secret(r) => {
+                    if let Some(why) = bad_ref(r) {
+                        problems.push(format!("{field}: {why}"));
+                    }
+                }
+            }
+            keys.push(TrustedKey {
+                name: key.name.clone(),
+                source,
+            });
+        }
+        for (i, name) in self.pull_secrets.iter().enumerate() {
+            if !is_object_name(name) {
+                problems.push(format!(
+                    "signature.pullSecrets[{i}]: {name:?} is not a Secret name"
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems.join("; "));
+        }
+        Ok(SignatureRequirement {
+            by: by.to_string(),
+            keys,
+            pull_secrets: self.pull_secrets.clone(),
+        })
+    }
+}
+
+/// The verifier of a PEM public key (ECDSA P-256/P-384, Ed25519, RSA), or why it cannot be one.
+/// The message never quotes the key.
+pub fn public_key(pem: &str) -> Result<sigstore::crypto::CosignVerificationKey, String> {
+    sigstore::crypto::CosignVerificationKey::try_from_pem(pem.trim().as_bytes())
+        .map_err(|e| format!("not a PEM public key cosign can verify with ({e})"))
+}
+
+fn bad_ref(r: &KeyRef) -> Option<String> {
+    if !is_object_name(&r.name) {
+        return Some(format!("{:?} is not an object name", r.name));
+    }
+    let key_ok = !r.key.is_empty()
+        && r.key.len() <= 253
+        && (r.key.chars()).all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    (!key_ok).then(|| format!("{:?} is not a data key", r.key))
+}
+
+/// A DNS subdomain (RFC 1123), what ConfigMap and Secret names are.
+fn is_object_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && (name.chars())
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,324 @@
+//! The candidate's publisher signatures, read for [`super::decide`] when a signature policy asks
+//! for them ([`super::params::signature`]): the trusted keys (inline, or from a ConfigMap or
+//! Secret of the run's namespace), the registry credentials (the named dockerconfigjson
+//! Secrets), then the signatures cosign stored for exactly the candidate digest in the
+//! candidate's own repository, verified with the Sigstore project's Rust client (`sigstore`,
+//! over `oci-client`): the `sha256-<hex>.sig` tag and the OCI 1.1 referrers of the digest.
+//!
+//! What is verified offline: the signature over the payload, by each trusted key, and that the
+//! payload names the candidate digest (a signature over another digest, or a registry that
+//! answers for another digest, proves nothing). Nothing is asked of Rekor: a transparency-log
+//! bundle stored with a key-based signature is not needed and not checked.
+//!
+//! The decision itself is pure: this module only reports, per requirement, which key matched
+//! ([`Signatures`]).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use base64::Engine as _;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::Api;
+use sigstore::cosign::verification_constraint::{PublicKeyVerifier, VerificationConstraint};
+use sigstore::cosign::{ClientBuilder, CosignCapabilities, SignatureLayer};
+use sigstore::registry::{Auth, ClientConfig, ClientProtocol, OciReference};
+
+use super::error::Error;
+use super::params::signature::{KeySource, SignatureRequirement, public_key};
+use crate::api::status_code;
+
+/// How long one lookup of a candidate's signatures may take (every registry round trip of it):
+/// a registry that does not answer is retried by the error policy, never waited on forever.
+pub const REGISTRY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the candidate is and how to reach its registry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate<'a> {
+    /// Its pull spec from the candidate tag's history (`quay.io/org/app@sha256:...`).
+    pub reference: &'a str,
+    /// The digest the run validates (the signatures must name exactly this one).
+    pub digest: &'a str,
+    /// The candidate tag's `importPolicy.insecure`: the registry is reached over plain HTTP, as
+    /// OpenShift's import reaches it.
+    pub insecure: bool,
+}
+
+/// What the registry showed about the candidate's signatures, per requirement.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Signatures {
+    /// The candidate's pull spec by digest, as looked up.
+    pub looked_up: String,
+    /// How many signatures over exactly the candidate digest were found.
+    pub found: usize,
+    /// One per requirement, in order.
+    pub findings: Vec<Finding>,
+}
+
+/// Whether one requirement is met.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// Who asks (`ImagePromotion "nb"`).
+    pub by: String,
+    /// The name of the first trusted key a signature verified with; `None`: none did.
+    pub matched: Option<String>,
+    /// Keys that could not be used, with why (a missing ConfigMap, a key that is not PEM).
+    pub unusable: Vec<String>,
+    /// The names of the keys tried.
+    pub tried: Vec<String>,
+}
+
+/// Reads the keys and credentials the requirements name, looks up the candidate's signatures
+/// and verifies each requirement's keys against them. An API or registry failure is an
+/// [`Error`] (retried); everything else is in the [`Signatures`].
+pub async fn read(
+    client: &kube::Client,
+    namespace: &str,
+    candidate: &Candidate<'_>,
+    requirements: &[SignatureRequirement],
+) -> Result<Signatures, Error> {
+    let image = by_digest(candidate)?;
+    let looked_up = image.whole();
+    let mut keys = Vec::new();
+    for requirement in requirements {
+        let mut resolved = Vec::new();
+        for key in &requirement.keys {
+            resolved.push((
+                key.name.clone(),
+                pem_of(client, namespace, &key.source).await?,
+            ));
+        }
+        keys.push(resolved);
+    }
+    let pull_secrets: Vec<&str> = (requirements.iter())
+        .flat_map(|r| r.pull_secrets.iter().map(String::as_str))
+        .collect();
+    let auth = credentials(client, namespace, &pull_secrets, image.registry()).await?;
+    let layers = lookup(&image, &auth, candidate, &looked_up).await?;
+    let layers: Vec<SignatureLayer> = (layers.into_iter())
+        .filter(|l| l.simple_signing.critical.image.docker_manifest_digest == candidate.digest)
+        .collect();
+    let findings = (requirements.iter().zip(keys))
+        .map(|(requirement, keys)| judge(requirement, keys, &layers))
+        .collect();
+    Ok(Signatures {
+        looked_up,
+        found: layers.len(),
+        findings,
+    })
+}
+
+/// The candidate's repository at the run's digest, whatever digest its pull spec carries.
+fn by_digest(candidate: &Candidate) -> Result<OciReference, Error> {
+    let bad = |message: String| Error::Registry {
+        reference: candidate.reference.to_string(),
+        message,
+    };
+    let parsed: OciReference = candidate
+        .reference
+        .parse()
+        .map_err(|e| bad(format!("not a pull spec: {e}")))?;
+    Ok(OciReference::with_digest(
+        parsed.registry().to_string(),
+        parsed.repository().to_string(),
+        candidate.digest.to_string(),
+    ))
+}
+
+async fn lookup(
+    image: &OciReference,
+    auth: &Auth,
+    candidate: &Candidate<'_>,
+    looked_up: &str,
+) -> Result<Vec<SignatureLayer>, Error> {
+    let registry_error = |message: String| Error::Registry {
+        reference: looked_up.to_string(),
+        message,
+    };
+    let protocol = if candidate.insecure {
+        ClientProtocol::HttpsExcept(vec![image.registry().to_string()])
+    } else {
+        ClientProtocol::Https
+    };
+    let config = ClientConfig {
+        protocol,
+        ..ClientConfig::default()
+    };
+    let mut client = ClientBuilder::default()
+        .with_oci_client_config(config)
+        .build()
+        .map_err(|e| registry_error(format!("the registry client: {e}")))?;
+    let found = tokio::time::timeout(
+        REGISTRY_TIMEOUT,
+        client.trusted_signature_layers(auth, image),
+    )
+    .await
+    .map_err(|_| registry_error(format!("no answer within {} s", REGISTRY_TIMEOUT.as_secs())))?;
+    found.map_err(|e| registry_error(e.to_string()))
+}
+
+/// Whether a signature by one of the requirement's usable keys is among `layers`.
+fn judge(
+    requirement: &SignatureRequirement,
+    keys: Vec<(String, Result<String, String>)>,
+    layers: &[SignatureLayer],
+) -> Finding {
+    let mut finding = Finding {
+        by: requirement.by.clone(),
+        matched: None,
+        unusable: Vec::new(),
+        tried: Vec::new(),
+    };
+    for (name, pem) in keys {
+        let verifier = pem.and_then(|pem| {
+            public_key(&pem)?;
+            PublicKeyVerifier::try_from(pem.trim().as_bytes())
+                .map_err(|e| format!("not a public key cosign can verify with ({e})"))
+        });
+        let verifier = match verifier {
+            Ok(v) => v,
+            Err(why) => {
+                finding.unusable.push(format!("{name:?}: {why}"));
+                continue;
+            }
+        };
+        finding.tried.push(name.clone());
+        // A layer the key cannot verify is no match; an error verifying one is none either.
+        if layers.iter().any(|l| verifier.verify(l).unwrap_or(false)) {
+            finding.matched = Some(name);
+            break;
+        }
+    }
+    finding
+}
+
+/// The PEM of a key, or why it cannot be had (the ConfigMap, Secret or data key is missing).
+/// An API failure other than a 404 is an [`Error`].
+async fn pem_of(
+    client: &kube::Client,
+    namespace: &str,
+    source: &KeySource,
+) -> Result<Result<String, String>, Error> {
+    match source {
+        KeySource::Inline(pem) => Ok(Ok(pem.clone())),
+        KeySource::ConfigMap(r) => {
+            let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+            let what = format!("ConfigMap {}", r.name);
+            let Some(cm) = get_opt(&api, &r.name, &what).await? else {
+                return Ok(Err(format!(
+                    "{what} does not exist in namespace {namespace}"
+                )));
+            };
+            let data = cm.data.unwrap_or_default();
+            Ok(data
+                .get(&r.key)
+                .cloned()
+                .ok_or_else(|| format!("{what} has no key {:?}", r.key)))
+        }
+        KeySource::Secret(r) => {
+            let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+            let what = format!("Secret {}", r.name);
+            let Some(secret) = get_opt(&api, &r.name, &what).await? else {
+                return Ok(Err(format!(
+                    "{what} does not exist in namespace {namespace}"
+                )));
+            };
+            let data = secret.data.unwrap_or_default();
+            Ok(match data.get(&r.key) {
+                None => Err(format!("{what} has no key {:?}", r.key)),
+                Some(bytes) => String::from_utf8(bytes.0.clone())
+                    .map_err(|_| format!("{what}'s key {:?} is not text", r.key)),
+            })
+        }
+    }
+}
+
+async fn get_opt<K>(api: &Api<K>, name: &str, what: &str) -> Result<Option<K>, Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.get(name).await {
+        Ok(found) => Ok(Some(found)),
+        Err(e) if status_code(&e) == Some(404) => Ok(None),
+        Err(source) => Err(Error::ReadSignatureSetting {
+            what: what.to_string(),
+            source,
+        }),
+    }
+}
+
+/// The credentials for `registry` from the first named dockerconfigjson Secret that has an
+/// entry for it; anonymous when none has.
+async fn credentials(
+    client: &kube::Client,
+    namespace: &str,
+    pull_secrets: &[&str],
+    registry: &str,
+) -> Result<Auth, Error> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    for name in pull_secrets {
+        let what = format!("Secret {name}");
+        let Some(secret) = get_opt(&api, name, &what).await? else {
+            continue;
+        };
+        let data = secret.data.unwrap_or_default();
+        let config = data
+            .get(".dockerconfigjson")
+            .or_else(|| data.get(".dockercfg"));
+        if let Some(auth) = config.and_then(|c| registry_auth(&c.0, registry)) {
+            return Ok(auth);
+        }
+    }
+    Ok(Auth::Anonymous)
+}
+
+/// The entry for `registry` in a `.dockerconfigjson` (`{"auths": {...}}`) or a `.dockercfg`
+/// (the entries alone), keyed by host or by URL: `username`/`password`, or `auth` (base64 of
+/// `user:password`).
+pub fn registry_auth(config: &[u8], registry: &str) -> Option<Auth> {
+    #[derive(serde::Deserialize, Default)]
+    struct Entry {
+        #[serde(default)]
+        username: String,
+        #[serde(default)]
+        password: String,
+        #[serde(default)]
+        auth: String,
+    }
+    let value: serde_json::Value = serde_json::from_slice(config).ok()?;
+    let entries = value.get("auths").unwrap_or(&value);
+    let entries: BTreeMap<String, serde_json::Value> =
+        serde_json::from_value(entries.clone()).ok()?;
+    let host_of = |key: &str| {
+        let key = key
+            .trim_start_matches("https://")
+            .trim_start_matches("http://");
+        key.split('/').next().unwrap_or_default().to_string()
+    };
+    let wanted = match registry {
+        // Docker Hub's entries are written under its index's address.
+        "docker.io" | "index.docker.io" | "registry-1.docker.io" => "index.docker.io",
+        other => other,
+    };
+    let entry = entries.iter().find_map(|(key, entry)| {
+        let host = host_of(key);
+        let host = if host == "docker.io" {
+            "index.docker.io".to_string()
+        } else {
+            host
+        };
+        (host == wanted).then_some(entry)
+    })?;
+    let entry: Entry = serde_json::from_value(entry.clone()).unwrap_or_default();
+    if !entry.username.is_empty() {
+        return Some(Auth::Basic(entry.username, entry.password));
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(entry.auth.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (user, password) = decoded.split_once(':')?;
+    Some(Auth::Basic(user.to_string(), password.to_string()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,286 @@
+//! The publisher's signature before the served tag moves (issue 32): the real controller on the
+//! emulator, the candidate pushed to a real OCI registry (CNCF Distribution) and signed there by
+//! the real cosign. A signature by a trusted key over exactly the candidate digest promotes;
+//! another key, no signature, a signature over another digest and a tag moved after signing are
+//! each refused with their reason, and the served tag is untouched.
+
+use crate::support::controller::{Setup, reason, result};
+use crate::support::rbac;
+use crate::support::registry::{Cosign, Registry};
+
+use imagegate::api::ImageStream;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+
+const REPO: &str = "nb/app";
+
+/// The emulator's `ds/nb` with its candidate imported from `registry` (plain HTTP, so the tag
+/// says `insecure`), an ImagePromotion `signed` that governs it and trusts `keys`, and the
+/// candidate digest imported.
+async fn gated(registry: &Registry, keys: Value, candidate: &str) -> Setup {
+    let s = Setup::new().await;
+    let streams: Api<ImageStream> = Api::namespaced(s.client.clone(), "ds");
+    let from = format!("{}/{REPO}:latest", registry.host);
+    streams
+        .patch(
+            "nb",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"tags": [{"name": "candidate",
+                "from": {"kind": "DockerImage", "name": from},
+                "importPolicy": {"scheduled": true, "insecure": true}}]}})),
+        )
+        .await
+        .unwrap();
+    s.emu.import("ds", "nb", "candidate", candidate).await;
+    s.emu
+        .seed(json!({
+            "apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+            "metadata": {"name": "signed", "namespace": "ds"},
+            "spec": {"imageStream": "nb", "signature": {"keys": keys}}
+        }))
+        .await;
+    s
+}
+
+fn image(registry: &Registry, digest: &str) -> String {
+    format!("{}/{REPO}@{digest}", registry.host)
+}
+
+async fn promote(s: &Setup, name: &str, digest: &str) -> imagegate::api::CustomRun {
+    s.create_run(
+        name,
+        &[
+            ("imagestream", "nb"),
+            ("digest", digest),
+            ("validation-status", "Succeeded"),
+        ],
+        json!({"spec": {"customRef": {"name": "signed"}}}),
+    )
+    .await;
+    s.done(name).await
+}
+
+fn checks(run: &imagegate::api::CustomRun) -> Vec<Value> {
+    serde_json::from_str(&result(run, "checks")).unwrap()
+}
+
+#[tokio::test]
+async fn a_candidate_signed_by_a_trusted_key_is_promoted_and_the_key_is_named() {
+    let registry = Registry::start().await;
+    let publisher = Cosign::generate();
+    let digest = registry.push(REPO, "latest", "v2").await;
+    publisher.sign(&image(&registry, &digest));
+    let keys = json!([{"name": "publisher-2026", "publicKey": publisher.public_key()}]);
+    let s = gated(&registry, keys, &digest).await;
+
+    // begin shows it, so a pipeline fails fast when it is not.
+    s.create_run(
+        "begin",
+        &[
+            ("imagestream", "nb"),
+            ("digest", &digest),
+            ("action", "begin"),
+        ],
+        json!({"spec": {"customRef": {"name": "signed"}}}),
+    )
+    .await;
+    let begun = s.done("begin").await;
+    assert_eq!(reason(&begun), ("True".into(), "Validating".into()));
+    assert_eq!(checks(&begun)[0]["name"], "signature");
+    assert_eq!(checks(&begun)[0]["passed"], true);
+
+    let run = promote(&s, "promote", &digest).await;
+    assert_eq!(
+        reason(&run),
+        ("True".into(), "Promoted".into()),
+        "{:?}",
+        run.status
+    );
+    assert_eq!(
+        s.stream().await.current_digest("latest"),
+        Some(digest.as_str())
+    );
+    let outcome = &checks(&run)[0];
+    assert_eq!(outcome["name"], "signature");
+    assert_eq!(outcome["passed"], true);
+    let message = outcome["message"].as_str().unwrap();
+    assert!(
+        message.contains("signed by key \"publisher-2026\"")
+            && message.contains("ImagePromotion \"signed\""),
+        "{message}"
+    );
+    rbac::assert_config_allows(&s.emu, "controller").await;
+}
+
+#[tokio::test]
+async fn a_candidate_signed_only_by_another_key_is_refused_and_nothing_is_written() {
+    let registry = Registry::start().await;
+    let (publisher, stranger) = (Cosign::generate(), Cosign::generate());
+    let digest = registry.push(REPO, "latest", "v2").await;
+    stranger.sign(&image(&registry, &digest));
+    let keys = json!([{"name": "publisher", "publicKey": publisher.public_key()}]);
+    let s = gated(&registry, keys, &digest).await;
+    let before = s.served_tag().await;
+
+    let run = promote(&s, "promote", &digest).await;
+    assert_eq!(
+        reason(&run),
+        ("False".into(), "SignatureUntrusted".into()),
+        "{:?}",
+        run.status
+    );
+    let message = s.message("promote").await;
+    assert!(
+        message.contains("1 signature(s) over") && message.contains("\"publisher\""),
+        "{message}"
+    );
+    assert_eq!(checks(&run)[0]["passed"], false);
+    s.assert_served_untouched(&before).await;
+
+    // begin refuses it too, before any validation runs.
+    s.create_run(
+        "begin",
+        &[
+            ("imagestream", "nb"),
+            ("digest", &digest),
+            ("action", "begin"),
+        ],
+        json!({"spec": {"customRef": {"name": "signed"}}}),
+    )
+    .await;
+    assert_eq!(
+        reason(&s.done("begin").await),
+        ("False".into(), "SignatureUntrusted".into())
+    );
+    s.assert_served_untouched(&before).await;
+}
+
+#[tokio::test]
+async fn an_unsigned_candidate_is_refused_as_missing_its_signature() {
+    let registry = Registry::start().await;
+    let publisher = Cosign::generate();
+    let digest = registry.push(REPO, "latest", "v2").await;
+    let keys = json!([{"name": "publisher", "publicKey": publisher.public_key()}]);
+    let s = gated(&registry, keys, &digest).await;
+    let before = s.served_tag().await;
+
+    let run = promote(&s, "promote", &digest).await;
+    assert_eq!(
+        reason(&run),
+        ("False".into(), "SignatureMissing".into()),
+        "{:?}",
+        run.status
+    );
+    let message = s.message("promote").await;
+    assert!(
+        message.contains(&format!("no signature over {digest}")),
+        "{message}"
+    );
+    s.assert_served_untouched(&before).await;
+}
+
+#[tokio::test]
+async fn a_signature_over_another_digest_proves_nothing_even_under_the_candidate_s_tag() {
+    let registry = Registry::start().await;
+    let publisher = Cosign::generate();
+    let signed = registry.push(REPO, "v1", "v1").await;
+    let candidate = registry.push(REPO, "latest", "v2").await;
+    publisher.sign(&image(&registry, &signed));
+    // Someone who may push to the repository copies the signature of the signed digest to the
+    // candidate's signature tag: its payload still names the signed digest.
+    let sig_tag = |d: &str| format!("{}.sig", d.replace(':', "-"));
+    let (body, media) = registry.manifest(REPO, &sig_tag(&signed)).await;
+    registry
+        .put_manifest(REPO, &sig_tag(&candidate), body, &media)
+        .await;
+    assert!(registry.tags(REPO).await.contains(&sig_tag(&candidate)));
+    let keys = json!([{"name": "publisher", "publicKey": publisher.public_key()}]);
+    let s = gated(&registry, keys, &candidate).await;
+    let before = s.served_tag().await;
+
+    let run = promote(&s, "promote", &candidate).await;
+    assert_eq!(
+        reason(&run),
+        ("False".into(), "SignatureMissing".into()),
+        "{:?}",
+        run.status
+    );
+    s.assert_served_untouched(&before).await;
+}
+
+#[tokio::test]
+async fn a_tag_moved_after_signing_brings_an_unsigned_digest_which_is_refused() {
+    let registry = Registry::start().await;
+    let publisher = Cosign::generate();
+    let first = registry.push(REPO, "latest", "v1").await;
+    publisher.sign(&image(&registry, &first));
+    // The tag moves on upstream; the scheduled import brings the new digest, never signed.
+    let moved = registry.push(REPO, "latest", "v1-rebuilt").await;
+    assert_ne!(first, moved);
+    let keys = json!([{"name": "publisher", "publicKey": publisher.public_key()}]);
+    let s = gated(&registry, keys, &moved).await;
+    let before = s.served_tag().await;
+
+    let run = promote(&s, "promote", &moved).await;
+    assert_eq!(
+        reason(&run),
+        ("False".into(), "SignatureMissing".into()),
+        "{:?}",
+        run.status
+    );
+    s.assert_served_untouched(&before).await;
+
+    // The signed digest itself is still promotable: the signature binds the digest, not the tag.
+    s.emu.import("ds", "nb", "candidate", &first).await;
+    let run = promote(&s, "promote-first", &first).await;
+    assert_eq!(
+        reason(&run),
+        ("True".into(), "Promoted".into()),
+        "{:?}",
+        run.status
+    );
+}
+
+#[tokio::test]
+async fn keys_come_from_a_config_map_or_a_secret_and_a_missing_one_is_named() {
+    let registry = Registry::start().await;
+    let (old, new) = (Cosign::generate(), Cosign::generate());
+    let digest = registry.push(REPO, "latest", "v2").await;
+    new.sign(&image(&registry, &digest));
+    // A key rotation: the old key in a ConfigMap, the new one in a Secret, one name missing.
+    let keys = json!([
+        {"name": "gone", "configMapKeyRef": {"name": "no-such-keys", "key": "cosign.pub"}},
+        {"name": "old", "configMapKeyRef": {"name": "publisher-keys", "key": "cosign.pub"}},
+        {"name": "new", "secretKeyRef": {"name": "publisher-cosign", "key": "cosign.pub"}}
+    ]);
+    let s = gated(&registry, keys, &digest).await;
+    s.emu
+        .seed(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "publisher-keys", "namespace": "ds"},
+            "data": {"cosign.pub": old.public_key()}}))
+        .await;
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(new.public_key());
+    s.emu
+        .seed(
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": "publisher-cosign", "namespace": "ds"},
+            "data": {"cosign.pub": encoded}}),
+        )
+        .await;
+
+    let run = promote(&s, "promote", &digest).await;
+    assert_eq!(
+        reason(&run),
+        ("True".into(), "Promoted".into()),
+        "{:?}",
+        run.status
+    );
+    let message = checks(&run)[0]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("signed by key \"new\""), "{message}");
+    assert!(
+        message.contains("\"gone\": ConfigMap no-such-keys does not exist in namespace ds"),
+        "{message}"
+    );
+    rbac::assert_config_allows(&s.emu, "controller").await;
+}
