@@ -3,7 +3,8 @@
 //! Secret of the run's namespace), the registry credentials (the named dockerconfigjson
 //! Secrets), then the signatures cosign stored for exactly the candidate digest in the
 //! candidate's own repository, verified with the Sigstore project's Rust client (`sigstore`,
-//! over `oci-client`): the `sha256-<hex>.sig` tag and the OCI 1.1 referrers of the digest.
+//! over `oci-client`): the `sha256-<hex>.sig` tag and the OCI 1.1 referrers of the digest
+//! (cosign 3's key-based bundles, which `sigstore` 0.15 does not read, in [`bundle`]).
 //!
 //! What is verified offline: the signature over the payload, by each trusted key, and that the
 //! payload names the candidate digest (a signature over another digest, or a registry that
@@ -23,9 +24,12 @@ use sigstore::cosign::verification_constraint::{PublicKeyVerifier, VerificationC
 use sigstore::cosign::{ClientBuilder, CosignCapabilities, SignatureLayer};
 use sigstore::registry::{Auth, ClientConfig, ClientProtocol, OciReference};
 
+use self::bundle::KeyBundle;
 use super::error::Error;
 use super::params::signature::{KeySource, SignatureRequirement, public_key};
 use crate::api::status_code;
+
+pub mod bundle;
 
 /// How long one lookup of a candidate's signatures may take (every registry round trip of it):
 /// a registry that does not answer is retried by the error policy, never waited on forever.
@@ -93,16 +97,23 @@ pub async fn read(
         .flat_map(|r| r.pull_secrets.iter().map(String::as_str))
         .collect();
     let auth = credentials(client, namespace, &pull_secrets, image.registry()).await?;
-    let layers = lookup(&image, &auth, candidate, &looked_up).await?;
+    let (layers, bundles) = lookup(&image, &auth, candidate, &looked_up).await?;
     let layers: Vec<SignatureLayer> = (layers.into_iter())
         .filter(|l| l.simple_signing.critical.image.docker_manifest_digest == candidate.digest)
         .collect();
+    let bundles: Vec<KeyBundle> = (bundles.iter())
+        .filter_map(|b| KeyBundle::parse(b, candidate.digest).ok())
+        .collect();
+    let signed = Signed {
+        layers: &layers,
+        bundles: &bundles,
+    };
     let findings = (requirements.iter().zip(keys))
-        .map(|(requirement, keys)| judge(requirement, keys, &layers))
+        .map(|(requirement, keys)| judge(requirement, keys, &signed))
         .collect();
     Ok(Signatures {
         looked_up,
-        found: layers.len(),
+        found: layers.len() + bundles.len(),
         findings,
     })
 }
@@ -124,20 +135,35 @@ fn by_digest(candidate: &Candidate) -> Result<OciReference, Error> {
     ))
 }
 
+/// What was found over the candidate digest: simple-signing layers (`sigstore`'s) and key-based
+/// bundles ([`bundle`]).
+struct Signed<'a> {
+    layers: &'a [SignatureLayer],
+    bundles: &'a [KeyBundle],
+}
+
+/// The signature layers `sigstore` found and checked the form of, and the raw bundles among the
+/// digest's referrers, within [`REGISTRY_TIMEOUT`].
 async fn lookup(
     image: &OciReference,
     auth: &Auth,
     candidate: &Candidate<'_>,
     looked_up: &str,
-) -> Result<Vec<SignatureLayer>, Error> {
+) -> Result<(Vec<SignatureLayer>, Vec<Vec<u8>>), Error> {
+    use oci_client::client::ClientProtocol as OciProtocol;
+    use oci_client::secrets::RegistryAuth;
     let registry_error = |message: String| Error::Registry {
         reference: looked_up.to_string(),
         message,
     };
-    let protocol = if candidate.insecure {
-        ClientProtocol::HttpsExcept(vec![image.registry().to_string()])
+    let host = image.registry().to_string();
+    let (protocol, oci_protocol) = if candidate.insecure {
+        (
+            ClientProtocol::HttpsExcept(vec![host.clone()]),
+            OciProtocol::HttpsExcept(vec![host]),
+        )
     } else {
-        ClientProtocol::Https
+        (ClientProtocol::Https, OciProtocol::Https)
     };
     let config = ClientConfig {
         protocol,
@@ -147,20 +173,37 @@ async fn lookup(
         .with_oci_client_config(config)
         .build()
         .map_err(|e| registry_error(format!("the registry client: {e}")))?;
-    let found = tokio::time::timeout(
-        REGISTRY_TIMEOUT,
-        client.trusted_signature_layers(auth, image),
-    )
-    .await
-    .map_err(|_| registry_error(format!("no answer within {} s", REGISTRY_TIMEOUT.as_secs())))?;
-    found.map_err(|e| registry_error(e.to_string()))
+    let referrers = oci_client::Client::new(oci_client::client::ClientConfig {
+        protocol: oci_protocol,
+        ..Default::default()
+    });
+    let oci_auth = match auth {
+        Auth::Basic(user, password) => RegistryAuth::Basic(user.clone(), password.clone()),
+        Auth::Bearer(token) => RegistryAuth::Bearer(token.clone()),
+        Auth::Anonymous => RegistryAuth::Anonymous,
+    };
+    let reference: oci_client::Reference =
+        (looked_up.parse()).map_err(|e| registry_error(format!("not a pull spec: {e}")))?;
+    let both = async {
+        let layers = (client.trusted_signature_layers(auth, image).await)
+            .map_err(|e| registry_error(e.to_string()))?;
+        let bundles = bundle::referred(&referrers, &reference, &oci_auth)
+            .await
+            .map_err(registry_error)?;
+        Ok((layers, bundles))
+    };
+    let waited = tokio::time::timeout(REGISTRY_TIMEOUT, both).await;
+    waited.map_err(|_| {
+        let secs = REGISTRY_TIMEOUT.as_secs();
+        registry_error(format!("no answer within {secs} s"))
+    })?
 }
 
-/// Whether a signature by one of the requirement's usable keys is among `layers`.
+/// Whether a signature by one of the requirement's usable keys is among those found.
 fn judge(
     requirement: &SignatureRequirement,
     keys: Vec<(String, Result<String, String>)>,
-    layers: &[SignatureLayer],
+    signed: &Signed,
 ) -> Finding {
     let mut finding = Finding {
         by: requirement.by.clone(),
@@ -170,11 +213,12 @@ fn judge(
     };
     for (name, pem) in keys {
         let verifier = pem.and_then(|pem| {
-            public_key(&pem)?;
-            PublicKeyVerifier::try_from(pem.trim().as_bytes())
-                .map_err(|e| format!("not a public key cosign can verify with ({e})"))
+            let key = public_key(&pem)?;
+            let verifier = PublicKeyVerifier::try_from(pem.trim().as_bytes())
+                .map_err(|e| format!("not a public key cosign can verify with ({e})"))?;
+            Ok((key, verifier))
         });
-        let verifier = match verifier {
+        let (key, verifier) = match verifier {
             Ok(v) => v,
             Err(why) => {
                 finding.unusable.push(format!("{name:?}: {why}"));
@@ -183,7 +227,8 @@ fn judge(
         };
         finding.tried.push(name.clone());
         // A layer the key cannot verify is no match; an error verifying one is none either.
-        if layers.iter().any(|l| verifier.verify(l).unwrap_or(false)) {
+        let by_layer = (signed.layers.iter()).any(|l| verifier.verify(l).unwrap_or(false));
+        if by_layer || signed.bundles.iter().any(|b| b.verified_by(&key)) {
             finding.matched = Some(name);
             break;
         }

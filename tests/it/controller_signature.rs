@@ -113,6 +113,58 @@ async fn a_candidate_signed_by_a_trusted_key_is_promoted_and_the_key_is_named() 
 }
 
 #[tokio::test]
+async fn cosign_3_s_default_bundle_by_a_trusted_key_promotes_and_by_another_key_does_not() {
+    let registry = Registry::start().await;
+    let (publisher, stranger) = (Cosign::generate(), Cosign::generate());
+    let signed = registry.push(REPO, "latest", "v2").await;
+    publisher.sign_bundle(&image(&registry, &signed));
+    let sig_tag = format!("{}.sig", signed.replace(':', "-"));
+    let referrers_tag = signed.replace(':', "-");
+    let tags = registry.tags(REPO).await;
+    assert!(
+        tags.contains(&referrers_tag) && !tags.contains(&sig_tag),
+        "{tags:?}"
+    );
+    let keys = json!([{"name": "publisher", "publicKey": publisher.public_key()}]);
+    let s = gated(&registry, keys, &signed).await;
+    let run = promote(&s, "promote", &signed).await;
+    assert_eq!(
+        reason(&run),
+        ("True".into(), "Promoted".into()),
+        "{:?}",
+        run.status
+    );
+    assert!(
+        checks(&run)[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("signed by key \"publisher\""),
+        "{:?}",
+        checks(&run)
+    );
+
+    // Another publisher's bundle on the next candidate is found and not trusted.
+    let next = registry.push(REPO, "latest", "v3").await;
+    stranger.sign_bundle(&image(&registry, &next));
+    s.emu.import("ds", "nb", "candidate", &next).await;
+    let before = s.served_tag().await;
+    let writes = s.writes("imagestreams").await.len();
+    let run = promote(&s, "promote-next", &next).await;
+    assert_eq!(
+        reason(&run),
+        ("False".into(), "SignatureUntrusted".into()),
+        "{:?}",
+        run.status
+    );
+    assert_eq!(s.served_tag().await, before);
+    assert_eq!(
+        s.writes("imagestreams").await.len(),
+        writes,
+        "nothing written"
+    );
+}
+
+#[tokio::test]
 async fn a_candidate_signed_only_by_another_key_is_refused_and_nothing_is_written() {
     let registry = Registry::start().await;
     let (publisher, stranger) = (Cosign::generate(), Cosign::generate());
@@ -283,4 +335,77 @@ async fn keys_come_from_a_config_map_or_a_secret_and_a_missing_one_is_named() {
         "{message}"
     );
     rbac::assert_config_allows(&s.emu, "controller").await;
+}
+
+#[tokio::test]
+async fn a_private_registry_is_read_with_the_named_pull_secret_and_never_anonymously_promoted() {
+    let registry = Registry::start_with_basic_auth("publisher", "s3cret").await;
+    let publisher = Cosign::generate();
+    let digest = registry.push(REPO, "latest", "v2").await;
+    publisher.sign_as(&image(&registry, &digest), "publisher", "s3cret");
+    let keys = json!([{"name": "publisher", "publicKey": publisher.public_key()}]);
+    let s = gated(&registry, keys, &digest).await;
+    let promotions: Api<imagegate::controller::crd::ImagePromotion> =
+        Api::namespaced(s.client.clone(), "ds");
+    promotions
+        .patch(
+            "signed",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"signature": {"pullSecrets": ["registry-creds"]}}})),
+        )
+        .await
+        .unwrap();
+    let before = s.served_tag().await;
+
+    // The Secret names only another registry: its credentials are not sent here, the registry
+    // refuses the lookup, and the run never promotes (it times out, the served tag untouched).
+    let config = |host: &str| {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let entry = json!({"auths": {host: {"auth": b64.encode("publisher:s3cret")}}});
+        b64.encode(entry.to_string())
+    };
+    s.emu
+        .seed(
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+            "metadata": {"name": "registry-creds", "namespace": "ds"},
+            "data": {".dockerconfigjson": config("quay.io")}}),
+        )
+        .await;
+    s.create_run(
+        "anonymous",
+        &[
+            ("imagestream", "nb"),
+            ("digest", &digest),
+            ("validation-status", "Succeeded"),
+        ],
+        json!({"spec": {"customRef": {"name": "signed"}, "timeout": "4s"}}),
+    )
+    .await;
+    let run = s.done("anonymous").await;
+    assert_eq!(
+        reason(&run),
+        ("False".into(), "CustomRunTimedOut".into()),
+        "{:?}",
+        run.status
+    );
+    s.assert_served_untouched(&before).await;
+
+    // With the registry's own entry, the signature is read and verified.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(s.client.clone(), "ds");
+    secrets
+        .patch(
+            "registry-creds",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {".dockerconfigjson": config(&registry.host)}})),
+        )
+        .await
+        .unwrap();
+    let run = promote(&s, "with-credentials", &digest).await;
+    assert_eq!(
+        reason(&run),
+        ("True".into(), "Promoted".into()),
+        "{:?}",
+        run.status
+    );
 }

@@ -19,6 +19,8 @@ use super::process::Process;
 pub struct Registry {
     /// `127.0.0.1:<port>`.
     pub host: String,
+    /// What pushes and cosign authenticate with, where the registry asks.
+    auth: RegistryAuth,
     _process: Process,
     _dir: tempfile::TempDir,
 }
@@ -39,18 +41,34 @@ fn on_path(program: &str) -> PathBuf {
 impl Registry {
     /// Starts a registry and waits until it answers `/v2/`.
     pub async fn start() -> Registry {
+        Self::start_with(None).await
+    }
+
+    /// Starts a registry that answers only `user` with `password` (htpasswd, bcrypt), as a
+    /// private registry does: anonymous requests get 401 with a Basic challenge.
+    pub async fn start_with_basic_auth(user: &str, password: &str) -> Registry {
+        Self::start_with(Some((user, password))).await
+    }
+
+    async fn start_with(basic: Option<(&str, &str)>) -> Registry {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let host = format!("127.0.0.1:{port}");
         let config = dir.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {host}\nlog:\n  level: warn\n",
-                dir.path().join("data").display()
-            ),
-        )
-        .unwrap();
+        let mut yaml = format!(
+            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {host}\nlog:\n  level: warn\n",
+            dir.path().join("data").display()
+        );
+        if let Some((user, password)) = basic {
+            let htpasswd = dir.path().join("htpasswd");
+            let hash = bcrypt::hash(password, 4).unwrap();
+            std::fs::write(&htpasswd, format!("{user}:{hash}\n")).unwrap();
+            yaml.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: imagegate-test\n    path: {}\n",
+                htpasswd.display()
+            ));
+        }
+        std::fs::write(&config, yaml).unwrap();
         let mut command = Command::new(on_path("registry"));
         command.arg("serve").arg(&config);
         let process = Process::start(format!("registry {host}"), command);
@@ -58,7 +76,8 @@ impl Registry {
         let http = reqwest::Client::new();
         loop {
             let up = http.get(format!("http://{host}/v2/")).send().await;
-            if up.is_ok_and(|r| r.status().is_success()) {
+            // 401: up, and asking for credentials.
+            if up.is_ok_and(|r| r.status().is_success() || r.status() == 401) {
                 break;
             }
             assert!(
@@ -67,8 +86,13 @@ impl Registry {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        let auth = match basic {
+            Some((user, password)) => RegistryAuth::Basic(user.into(), password.into()),
+            None => RegistryAuth::Anonymous,
+        };
         Registry {
             host,
+            auth,
             _process: process,
             _dir: dir,
         }
@@ -94,13 +118,7 @@ impl Registry {
         let config = Config::oci_v1(serde_json::to_vec(&config).unwrap(), None);
         let manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
         let pushed = Self::client()
-            .push(
-                &reference,
-                &[layer],
-                config,
-                &RegistryAuth::Anonymous,
-                Some(manifest),
-            )
+            .push(&reference, &[layer], config, &self.auth, Some(manifest))
             .await
             .unwrap();
         let digest = pushed.manifest_url.rsplit('/').next().unwrap().to_string();
@@ -188,6 +206,61 @@ impl Cosign {
     /// The public key, PEM.
     pub fn public_key(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("cosign.pub")).unwrap()
+    }
+
+    /// Signs `image` with the simple-signing format, logging in to its registry as `user`.
+    pub fn sign_as(&self, image: &str, user: &str, password: &str) {
+        let out = Self::command(self.dir.path())
+            .args([
+                "sign",
+                "--key",
+                "cosign.key",
+                "--new-bundle-format=false",
+                "--use-signing-config=false",
+                "--tlog-upload=false",
+                "--allow-http-registry",
+                "--registry-username",
+                user,
+                "--registry-password",
+                password,
+                "--yes",
+                image,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "cosign sign {image}: {out:?}");
+    }
+
+    /// Signs `image` as cosign 3 does by default: a Sigstore bundle (DSSE over an in-toto
+    /// statement) attached as an OCI 1.1 referrer (the referrers tag `sha256-<hex>`, since the
+    /// distribution registry has no referrers API), with a signing config that names no
+    /// transparency log (offline).
+    pub fn sign_bundle(&self, image: &str) {
+        let dir = self.dir.path();
+        if !dir.join("signing-config.json").exists() {
+            let out = Self::command(dir)
+                .args(["signing-config", "create", "--out", "signing-config.json"])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "cosign signing-config create: {out:?}"
+            );
+        }
+        let out = Self::command(dir)
+            .args([
+                "sign",
+                "--key",
+                "cosign.key",
+                "--signing-config",
+                "signing-config.json",
+                "--allow-http-registry",
+                "--yes",
+                image,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "cosign sign {image}: {out:?}");
     }
 
     /// Signs `image` (`host/repo@sha256:...`) as cosign 2 did and cosign 3 still does on request:

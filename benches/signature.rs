@@ -1,0 +1,344 @@
+//! What a signature policy adds to a promotion (issue 32): the same promotions, one at a time,
+//! create to final, with no policy, with a policy met by cosign's `.sig` tag (simple signing), and
+//! with one met by cosign 3's default bundle (a referrer), all in one run against the emulator
+//! (in the bench process) and a real registry (CNCF Distribution) the candidates are pushed to
+//! and signed in by the real cosign; and the registry requests each promotion makes, counted in
+//! the registry's own log. Not a test: it prints a report (the numbers go into BENCHMARKS.md).
+//!
+//! `PATH="$(scripts/realcluster bin registry cosign):$PATH" cargo bench --bench signature`
+//! (RUNS=40 per phase by default).
+
+mod common;
+
+use common::{Killed, ms, percentile};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use imagegate::api::CustomRun;
+use imagegate_emulator::{Config, Emulator};
+use kube::api::{Api, PostParams};
+use oci_client::client::{ClientConfig, ClientProtocol, Config as ImageConfig, ImageLayer};
+use oci_client::manifest::OciImageManifest;
+use oci_client::secrets::RegistryAuth;
+use serde_json::json;
+
+const REPO: &str = "bench/app";
+
+fn on_path(program: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{program} is not on PATH (scripts/realcluster bin {program})"))
+}
+
+/// The registry on loopback, logging every request to `log`.
+struct Registry {
+    host: String,
+    log: PathBuf,
+    _process: Killed,
+}
+
+impl Registry {
+    async fn start(dir: &Path) -> Registry {
+        let host = format!("127.0.0.1:{}", common::free_port());
+        let config = dir.join("registry.yml");
+        let data = dir.join("registry");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\nlog:\n  level: info\n  formatter: json\n",
+                data.display()
+            ),
+        )
+        .unwrap();
+        let log = dir.join("registry.log");
+        let out = std::fs::File::create(&log).unwrap();
+        let process = Killed::new(
+            Command::new(on_path("registry"))
+                .arg("serve")
+                .arg(&config)
+                .stdout(Stdio::null())
+                .stderr(out)
+                .spawn()
+                .unwrap(),
+        );
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !(http.get(format!("http://{host}/v2/")).send().await)
+            .is_ok_and(|r| r.status().is_success())
+        {
+            assert!(Instant::now() < deadline, "the registry never answered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Registry {
+            host,
+            log,
+            _process: process,
+        }
+    }
+
+    /// The requests the registry has answered so far (its "response completed" lines).
+    fn requests(&self) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("response completed"))
+            .count()
+    }
+
+    async fn push(&self, label: &str) -> String {
+        let client = oci_client::Client::new(ClientConfig {
+            protocol: ClientProtocol::Http,
+            ..ClientConfig::default()
+        });
+        let reference: oci_client::Reference =
+            format!("{}/{REPO}:{label}", self.host).parse().unwrap();
+        let layer = ImageLayer::oci_v1(label.as_bytes().to_vec(), None);
+        let config = json!({"architecture": "amd64", "os": "linux", "config": {},
+            "rootfs": {"type": "layers", "diff_ids": []}});
+        let config = ImageConfig::oci_v1(serde_json::to_vec(&config).unwrap(), None);
+        let manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+        let pushed = client
+            .push(
+                &reference,
+                &[layer],
+                config,
+                &RegistryAuth::Anonymous,
+                Some(manifest),
+            )
+            .await
+            .unwrap();
+        pushed.manifest_url.rsplit('/').next().unwrap().to_string()
+    }
+}
+
+fn cosign(dir: &Path, args: &[&str]) {
+    let out = Command::new(on_path("cosign"))
+        .current_dir(dir)
+        .env("COSIGN_PASSWORD", "")
+        .env("TUF_ROOT", dir.join("tuf"))
+        .env("HOME", dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cosign {args:?}: {out:?}");
+}
+
+/// The phases: a namespace each, with its candidates signed as the phase says.
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    NoPolicy,
+    SigTag,
+    Bundle,
+}
+
+impl Phase {
+    fn namespace(self) -> &'static str {
+        match self {
+            Phase::NoPolicy => "plain",
+            Phase::SigTag => "sigtag",
+            Phase::Bundle => "bundle",
+        }
+    }
+}
+
+fn main() {
+    common::run(bench());
+}
+
+async fn bench() {
+    let runs = common::env_usize("RUNS", 40);
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::start(dir.path()).await;
+    cosign(dir.path(), &["generate-key-pair"]);
+    cosign(
+        dir.path(),
+        &["signing-config", "create", "--out", "signing-config.json"],
+    );
+    let public_key = std::fs::read_to_string(dir.path().join("cosign.pub")).unwrap();
+
+    let emu = Emulator::start(Config::default()).await.unwrap();
+    emu.seed_str(include_str!("../config/300-imagepromotion-crd.yaml"))
+        .unwrap();
+    emu.seed_str(include_str!("../config/204-clusterrole-promoter.yaml"))
+        .unwrap();
+    let phases = [Phase::NoPolicy, Phase::SigTag, Phase::Bundle];
+    let served = registry.push("served").await;
+    let t_setup = Instant::now();
+    for phase in phases {
+        let ns = phase.namespace();
+        emu.seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+            .unwrap();
+        emu.seed_str(&format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: promoter, namespace: {ns}}}\n\
+             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: imagegate-promoter}}\n\
+             subjects:\n- {{kind: ServiceAccount, name: default, namespace: {ns}}}\n"
+        ))
+        .unwrap();
+        if phase != Phase::NoPolicy {
+            emu.seed(
+                json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+                "metadata": {"name": "signed", "namespace": ns},
+                "spec": {"signature": {"keys": [{"name": "publisher", "publicKey": public_key}]}}}),
+            )
+            .unwrap();
+        }
+    }
+    // One stream per run, its candidate pushed (and signed where the phase asks) beforehand.
+    let mut candidates = Vec::new();
+    for phase in phases {
+        let ns = phase.namespace();
+        for i in 0..runs {
+            let digest = registry.push(&format!("{ns}-{i}")).await;
+            let image = format!("{}/{REPO}@{digest}", registry.host);
+            match phase {
+                Phase::NoPolicy => {}
+                Phase::SigTag => cosign(
+                    dir.path(),
+                    &[
+                        "sign",
+                        "--key",
+                        "cosign.key",
+                        "--new-bundle-format=false",
+                        "--use-signing-config=false",
+                        "--tlog-upload=false",
+                        "--allow-http-registry",
+                        "--yes",
+                        &image,
+                    ],
+                ),
+                Phase::Bundle => cosign(
+                    dir.path(),
+                    &[
+                        "sign",
+                        "--key",
+                        "cosign.key",
+                        "--signing-config",
+                        "signing-config.json",
+                        "--allow-http-registry",
+                        "--yes",
+                        &image,
+                    ],
+                ),
+            }
+            let name = format!("nb-{i}");
+            emu.seed(json!({"apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"tags": [
+                    {"name": "candidate", "from": {"kind": "DockerImage", "name": format!("{}/{REPO}:latest", registry.host)},
+                     "importPolicy": {"scheduled": true, "insecure": true}},
+                    {"name": "latest", "from": {"kind": "DockerImage", "name": format!("{}/{REPO}@{served}", registry.host)}}
+                ]}}))
+                .unwrap();
+            emu.import(ns, &name, "latest", Some(&served)).unwrap();
+            emu.import(ns, &name, "candidate", Some(&digest)).unwrap();
+            candidates.push((phase, name, digest));
+        }
+    }
+    eprintln!(
+        "pushed, signed and seeded {} candidates in {:?}",
+        candidates.len(),
+        t_setup.elapsed()
+    );
+
+    let kubeconfig = dir.path().join("kubeconfig");
+    emu.write_kubeconfig(&kubeconfig, "controller").unwrap();
+    let admin = common::free_port();
+    let _controller = Killed::new(
+        Command::new(env!("CARGO_BIN_EXE_imagegate"))
+            .args(["controller", "--admin-addr", &format!("127.0.0.1:{admin}")])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    common::wait_ready(admin).await;
+    let client = emu.client().unwrap();
+
+    // The phases interleaved, run by run, so that a drift of the machine weighs on each alike.
+    let mut latencies: Vec<Vec<f64>> = vec![Vec::new(); phases.len()];
+    let mut requests = vec![0usize; phases.len()];
+    for i in 0..runs {
+        for (p, phase) in phases.iter().enumerate() {
+            let (_, name, digest) = &candidates[p * runs + i];
+            let ns = phase.namespace();
+            let before = registry.requests();
+            let took = promote(&client, ns, name, digest).await;
+            // The registry logs a request as it answers it: give the last line a moment.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            requests[p] += registry.requests() - before;
+            latencies[p].push(took);
+        }
+    }
+
+    common::report_header(
+        "imagegate signature policy benchmark",
+        "emulator in the bench process, controller a separate release binary, CNCF Distribution registry on loopback, candidates signed by cosign 3.1.3; runs one at a time, the three phases interleaved",
+    );
+    println!("| promotions per phase | {runs} |");
+    let base = percentile(&sorted(&latencies[0]), 0.5);
+    for (p, phase) in phases.iter().enumerate() {
+        let s = sorted(&latencies[p]);
+        let what = match phase {
+            Phase::NoPolicy => "no signature policy",
+            Phase::SigTag => "policy met by the .sig tag (simple signing)",
+            Phase::Bundle => "policy met by a cosign 3 bundle (referrer)",
+        };
+        println!(
+            "| {what}: create-to-final p50 / p99 | {} / {} ({:.2}x the p50 without a policy) |",
+            ms(percentile(&s, 0.5)),
+            ms(percentile(&s, 0.99)),
+            percentile(&s, 0.5) / base
+        );
+        println!(
+            "| {what}: registry requests per promotion | {:.1} |",
+            requests[p] as f64 / runs as f64
+        );
+    }
+    emu.shutdown().await;
+}
+
+fn sorted(v: &[f64]) -> Vec<f64> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s
+}
+
+/// Creates a promote run for `digest` on `ns/name` and waits until it is final; the seconds it
+/// took. A run that does not end Promoted stops the benchmark.
+async fn promote(client: &kube::Client, ns: &str, name: &str, digest: &str) -> f64 {
+    let runs: Api<CustomRun> = Api::namespaced(client.clone(), ns);
+    let run: CustomRun = serde_json::from_value(json!({
+        "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+        "metadata": {"name": format!("promote-{name}"), "namespace": ns},
+        "spec": {"customRef": {"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion"},
+                 "params": [{"name": "imagestream", "value": name},
+                            {"name": "digest", "value": digest},
+                            {"name": "validation-status", "value": "Succeeded"}]}
+    }))
+    .unwrap();
+    let start = Instant::now();
+    runs.create(&PostParams::default(), &run).await.unwrap();
+    let run_name = format!("promote-{name}");
+    loop {
+        let now = runs.get(&run_name).await.unwrap();
+        if now.is_done() {
+            let took = start.elapsed().as_secs_f64();
+            let reason = now
+                .succeeded_condition()
+                .and_then(|c| c.reason.clone())
+                .unwrap_or_default();
+            assert_eq!(reason, "Promoted", "{ns}/{run_name}: {:?}", now.status);
+            return took;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{ns}/{run_name} never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}

@@ -1,0 +1,164 @@
+//! cosign 3's default signature with a key: a Sigstore bundle (v0.3) stored as an OCI 1.1
+//! referrer of the digest (the referrers tag `sha256-<hex>` where the registry has no referrers
+//! API), whose verification material is a public-key hint and whose content is a DSSE envelope
+//! around an in-toto statement that names the digest.
+//!
+//! Written here, with a reason: `sigstore` 0.15 reads a bundle only with a Fulcio certificate and
+//! one Rekor entry (`SignatureLayer::from_sigstore_bundle` refuses a public-key bundle), and keeps
+//! its DSSE and in-toto helpers private. So this module reads that one format: the referrers come
+//! from `oci-client` (`pull_referrers`, with the tag-schema fallback, and `pull`), the bundle is
+//! parsed as JSON, the DSSE pre-authentication encoding is built as its specification says, and
+//! the signature is checked by `sigstore`'s own `CosignVerificationKey`. A bundle with a
+//! certificate is left to `sigstore` (keyless); one whose statement is not cosign's signature
+//! predicate (an attestation, say) or does not name the digest proves nothing.
+
+use base64::Engine as _;
+use oci_client::Reference;
+use oci_client::client::Client;
+use oci_client::secrets::RegistryAuth;
+use serde_json::Value;
+use sigstore::crypto::{CosignVerificationKey, Signature};
+
+/// The media type of a Sigstore bundle v0.3, as cosign stores it (artifact and layer).
+pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+/// The DSSE payload type of an in-toto statement.
+const IN_TOTO: &str = "application/vnd.in-toto+json";
+/// The in-toto statement type cosign writes.
+const STATEMENT_V1: &str = "https://in-toto.io/Statement/v1";
+/// The predicate of a cosign signature (`cosign sign`), as opposed to an attestation.
+const COSIGN_SIGN_V1: &str = "https://sigstore.dev/cosign/sign/v1";
+/// At most this many referrers of one digest are read (each a manifest and a layer).
+pub const MAX_REFERRERS: usize = 32;
+
+/// A key-based bundle over the candidate digest: what was signed and the signature.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyBundle {
+    /// The DSSE pre-authentication encoding of the envelope's payload: the signed bytes.
+    pae: Vec<u8>,
+    /// The envelope's one signature.
+    signature: Vec<u8>,
+}
+
+impl KeyBundle {
+    /// The bundle in `data` if it is a key-based cosign signature over exactly `digest`
+    /// (`sha256:<hex>`); why not, otherwise.
+    pub fn parse(data: &[u8], digest: &str) -> Result<KeyBundle, String> {
+        let bundle: Value =
+            serde_json::from_slice(data).map_err(|e| format!("not a Sigstore bundle: {e}"))?;
+        let media = bundle["mediaType"].as_str().unwrap_or_default();
+        if media != BUNDLE_MEDIA_TYPE {
+            return Err(format!(
+                "bundle media type {media:?} is not {BUNDLE_MEDIA_TYPE}"
+            ));
+        }
+        if bundle["verificationMaterial"]["publicKey"].is_null() {
+            return Err("the bundle carries a certificate, not a key hint".into());
+        }
+        let envelope = &bundle["dsseEnvelope"];
+        let payload_type = envelope["payloadType"].as_str().unwrap_or_default();
+        if payload_type != IN_TOTO {
+            return Err(format!(
+                "DSSE payload type {payload_type:?} is not {IN_TOTO}"
+            ));
+        }
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let payload = b64
+            .decode(envelope["payload"].as_str().unwrap_or_default())
+            .map_err(|e| format!("DSSE payload: {e}"))?;
+        let signatures = envelope["signatures"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let [only] = signatures.as_slice() else {
+            return Err(format!(
+                "a DSSE envelope of a cosign signature has exactly one signature, this one {}",
+                signatures.len()
+            ));
+        };
+        let signature = b64
+            .decode(only["sig"].as_str().unwrap_or_default())
+            .map_err(|e| format!("DSSE signature: {e}"))?;
+        names_digest(&payload, digest)?;
+        Ok(KeyBundle {
+            pae: pae(payload_type, &payload),
+            signature,
+        })
+    }
+
+    /// Whether `key` made the signature.
+    pub fn verified_by(&self, key: &CosignVerificationKey) -> bool {
+        key.verify_signature(Signature::Raw(&self.signature), &self.pae)
+            .is_ok()
+    }
+}
+
+/// DSSE's pre-authentication encoding (`DSSEv1 <len> <type> <len> <payload>`): what the
+/// signature is over, so that the payload type is signed too.
+fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "DSSEv1 {} {payload_type} {} ",
+        payload_type.len(),
+        payload.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The statement is cosign's signature predicate and one of its subjects is `digest`.
+fn names_digest(payload: &[u8], digest: &str) -> Result<(), String> {
+    let statement: Value =
+        serde_json::from_slice(payload).map_err(|e| format!("in-toto statement: {e}"))?;
+    let kind = statement["_type"].as_str().unwrap_or_default();
+    if kind != STATEMENT_V1 {
+        return Err(format!("statement type {kind:?} is not {STATEMENT_V1}"));
+    }
+    let predicate = statement["predicateType"].as_str().unwrap_or_default();
+    if predicate != COSIGN_SIGN_V1 {
+        return Err(format!(
+            "predicate {predicate:?} is not a signature ({COSIGN_SIGN_V1})"
+        ));
+    }
+    let hex = digest.strip_prefix("sha256:").unwrap_or_default();
+    let subjects = statement["subject"].as_array().cloned().unwrap_or_default();
+    if hex.is_empty() || !subjects.iter().any(|s| s["digest"]["sha256"] == hex) {
+        return Err(format!("the statement does not name {digest}"));
+    }
+    Ok(())
+}
+
+/// The bundles stored as referrers of `image` (by digest), at most [`MAX_REFERRERS`], raw. A
+/// registry that has neither the referrers API nor the referrers tag has none.
+pub async fn referred(
+    client: &Client,
+    image: &Reference,
+    auth: &RegistryAuth,
+) -> Result<Vec<Vec<u8>>, String> {
+    client
+        .store_auth_if_needed(image.resolve_registry(), auth)
+        .await;
+    let index = match client.pull_referrers(image, Some(BUNDLE_MEDIA_TYPE)).await {
+        Ok(index) => index,
+        // No referrers tag either: nothing was ever attached.
+        Err(oci_client::errors::OciDistributionError::ImageManifestNotFoundError(_)) => {
+            return Ok(Vec::new());
+        }
+        Err(e) => return Err(format!("the referrers of {image}: {e}")),
+    };
+    let mut found = Vec::new();
+    let entries = (index.manifests.iter())
+        .filter(|m| m.artifact_type.as_deref() == Some(BUNDLE_MEDIA_TYPE))
+        .take(MAX_REFERRERS);
+    for entry in entries {
+        let referrer = image.clone_with_digest(entry.digest.clone());
+        let data = client
+            .pull(&referrer, auth, vec![BUNDLE_MEDIA_TYPE])
+            .await
+            .map_err(|e| format!("the bundle {}: {e}", entry.digest))?;
+        found.extend(data.layers.into_iter().map(|l| l.data.to_vec()));
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests;
