@@ -79,13 +79,33 @@ impl Registry {
         }
     }
 
-    /// The requests the registry has answered so far (its "response completed" lines).
-    fn requests(&self) -> usize {
+    /// The requests the registry has answered so far (its "response completed" lines): method,
+    /// path with digests and upload ids cut to their kind, and status.
+    fn requests(&self) -> Vec<String> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
             .filter(|l| l.contains("response completed"))
-            .count()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap_or_default();
+                let uri = v["http.request.uri"].as_str().unwrap_or_default();
+                let path = uri.split('?').next().unwrap_or_default();
+                let shape: Vec<&str> = (path.split('/'))
+                    .map(|p| match p {
+                        p if p.starts_with("sha256:") => "<digest>",
+                        p if p.starts_with("sha256-") && p.ends_with(".sig") => "<digest>.sig",
+                        p if p.starts_with("sha256-") => "<referrers tag>",
+                        p => p,
+                    })
+                    .collect();
+                format!(
+                    "{} {} {}",
+                    v["http.request.method"].as_str().unwrap_or_default(),
+                    shape.join("/"),
+                    v["http.response.status"]
+                )
+            })
+            .collect()
     }
 
     async fn push(&self, label: &str) -> String {
@@ -262,15 +282,20 @@ async fn bench() {
     // The phases interleaved, run by run, so that a drift of the machine weighs on each alike.
     let mut latencies: Vec<Vec<f64>> = vec![Vec::new(); phases.len()];
     let mut requests = vec![0usize; phases.len()];
+    let mut one: Vec<Vec<String>> = vec![Vec::new(); phases.len()];
     for i in 0..runs {
         for (p, phase) in phases.iter().enumerate() {
             let (_, name, digest) = &candidates[p * runs + i];
             let ns = phase.namespace();
-            let before = registry.requests();
+            let before = registry.requests().len();
             let took = promote(&client, ns, name, digest).await;
             // The registry logs a request as it answers it: give the last line a moment.
             tokio::time::sleep(Duration::from_millis(20)).await;
-            requests[p] += registry.requests() - before;
+            let all = registry.requests();
+            requests[p] += all.len() - before;
+            if i == 0 {
+                one[p] = all[before..].to_vec();
+            }
             latencies[p].push(took);
         }
     }
@@ -298,6 +323,17 @@ async fn bench() {
             "| {what}: registry requests per promotion | {:.1} |",
             requests[p] as f64 / runs as f64
         );
+    }
+    for (p, phase) in phases.iter().enumerate().skip(1) {
+        println!();
+        println!(
+            "The registry requests of the first promotion with {}:",
+            phase.namespace()
+        );
+        println!();
+        for r in &one[p] {
+            println!("    {r}");
+        }
     }
     emu.shutdown().await;
 }

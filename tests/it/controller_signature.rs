@@ -409,3 +409,58 @@ async fn a_private_registry_is_read_with_the_named_pull_secret_and_never_anonymo
         run.status
     );
 }
+
+#[tokio::test]
+async fn an_oversized_bundle_among_the_referrers_is_not_read_even_when_it_would_verify() {
+    // Whoever may push to the candidate's repository (or chose it: the namespace editor) makes
+    // the publisher's own bundle 2 MiB, padding its JSON with spaces: it would still verify, but
+    // the controller, shared by every namespace, does not take in more than its bound.
+    let registry = Registry::start().await;
+    let publisher = Cosign::generate();
+    let digest = registry.push(REPO, "latest", "v2").await;
+    publisher.sign_bundle(&image(&registry, &digest));
+    let media = "application/vnd.dev.sigstore.bundle.v0.3+json";
+    let oci_manifest = "application/vnd.oci.image.manifest.v1+json";
+    let oci_index = "application/vnd.oci.image.index.v1+json";
+    let referrers_tag = digest.replace(':', "-");
+    let (index, _) = registry.manifest(REPO, &referrers_tag).await;
+    let mut index: Value = serde_json::from_slice(&index).unwrap();
+    let referrer = index["manifests"][0]["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (manifest, _) = registry.manifest(REPO, &referrer).await;
+    let mut manifest: Value = serde_json::from_slice(&manifest).unwrap();
+    let layer = manifest["layers"][0]["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut bundle = registry.blob(REPO, &layer).await;
+    bundle.resize(2 << 20, b' ');
+    let size = bundle.len();
+    manifest["layers"][0]["digest"] = json!(registry.put_blob(REPO, bundle).await);
+    manifest["layers"][0]["size"] = json!(size);
+    let body = serde_json::to_vec(&manifest).unwrap();
+    use sha2::Digest as _;
+    let padded = format!("sha256:{:x}", sha2::Sha256::digest(&body));
+    registry
+        .put_manifest(REPO, &padded, body.clone(), oci_manifest)
+        .await;
+    index["manifests"] = json!([{"mediaType": oci_manifest, "digest": padded, "size": body.len(), "artifactType": media}]);
+    let index = serde_json::to_vec(&index).unwrap();
+    registry
+        .put_manifest(REPO, &referrers_tag, index, oci_index)
+        .await;
+    let keys = json!([{"name": "publisher", "publicKey": publisher.public_key()}]);
+    let s = gated(&registry, keys, &digest).await;
+    let before = s.served_tag().await;
+
+    let run = promote(&s, "promote", &digest).await;
+    assert_eq!(
+        reason(&run),
+        ("False".into(), "SignatureMissing".into()),
+        "{:?}",
+        run.status
+    );
+    s.assert_served_untouched(&before).await;
+}

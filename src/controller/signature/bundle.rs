@@ -15,6 +15,7 @@
 use base64::Engine as _;
 use oci_client::Reference;
 use oci_client::client::Client;
+use oci_client::manifest::OciManifest;
 use oci_client::secrets::RegistryAuth;
 use serde_json::Value;
 use sigstore::crypto::{CosignVerificationKey, Signature};
@@ -128,7 +129,10 @@ fn names_digest(payload: &[u8], digest: &str) -> Result<(), String> {
 }
 
 /// The bundles stored as referrers of `image` (by digest), at most [`MAX_REFERRERS`], raw. A
-/// registry that has neither the referrers API nor the referrers tag has none.
+/// registry that has neither the referrers API nor the referrers tag has none. A bundle is read
+/// only if its descriptor says it is at most [`MAX_BUNDLE_BYTES`], and no further than that
+/// whatever the registry sends: the candidate's registry is the namespace editor's choice, and
+/// the controller serves every namespace.
 pub async fn referred(
     client: &Client,
     image: &Reference,
@@ -151,13 +155,61 @@ pub async fn referred(
         .take(MAX_REFERRERS);
     for entry in entries {
         let referrer = image.clone_with_digest(entry.digest.clone());
-        let data = client
-            .pull(&referrer, auth, vec![BUNDLE_MEDIA_TYPE])
-            .await
-            .map_err(|e| format!("the bundle {}: {e}", entry.digest))?;
-        found.extend(data.layers.into_iter().map(|l| l.data.to_vec()));
+        let (manifest, _) = (client.pull_manifest(&referrer, auth).await)
+            .map_err(|e| format!("the referrer {}: {e}", entry.digest))?;
+        let OciManifest::Image(manifest) = manifest else {
+            continue;
+        };
+        let layers = (manifest.layers.iter()).filter(|l| l.media_type == BUNDLE_MEDIA_TYPE);
+        for layer in layers {
+            if !(0..=MAX_BUNDLE_BYTES as i64).contains(&layer.size) {
+                continue;
+            }
+            let mut out = Bounded::default();
+            (client.pull_blob(&referrer, layer, &mut out).await)
+                .map_err(|e| format!("the bundle {}: {e}", layer.digest))?;
+            found.push(out.data);
+        }
     }
     Ok(found)
+}
+
+/// The most a bundle may hold; cosign's are under 10 KiB (one certificate at most).
+pub const MAX_BUNDLE_BYTES: usize = 256 * 1024;
+
+/// A sink that takes at most [`MAX_BUNDLE_BYTES`] and fails the download past it.
+#[derive(Default)]
+struct Bounded {
+    data: Vec<u8>,
+}
+
+impl tokio::io::AsyncWrite for Bounded {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.data.len() + buf.len() > MAX_BUNDLE_BYTES {
+            let too_large = std::io::Error::other("the bundle is larger than its bound");
+            return std::task::Poll::Ready(Err(too_large));
+        }
+        self.data.extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
 }
 
 #[cfg(test)]

@@ -162,6 +162,46 @@ impl Registry {
         );
     }
 
+    /// The blob `digest` of `repo`.
+    pub async fn blob(&self, repo: &str, digest: &str) -> Vec<u8> {
+        let r = reqwest::Client::new()
+            .get(format!("http://{}/v2/{repo}/blobs/{digest}", self.host))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "GET blob {digest}: {}", r.status());
+        r.bytes().await.unwrap().to_vec()
+    }
+
+    /// Uploads `data` as a blob of `repo` (monolithic), returning its digest.
+    pub async fn put_blob(&self, repo: &str, data: Vec<u8>) -> String {
+        use sha2::Digest as _;
+        let digest = format!("sha256:{:x}", sha2::Sha256::digest(&data));
+        let http = reqwest::Client::new();
+        let started = http
+            .post(format!("http://{}/v2/{repo}/blobs/uploads/", self.host))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(started.status(), 202, "blob upload start");
+        let location = started.headers()["location"].to_str().unwrap().to_string();
+        let url = if location.starts_with("http") {
+            location
+        } else {
+            format!("http://{}{location}", self.host)
+        };
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let put = http
+            .put(format!("{url}{sep}digest={digest}"))
+            .header("Content-Type", "application/octet-stream")
+            .body(data)
+            .send()
+            .await
+            .unwrap();
+        assert!(put.status().is_success(), "blob upload: {}", put.status());
+        digest
+    }
+
     /// The tags of `repo`.
     pub async fn tags(&self, repo: &str) -> Vec<String> {
         let r: serde_json::Value = reqwest::Client::new()
