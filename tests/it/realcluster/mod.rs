@@ -24,6 +24,7 @@
 //! - [`differential`]: the same requests to the real server and to the emulator, compared.
 //! - [`rbac`]: every verb of `config/`'s roles, sufficient and needed, on the real authorizer.
 //! - [`admission`]: `config/`'s admission policy refusing a served tag moved outside the gate.
+//! - [`signature`]: a signature policy with its keys and pull secret on the real server.
 
 mod accounts;
 mod admission;
@@ -37,5 +38,6 @@ mod onboarding;
 mod ops;
 mod rbac;
 mod runs;
+mod signature;
 mod source;
 mod tamper;
