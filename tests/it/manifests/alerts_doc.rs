@@ -46,7 +46,8 @@ fn from_docs() -> Alerts {
         let [name, severity, r#for, expr, ..] = cells[..] else {
             panic!("a row of the alerts table with fewer than 5 cells: {line}");
         };
-        let unquote = |s: &str| s.trim_matches(['|', ' ', '`']).to_string();
+        // A `|` in a cell is written `\|` (Markdown tables split on bare ones).
+        let unquote = |s: &str| s.trim_matches(['|', ' ', '`']).replace("\\|", "|");
         out.insert(
             unquote(name),
             (severity.to_string(), r#for.to_string(), unquote(expr)),
