@@ -151,15 +151,16 @@ pub struct Signature {
     pub keys: Vec<SignatureKey>,
     /// Secrets of type `kubernetes.io/dockerconfigjson` in the run's namespace holding the
     /// credentials of the candidate's registry (the ImageStream's pull secrets, say): the entry
-    /// for the registry's host is used, with a Bearer token where the registry asks for one.
-    /// Unset: anonymous.
+    /// for the registry's host is used, with a Bearer token where the registry asks for one
+    /// (over plain HTTP where the candidate tag is `insecure`, as OpenShift's import). Unset:
+    /// anonymous. Only an ImagePromotion may name them, not a CustomRun's inline spec.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 8))]
     pub pull_secrets: Vec<String>,
 }
 
 /// One public key a candidate may be signed with: exactly one of `publicKey`,
-/// `configMapKeyRef`, `secretKeyRef`.
+/// `configMapKeyRef`.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignatureKey {
@@ -168,16 +169,15 @@ pub struct SignatureKey {
     /// The key in PEM (`cosign.pub`: ECDSA P-256/P-384, Ed25519 or RSA).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_key: Option<String>,
-    /// A key of a ConfigMap in the run's namespace holding the PEM.
+    /// A key of a ConfigMap in the controller's own namespace (`imagegate-system`) holding the
+    /// PEM: a trust root the platform keeps, out of reach of the gated namespace's editors (a
+    /// ConfigMap of the run's namespace is not read: whoever may edit it could swap the key).
+    /// Only an ImagePromotion may name one, not a CustomRun's inline spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map_key_ref: Option<KeyRef>,
-    /// A key of a Secret in the run's namespace holding the PEM (`cosign.pub` of a Secret
-    /// `cosign generate-key-pair k8s://<namespace>/<name>` made).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_key_ref: Option<KeyRef>,
 }
 
-/// A key of a ConfigMap or Secret in the run's namespace.
+/// A key of a ConfigMap.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KeyRef {

@@ -276,6 +276,7 @@ mod tests {
             clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
             runs: Arc::new(crate::controller::runs::RunStates::default()),
             verdicts: None,
+            own_namespace: "imagegate-system".into(),
         });
         let run: Arc<CustomRun> = Arc::new(
             serde_json::from_value(serde_json::json!({

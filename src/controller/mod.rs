@@ -164,6 +164,7 @@ pub async fn run(
             let scopes = Scopes {
                 namespaces: settings.namespaces,
                 concurrency: settings.concurrency,
+                own_namespace: settings.run_key.0,
             };
             reconcile_runs(client, scopes, metrics, clock, health, verdicts, stop).await?;
             Ok(())
@@ -183,6 +184,8 @@ fn reporter() -> Reporter {
 struct Scopes {
     namespaces: Vec<String>,
     concurrency: u16,
+    /// The controller's own namespace (trusted keys are read there).
+    own_namespace: String,
 }
 
 impl Scopes {
@@ -218,6 +221,7 @@ async fn reconcile_runs(
         clock,
         runs: Arc::new(RunStates::default()),
         verdicts,
+        own_namespace: scopes.own_namespace.clone(),
     });
     let apis = scopes.apis(&client);
     preflight::check(&client, &apis).await?;

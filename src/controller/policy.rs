@@ -296,11 +296,22 @@ fn requirements(
             (asks, *spec, format!("ImagePromotion {name:?}: "), called)
         }),
     );
-    for (asks, spec, prefix, called) in asking {
+    let inline = matches!(own, Own::Inline(_));
+    for (i, (asks, spec, prefix, called)) in asking.enumerate() {
         if let Some(signature) = &spec.signature {
             let parsed = signature
                 .parse(&called)
                 .map_err(|m| invalid(prefix.clone() + &m))?;
+            // The run's own inline spec is the runner's: it may add a key, never make the
+            // controller read a ConfigMap or a Secret on its behalf.
+            if i == 0 && inline && parsed.names_objects() {
+                return Err(invalid(
+                    "the inline spec's signature may list keys only as publicKey, and no \
+                     pullSecrets: name an ImagePromotion for keys kept in a ConfigMap or for \
+                     registry credentials"
+                        .into(),
+                ));
+            }
             let same = |s: &SignatureRequirement| {
                 s.keys == parsed.keys && s.pull_secrets == parsed.pull_secrets
             };

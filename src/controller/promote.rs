@@ -66,13 +66,13 @@ pub async fn promote(
                         digest,
                         insecure,
                     };
-                    let read = signature::read(
-                        &ctx.client,
-                        &request.namespace,
-                        &candidate,
-                        &request.signatures,
-                    )
-                    .await?;
+                    let namespaces = signature::Namespaces {
+                        run: &request.namespace,
+                        keys: &ctx.own_namespace,
+                    };
+                    let read =
+                        signature::read(&ctx.client, namespaces, &candidate, &request.signatures)
+                            .await?;
                     fetched.signatures = Some(read);
                 }
                 decided => break decided,

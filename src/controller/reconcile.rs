@@ -43,6 +43,9 @@ pub struct Context {
     pub runs: Arc<RunStates>,
     /// Where verdicts go as CloudEvents (None: nowhere).
     pub verdicts: Option<super::verdict::Verdicts>,
+    /// The controller's own namespace (`POD_NAMESPACE`): where the trusted keys a signature
+    /// policy names by `configMapKeyRef` are read, out of reach of the gated namespaces' editors.
+    pub own_namespace: String,
 }
 
 /// Reconciles one CustomRun.

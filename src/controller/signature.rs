@@ -1,6 +1,6 @@
 //! The candidate's publisher signatures, read for [`super::decide`] when a signature policy asks
-//! for them ([`super::params::signature`]): the trusted keys (inline, or from a ConfigMap or
-//! Secret of the run's namespace), the registry credentials (the named dockerconfigjson
+//! for them ([`super::params::signature`]): the trusted keys (inline, or from a ConfigMap of the
+//! controller's own namespace), the registry credentials (the named dockerconfigjson
 //! Secrets), then the signatures cosign stored for exactly the candidate digest in the
 //! candidate's own repository, verified with the Sigstore project's Rust client (`sigstore`,
 //! over `oci-client`): the `sha256-<hex>.sig` tag and the OCI 1.1 referrers of the digest
@@ -34,6 +34,15 @@ pub mod bundle;
 /// How long one lookup of a candidate's signatures may take (every registry round trip of it):
 /// a registry that does not answer is retried by the error policy, never waited on forever.
 pub const REGISTRY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where a lookup reads what the policy names.
+#[derive(Clone, Copy, Debug)]
+pub struct Namespaces<'a> {
+    /// The run's: its pull secrets.
+    pub run: &'a str,
+    /// The controller's own: the ConfigMaps of trusted keys.
+    pub keys: &'a str,
+}
 
 /// Where the candidate is and how to reach its registry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,7 +85,7 @@ pub struct Finding {
 /// [`Error`] (retried); everything else is in the [`Signatures`].
 pub async fn read(
     client: &kube::Client,
-    namespace: &str,
+    namespaces: Namespaces<'_>,
     candidate: &Candidate<'_>,
     requirements: &[SignatureRequirement],
 ) -> Result<Signatures, Error> {
@@ -88,7 +97,7 @@ pub async fn read(
         for key in &requirement.keys {
             resolved.push((
                 key.name.clone(),
-                pem_of(client, namespace, &key.source).await?,
+                pem_of(client, namespaces.keys, &key.source).await?,
             ));
         }
         keys.push(resolved);
@@ -96,7 +105,9 @@ pub async fn read(
     let pull_secrets: Vec<&str> = (requirements.iter())
         .flat_map(|r| r.pull_secrets.iter().map(String::as_str))
         .collect();
-    let auth = credentials(client, namespace, &pull_secrets, image.registry()).await?;
+    // Over plain HTTP too where the candidate tag says `insecure`, as OpenShift's own import
+    // sends them (docs/custom-task.md says to keep `insecure` off registries that need them).
+    let auth = credentials(client, namespaces.run, &pull_secrets, image.registry()).await?;
     let (layers, bundles) = lookup(&image, &auth, candidate, &looked_up).await?;
     let layers: Vec<SignatureLayer> = (layers.into_iter())
         .filter(|l| l.simple_signing.critical.image.docker_manifest_digest == candidate.digest)
@@ -236,21 +247,21 @@ fn judge(
     finding
 }
 
-/// The PEM of a key, or why it cannot be had (the ConfigMap, Secret or data key is missing).
-/// An API failure other than a 404 is an [`Error`].
+/// The PEM of a key, or why it cannot be had (the ConfigMap or its data key is missing). An API
+/// failure other than a 404 is an [`Error`].
 async fn pem_of(
     client: &kube::Client,
-    namespace: &str,
+    keys_namespace: &str,
     source: &KeySource,
 ) -> Result<Result<String, String>, Error> {
     match source {
         KeySource::Inline(pem) => Ok(Ok(pem.clone())),
         KeySource::ConfigMap(r) => {
-            let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+            let api: Api<ConfigMap> = Api::namespaced(client.clone(), keys_namespace);
             let what = format!("ConfigMap {}", r.name);
             let Some(cm) = get_opt(&api, &r.name, &what).await? else {
                 return Ok(Err(format!(
-                    "{what} does not exist in namespace {namespace}"
+                    "{what} does not exist in namespace {keys_namespace}"
                 )));
             };
             let data = cm.data.unwrap_or_default();
@@ -258,21 +269,6 @@ async fn pem_of(
                 .get(&r.key)
                 .cloned()
                 .ok_or_else(|| format!("{what} has no key {:?}", r.key)))
-        }
-        KeySource::Secret(r) => {
-            let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-            let what = format!("Secret {}", r.name);
-            let Some(secret) = get_opt(&api, &r.name, &what).await? else {
-                return Ok(Err(format!(
-                    "{what} does not exist in namespace {namespace}"
-                )));
-            };
-            let data = secret.data.unwrap_or_default();
-            Ok(match data.get(&r.key) {
-                None => Err(format!("{what} has no key {:?}", r.key)),
-                Some(bytes) => String::from_utf8(bytes.0.clone())
-                    .map_err(|_| format!("{what}'s key {:?} is not text", r.key)),
-            })
         }
     }
 }

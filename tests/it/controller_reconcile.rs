@@ -72,6 +72,7 @@ subjects:
         clock: Arc::new(move || *clock_now.lock().unwrap()),
         runs: Default::default(),
         verdicts: None,
+        own_namespace: "imagegate-system".into(),
     });
     Harness { emu, ctx, now }
 }

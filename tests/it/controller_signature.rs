@@ -294,33 +294,46 @@ async fn a_tag_moved_after_signing_brings_an_unsigned_digest_which_is_refused() 
 }
 
 #[tokio::test]
-async fn keys_come_from_a_config_map_or_a_secret_and_a_missing_one_is_named() {
+async fn keys_come_from_the_platform_s_config_map_never_from_the_gated_namespace() {
     let registry = Registry::start().await;
-    let (old, new) = (Cosign::generate(), Cosign::generate());
+    let (old, new, editor) = (Cosign::generate(), Cosign::generate(), Cosign::generate());
     let digest = registry.push(REPO, "latest", "v2").await;
     new.sign(&image(&registry, &digest));
-    // A key rotation: the old key in a ConfigMap, the new one in a Secret, one name missing.
+    // A key rotation: the old and the new key in the platform's ConfigMap (the controller's
+    // namespace), and a name that is missing.
     let keys = json!([
         {"name": "gone", "configMapKeyRef": {"name": "no-such-keys", "key": "cosign.pub"}},
-        {"name": "old", "configMapKeyRef": {"name": "publisher-keys", "key": "cosign.pub"}},
-        {"name": "new", "secretKeyRef": {"name": "publisher-cosign", "key": "cosign.pub"}}
+        {"name": "old", "configMapKeyRef": {"name": "publisher-keys", "key": "old.pub"}},
+        {"name": "new", "configMapKeyRef": {"name": "publisher-keys", "key": "new.pub"}}
     ]);
     let s = gated(&registry, keys, &digest).await;
     s.emu
         .seed(json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "publisher-keys", "namespace": "ds"},
-            "data": {"cosign.pub": old.public_key()}}))
+            "metadata": {"name": "publisher-keys", "namespace": "imagegate-system"},
+            "data": {"old.pub": old.public_key(), "new.pub": new.public_key()}}))
         .await;
-    use base64::Engine as _;
-    let encoded = base64::engine::general_purpose::STANDARD.encode(new.public_key());
+    // The namespace editor writes a ConfigMap of the same name in the gated namespace with
+    // their own key, and signs their own build with it: not read, so not trusted.
     s.emu
-        .seed(
-            json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": "publisher-cosign", "namespace": "ds"},
-            "data": {"cosign.pub": encoded}}),
-        )
+        .seed(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "publisher-keys", "namespace": "ds"},
+            "data": {"old.pub": editor.public_key(), "new.pub": editor.public_key()}}))
         .await;
+    let theirs = registry.push(REPO, "latest", "editors-build").await;
+    editor.sign(&image(&registry, &theirs));
+    s.emu.import("ds", "nb", "candidate", &theirs).await;
+    let before = s.served_tag().await;
+    let run = promote(&s, "promote-theirs", &theirs).await;
+    assert_eq!(
+        reason(&run),
+        ("False".into(), "SignatureUntrusted".into()),
+        "{:?}",
+        run.status
+    );
+    s.assert_served_untouched(&before).await;
 
+    // The publisher's build, signed with the new key, is promoted; the missing name is said.
+    s.emu.import("ds", "nb", "candidate", &digest).await;
     let run = promote(&s, "promote", &digest).await;
     assert_eq!(
         reason(&run),
@@ -331,7 +344,9 @@ async fn keys_come_from_a_config_map_or_a_secret_and_a_missing_one_is_named() {
     let message = checks(&run)[0]["message"].as_str().unwrap().to_string();
     assert!(message.contains("signed by key \"new\""), "{message}");
     assert!(
-        message.contains("\"gone\": ConfigMap no-such-keys does not exist in namespace ds"),
+        message.contains(
+            "\"gone\": ConfigMap no-such-keys does not exist in namespace imagegate-system"
+        ),
         "{message}"
     );
     rbac::assert_config_allows(&s.emu, "controller").await;

@@ -63,14 +63,6 @@ fn every_field_uses_its_documented_json_name() {
                     }),
                     ..SignatureKey::default()
                 },
-                SignatureKey {
-                    name: "secret".into(),
-                    secret_key_ref: Some(KeyRef {
-                        name: "cosign".into(),
-                        key: "cosign.pub".into(),
-                    }),
-                    ..SignatureKey::default()
-                },
             ],
             pull_secrets: vec!["quay".into()],
         }),
@@ -93,8 +85,7 @@ fn every_field_uses_its_documented_json_name() {
             "signature": {
                 "keys": [
                     {"name": "inline", "publicKey": "PEM"},
-                    {"name": "cm", "configMapKeyRef": {"name": "keys", "key": "cosign.pub"}},
-                    {"name": "secret", "secretKeyRef": {"name": "cosign", "key": "cosign.pub"}}
+                    {"name": "cm", "configMapKeyRef": {"name": "keys", "key": "cosign.pub"}}
                 ],
                 "pullSecrets": ["quay"]
             }

@@ -309,8 +309,21 @@ fn signed(ask: &Ask, is: &ImageStream, fetched: &Fetched, digest: &str) -> Check
         let insecure = (is.spec_tag(&t.candidate_tag))
             .and_then(|tag| tag.import_policy.as_ref())
             .is_some_and(|p| p.insecure);
+        let Some(reference) = reference_of(is, &t.candidate_tag, digest) else {
+            // Nowhere to look: the candidate tag's history no longer names a pull spec of it.
+            let message = format!(
+                "{digest} has no pull spec in {}:{}'s history, so its signatures cannot be looked \
+                 up; {} keeps {}",
+                t.imagestream,
+                t.candidate_tag,
+                t.served_tag,
+                display(current_digest(is, &t.served_tag).unwrap_or_default())
+            );
+            let missing = Outcome::failed(reason::SIGNATURE_MISSING, message);
+            return Checked::Decided(Decision::Final(missing));
+        };
         return Checked::Decided(Decision::NeedSignatures {
-            reference: reference_of(is, &t.candidate_tag, digest).unwrap_or_default(),
+            reference,
             digest: digest.to_string(),
             insecure,
         });

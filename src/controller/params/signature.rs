@@ -10,10 +10,8 @@ use crate::controller::crd::{KeyRef, Signature};
 pub enum KeySource {
     /// PEM in the spec.
     Inline(String),
-    /// A key of a ConfigMap in the run's namespace.
+    /// A key of a ConfigMap in the controller's own namespace.
     ConfigMap(KeyRef),
-    /// A key of a Secret in the run's namespace.
-    Secret(KeyRef),
 }
 
 /// One trusted key, by the name the `checks` result gives it.
@@ -39,11 +37,20 @@ pub struct SignatureRequirement {
 
 impl Signature {
     /// Validates the block for `by`. The error lists every problem, `; `-separated, each naming
-    /// the field (`signature.keys[1]: set exactly one of publicKey, configMapKeyRef, secretKeyRef`).
+    /// the field (`signature.keys[1]: set exactly one of publicKey, configMapKeyRef`). The
+    /// bounds are the CRD's, held here too: a CustomRun's inline spec is not checked against
+    /// the CRD's schema.
     pub fn parse(&self, by: &str) -> Result<SignatureRequirement, String> {
         let mut problems = Vec::new();
         if self.keys.is_empty() {
             problems.push("signature.keys: name at least one public key".to_string());
+        }
+        if self.keys.len() > MAX_KEYS || self.pull_secrets.len() > MAX_PULL_SECRETS {
+            return Err(format!(
+                "signature: at most {MAX_KEYS} keys and {MAX_PULL_SECRETS} pullSecrets (there are {} and {})",
+                self.keys.len(),
+                self.pull_secrets.len()
+            ));
         }
         let mut keys = Vec::new();
         for (i, key) in self.keys.iter().enumerate() {
@@ -56,12 +63,11 @@ impl Signature {
             let sources = [
                 key.public_key.clone().map(KeySource::Inline),
                 key.config_map_key_ref.clone().map(KeySource::ConfigMap),
-                key.secret_key_ref.clone().map(KeySource::Secret),
             ];
             let mut given: Vec<KeySource> = sources.into_iter().flatten().collect();
             if given.len() != 1 {
                 problems.push(format!(
-                    "{field}: set exactly one of publicKey, configMapKeyRef, secretKeyRef"
+                    "{field}: set exactly one of publicKey, configMapKeyRef"
                 ));
                 continue;
             }
@@ -72,7 +78,7 @@ impl Signature {
                         problems.push(format!("{field}.publicKey: {e}"));
                     }
                 }
-                KeySource::ConfigMap(r) | KeySource::Secret(r) => {
+                KeySource::ConfigMap(r) => {
                     if let Some(why) = bad_ref(r) {
                         problems.push(format!("{field}: {why}"));
                     }
@@ -98,6 +104,20 @@ impl Signature {
             keys,
             pull_secrets: self.pull_secrets.clone(),
         })
+    }
+}
+
+/// The most keys one signature policy lists (the CRD's bound).
+pub const MAX_KEYS: usize = 16;
+/// The most pull secrets one signature policy names (the CRD's bound).
+pub const MAX_PULL_SECRETS: usize = 8;
+
+impl SignatureRequirement {
+    /// Whether it names anything outside itself (a ConfigMap of keys, a pull secret): only an
+    /// ImagePromotion may, not a CustomRun's inline spec.
+    pub fn names_objects(&self) -> bool {
+        !self.pull_secrets.is_empty()
+            || (self.keys.iter()).any(|k| matches!(k.source, KeySource::ConfigMap(_)))
     }
 }
 

@@ -327,6 +327,19 @@ fn signature_requirements_add_up_and_a_run_cannot_drop_one() {
     let named = Own::Named("team".into(), team.spec.clone());
     let judged = judge(&run(&[]), &named, &[team]).unwrap();
     assert_eq!(judged.request.signatures.len(), 1);
+    // An inline spec may add a key, but not make the controller read a ConfigMap or a Secret.
+    for named in [
+        json!({"keys": [{"name": "k", "configMapKeyRef": {"name": "keys", "key": "cosign.pub"}}]}),
+        json!({"keys": [{"name": "k", "publicKey": pem}], "pullSecrets": ["someone-elses"]}),
+    ] {
+        let own = Own::Inline(spec(json!({ "signature": named })));
+        let (why, message) = refused(judge(&run(&[]), &own, &[]));
+        assert_eq!(why, reason::INVALID_PARAMS);
+        assert!(
+            message.contains("may list keys only as publicKey"),
+            "{message}"
+        );
+    }
     // A governing policy whose key cannot be used ends the run before anything is asked.
     let broken = promotion(
         "broken",

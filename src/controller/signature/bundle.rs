@@ -141,7 +141,7 @@ pub async fn referred(
     client
         .store_auth_if_needed(image.resolve_registry(), auth)
         .await;
-    let index = match client.pull_referrers(image, Some(BUNDLE_MEDIA_TYPE)).await {
+    let index = match client.pull_referrers(image, None).await {
         Ok(index) => index,
         // No referrers tag either: nothing was ever attached.
         Err(oci_client::errors::OciDistributionError::ImageManifestNotFoundError(_)) => {
@@ -150,28 +150,43 @@ pub async fn referred(
         Err(e) => return Err(format!("the referrers of {image}: {e}")),
     };
     let mut found = Vec::new();
-    let entries = (index.manifests.iter())
-        .filter(|m| m.artifact_type.as_deref() == Some(BUNDLE_MEDIA_TYPE))
-        .take(MAX_REFERRERS);
-    for entry in entries {
-        let referrer = image.clone_with_digest(entry.digest.clone());
-        let (manifest, _) = (client.pull_manifest(&referrer, auth).await)
-            .map_err(|e| format!("the referrer {}: {e}", entry.digest))?;
-        let OciManifest::Image(manifest) = manifest else {
-            continue;
-        };
-        let layers = (manifest.layers.iter()).filter(|l| l.media_type == BUNDLE_MEDIA_TYPE);
-        for layer in layers {
-            if !(0..=MAX_BUNDLE_BYTES as i64).contains(&layer.size) {
-                continue;
-            }
-            let mut out = Bounded::default();
-            (client.pull_blob(&referrer, layer, &mut out).await)
-                .map_err(|e| format!("the bundle {}: {e}", layer.digest))?;
-            found.push(out.data);
+    // By the layers' media type, not the index's artifactType: some registries list a bundle as
+    // `application/vnd.oci.empty.v1+json` there.
+    for entry in index.manifests.iter().take(MAX_REFERRERS) {
+        // One referrer that cannot be read (another tool's, a broken one anyone who may push
+        // could attach) is skipped, never allowed to block the others.
+        if let Err(why) = bundles_of(client, image, auth, &entry.digest, &mut found).await {
+            tracing::warn!(referrer = %entry.digest, %why, "a referrer of the candidate was skipped");
         }
     }
     Ok(found)
+}
+
+/// The bundles (bounded) of one referrer manifest, added to `found`.
+async fn bundles_of(
+    client: &Client,
+    image: &Reference,
+    auth: &RegistryAuth,
+    digest: &str,
+    found: &mut Vec<Vec<u8>>,
+) -> Result<(), String> {
+    let referrer = image.clone_with_digest(digest.to_string());
+    let (manifest, _) = (client.pull_manifest(&referrer, auth).await)
+        .map_err(|e| format!("the referrer {digest}: {e}"))?;
+    let OciManifest::Image(manifest) = manifest else {
+        return Ok(());
+    };
+    let layers = (manifest.layers.iter()).filter(|l| l.media_type == BUNDLE_MEDIA_TYPE);
+    for layer in layers.take(MAX_REFERRERS) {
+        if !(0..=MAX_BUNDLE_BYTES as i64).contains(&layer.size) {
+            continue;
+        }
+        let mut out = Bounded::default();
+        (client.pull_blob(&referrer, layer, &mut out).await)
+            .map_err(|e| format!("the bundle {}: {e}", layer.digest))?;
+        found.push(out.data);
+    }
+    Ok(())
 }
 
 /// The most a bundle may hold; cosign's are under 10 KiB (one certificate at most).

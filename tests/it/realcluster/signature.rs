@@ -1,7 +1,7 @@
 //! The signature policy (issue 32) on the real API server: the ImagePromotion, its ConfigMap of
-//! trusted keys and its pull secret are the real server's, read by the controller as its
-//! ServiceAccount through the RBAC of `config/` (the writer role `tekton/330` binds where a
-//! namespace opts in); the candidates are in a real registry, signed by the real cosign.
+//! trusted keys (in `imagegate-system`) and its pull secret (in the run's namespace) are the real
+//! server's, read by the controller as its ServiceAccount through the RBAC of `config/`; the
+//! candidates are in a real registry, signed by the real cosign.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -35,9 +35,10 @@ async fn a_signed_candidate_is_promoted_and_an_unsigned_one_refused_on_the_real_
         .await
         .unwrap();
     c.emu.import(ns, "nb", "candidate", &signed).await;
-    let maps: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
+    // The trusted key in the platform's namespace, where the controller reads it.
+    let maps: Api<ConfigMap> = Api::namespaced(c.client.clone(), "imagegate-system");
     let keys = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "publisher-keys", "namespace": ns},
+        "metadata": {"name": "publisher-keys", "namespace": "imagegate-system"},
         "data": {"cosign.pub": publisher.public_key()}});
     maps.create(
         &PostParams::default(),

@@ -29,26 +29,18 @@ fn keys_from_each_source_are_taken_in_order() {
                 }),
                 ..SignatureKey::default()
             },
-            SignatureKey {
-                name: "from-secret".into(),
-                secret_key_ref: Some(KeyRef {
-                    name: "cosign".into(),
-                    key: "cosign.pub".into(),
-                }),
-                ..SignatureKey::default()
-            },
         ],
         pull_secrets: vec!["quay-pull".into()],
     };
     let parsed = spec.parse("ImagePromotion \"nb\"").unwrap();
     assert_eq!(parsed.by, "ImagePromotion \"nb\"");
     let names: Vec<&str> = parsed.keys.iter().map(|k| k.name.as_str()).collect();
-    assert_eq!(names, ["inline", "from-configmap", "from-secret"]);
+    assert_eq!(names, ["inline", "from-configmap"]);
     assert!(matches!(parsed.keys[0].source, KeySource::Inline(_)));
     assert!(
         matches!(&parsed.keys[1].source, KeySource::ConfigMap(r) if r.name == "publisher-keys")
     );
-    assert!(matches!(&parsed.keys[2].source, KeySource::Secret(r) if r.key == "cosign.pub"));
+    assert!(parsed.names_objects());
     assert_eq!(parsed.pull_secrets, ["quay-pull"]);
 }
 
@@ -66,7 +58,6 @@ fn every_problem_is_named_by_its_field_and_no_key_is_quoted() {
                     name: "k".into(),
                     key: "k".into(),
                 }),
-                ..SignatureKey::default()
             },
             SignatureKey {
                 name: "none".into(),
@@ -79,7 +70,7 @@ fn every_problem_is_named_by_its_field_and_no_key_is_quoted() {
             },
             SignatureKey {
                 name: "bad-ref".into(),
-                secret_key_ref: Some(KeyRef {
+                config_map_key_ref: Some(KeyRef {
                     name: "Not_A_Name".into(),
                     key: "cosign.pub".into(),
                 }),
@@ -91,7 +82,7 @@ fn every_problem_is_named_by_its_field_and_no_key_is_quoted() {
     let err = spec.parse("x").unwrap_err();
     for want in [
         "signature.keys[1].name: \"dup\" is named twice",
-        "signature.keys[2]: set exactly one of publicKey, configMapKeyRef, secretKeyRef",
+        "signature.keys[2]: set exactly one of publicKey, configMapKeyRef",
         "signature.keys[3]: set exactly one of",
         "signature.keys[4].publicKey: not a PEM public key",
         "signature.keys[5]: \"Not_A_Name\" is not an object name",
@@ -106,4 +97,27 @@ fn every_problem_is_named_by_its_field_and_no_key_is_quoted() {
             .unwrap_err()
             .contains("signature.keys: name at least one")
     );
+}
+
+#[test]
+fn the_crd_s_bounds_hold_for_an_inline_spec_too() {
+    let many = Signature {
+        keys: (0..17).map(|i| key(&format!("k{i}"))).collect(),
+        pull_secrets: vec![],
+    };
+    let err = many.parse("the inline spec").unwrap_err();
+    assert!(
+        err.contains("at most 16 keys and 8 pullSecrets (there are 17 and 0)"),
+        "{err}"
+    );
+    let secrets = Signature {
+        keys: vec![key("k")],
+        pull_secrets: (0..9).map(|i| format!("s{i}")).collect(),
+    };
+    assert!(secrets.parse("x").is_err());
+    let inline_only = Signature {
+        keys: vec![key("k")],
+        pull_secrets: vec![],
+    };
+    assert!(!inline_only.parse("x").unwrap().names_objects());
 }

@@ -239,12 +239,16 @@ pub fn rows() -> Vec<Row> {
             "get",
             ("GET", IMAGE),
         ),
-        // What a signature policy names: a trusted key and the registry's pull secret.
+        // What a signature policy names: a trusted key (the platform's, in imagegate-system)
+        // and the registry's pull secret (the run's namespace).
         row(
-            WRITER,
+            CONTROLLER_ROLE,
             CONFIGMAPS,
             "get",
-            ("GET", "/api/v1/namespaces/ds/configmaps/publisher-keys"),
+            (
+                "GET",
+                "/api/v1/namespaces/imagegate-system/configmaps/publisher-keys",
+            ),
         ),
         row(
             WRITER,
@@ -309,7 +313,7 @@ pub async fn fixtures(cp: &ControlPlane) {
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "imagegate-source", "namespace": SYS}}),
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "imagegate-controller", "namespace": SYS}}),
         json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "imagegate-run-key", "namespace": SYS}, "data": {"key": "AAAA"}}),
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "publisher-keys", "namespace": "ds"}, "data": {"cosign.pub": "PEM"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "publisher-keys", "namespace": SYS}, "data": {"cosign.pub": "PEM"}}),
         json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson", "metadata": {"name": "quay-pull", "namespace": "ds"},
             "data": {".dockerconfigjson": "eyJhdXRocyI6e319"}}),
         configmap("imagegate-source-checkpoint-h"),
