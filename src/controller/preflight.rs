@@ -39,7 +39,7 @@ pub async fn check(
             Some(404) => {
                 return Err(PreflightError(format!(
                     "the API server does not serve tekton.dev/v1beta1 CustomRuns (the CRD \
-                     customruns.tekton.dev is missing): install Tekton Pipelines v0.43 or later, \
+                     customruns.tekton.dev is missing): install Tekton Pipelines v0.44 or later, \
                      whose release.yaml has it (the API server says: {})",
                     said(&e)
                 )));

@@ -231,7 +231,7 @@ mod at_start {
         assert!(
             line.starts_with(
                 "imagegate: the API server does not serve tekton.dev/v1beta1 CustomRuns (the CRD \
-                 customruns.tekton.dev is missing): install Tekton Pipelines v0.43 or later, whose \
+                 customruns.tekton.dev is missing): install Tekton Pipelines v0.44 or later, whose \
                  release.yaml has it (the API server says: "
             ),
             "{line}"

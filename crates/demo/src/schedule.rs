@@ -4,7 +4,7 @@
 //! PipelineRun's final condition. The rules and the texts are Tekton Pipelines v1.15.0's
 //! (`pkg/reconciler/pipelinerun/resources`: `pipelinerunresolution.go` for the skips,
 //! `pipelinerunstate.go` for the condition), held to the released controller by
-//! `tests/it/realcluster_tekton/differential.rs`:
+//! `tests/it/realcluster_tekton/differential/`:
 //!
 //! - a DAG task is skipped, in this order: `PipelineRun was stopping` once a DAG task has failed;
 //!   `When Expressions evaluated to false`; `Parent Tasks were skipped` when a parent (`runAfter`,
