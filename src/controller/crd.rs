@@ -115,7 +115,8 @@ pub struct ImagePromotionSpec {
     /// Require the candidate digest to be signed by its publisher (cosign), checked at `begin`
     /// (so that a pipeline fails fast) and again at `promote`, before the served tag moves. An
     /// unsigned candidate, or one signed only by other keys or over another digest, ends the run
-    /// `False` (`SignatureMissing`, `SignatureUntrusted`) and nothing is written.
+    /// `False` (`SignatureMissing`, `SignatureUntrusted`): the served tag keeps its image and is
+    /// marked `UpdateFailed` for the candidate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<Signature>,
 }

@@ -315,6 +315,10 @@ async fn credentials(
 /// The entry for `registry` in a `.dockerconfigjson` (`{"auths": {...}}`) or a `.dockercfg`
 /// (the entries alone), keyed by host or by URL: `username`/`password`, or `auth` (base64 of
 /// `user:password`).
+///
+/// Written here: the crates that read Docker's config (`docker_credential`) read the user's file
+/// and credential helpers from disk, not a Secret's bytes, and oci-client takes only the
+/// resolved user and password.
 pub fn registry_auth(config: &[u8], registry: &str) -> Option<Auth> {
     #[derive(serde::Deserialize, Default)]
     struct Entry {

@@ -56,10 +56,10 @@ pub mod reason {
     /// others would be served unvalidated; the served tag is marked UpdateFailed.
     pub const UNVALIDATED_PLATFORMS: &str = "UnvalidatedPlatforms";
     /// A signature policy asks for the publisher's signature and none over the candidate digest
-    /// was found in its repository; nothing is written.
+    /// was found in its repository; the served tag keeps its image, marked UpdateFailed.
     pub const SIGNATURE_MISSING: &str = "SignatureMissing";
     /// Signatures over the candidate digest were found, but none by a key a signature policy
-    /// trusts; nothing is written.
+    /// trusts; the served tag keeps its image, marked UpdateFailed.
     pub const SIGNATURE_UNTRUSTED: &str = "SignatureUntrusted";
     /// The ImageStream does not exist (a missing named ImagePromotion is `InvalidParams`).
     pub const IMAGESTREAM_NOT_FOUND: &str = "ImageStreamNotFound";
@@ -169,11 +169,6 @@ impl Outcome {
             checks: Vec::new(),
             image: String::new(),
         }
-    }
-
-    /// The same outcome reporting `checks` as the `checks` result.
-    pub fn with_checks(self, checks: Vec<CheckOutcome>) -> Outcome {
-        Outcome { checks, ..self }
     }
 
     /// The same outcome reporting `image` as the `image` result.

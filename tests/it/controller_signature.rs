@@ -2,7 +2,8 @@
 //! emulator, the candidate pushed to a real OCI registry (CNCF Distribution) and signed there by
 //! the real cosign. A signature by a trusted key over exactly the candidate digest promotes;
 //! another key, no signature, a signature over another digest and a tag moved after signing are
-//! each refused with their reason, and the served tag is untouched.
+//! each refused with their reason, the served tag keeping its image, marked `UpdateFailed` for the
+//! candidate (its verdict).
 
 use crate::support::controller::{Setup, reason, result};
 use crate::support::rbac;
@@ -58,6 +59,17 @@ async fn promote(s: &Setup, name: &str, digest: &str) -> imagegate::api::CustomR
     )
     .await;
     s.done(name).await
+}
+
+/// The candidate's verdict: the served tag keeps `before`'s image and says `UpdateFailed` for
+/// `digest`, so the ledger counts it decided, and the Pipeline needs no `reject` after a `begin`
+/// refused it.
+async fn marked_failed(s: &Setup, before: &imagegate::api::TagReference, digest: &str) {
+    let now = s.served_tag().await;
+    assert_eq!(now.from, before.from, "the served tag keeps its image");
+    let ann = now.annotations.unwrap_or_default();
+    assert_eq!(ann["imagegate.dev/phase"], "UpdateFailed", "{ann:?}");
+    assert_eq!(ann["imagegate.dev/candidate-digest"], digest);
 }
 
 fn checks(run: &imagegate::api::CustomRun) -> Vec<Value> {
@@ -156,16 +168,16 @@ async fn cosign_3_s_default_bundle_by_a_trusted_key_promotes_and_by_another_key_
         "{:?}",
         run.status
     );
-    assert_eq!(s.served_tag().await, before);
+    marked_failed(&s, &before, &next).await;
     assert_eq!(
         s.writes("imagestreams").await.len(),
-        writes,
-        "nothing written"
+        writes + 1,
+        "one write: the mark, not a move"
     );
 }
 
 #[tokio::test]
-async fn a_candidate_signed_only_by_another_key_is_refused_and_nothing_is_written() {
+async fn a_candidate_signed_only_by_another_key_is_refused_and_the_served_image_kept() {
     let registry = Registry::start().await;
     let (publisher, stranger) = (Cosign::generate(), Cosign::generate());
     let digest = registry.push(REPO, "latest", "v2").await;
@@ -187,7 +199,7 @@ async fn a_candidate_signed_only_by_another_key_is_refused_and_nothing_is_writte
         "{message}"
     );
     assert_eq!(checks(&run)[0]["passed"], false);
-    s.assert_served_untouched(&before).await;
+    marked_failed(&s, &before, &digest).await;
 
     // begin refuses it too, before any validation runs.
     s.create_run(
@@ -204,7 +216,7 @@ async fn a_candidate_signed_only_by_another_key_is_refused_and_nothing_is_writte
         reason(&s.done("begin").await),
         ("False".into(), "SignatureUntrusted".into())
     );
-    s.assert_served_untouched(&before).await;
+    marked_failed(&s, &before, &digest).await;
 }
 
 #[tokio::test]
@@ -215,6 +227,23 @@ async fn an_unsigned_candidate_is_refused_as_missing_its_signature() {
     let keys = json!([{"name": "publisher", "publicKey": publisher.public_key()}]);
     let s = gated(&registry, keys, &digest).await;
     let before = s.served_tag().await;
+
+    // At begin, which the Pipeline follows with no reject (it skips validate): the refusal is
+    // the candidate's verdict, on the served tag and in the run's phase (its verdict event).
+    s.create_run(
+        "begin",
+        &[
+            ("imagestream", "nb"),
+            ("digest", &digest),
+            ("action", "begin"),
+        ],
+        json!({"spec": {"customRef": {"name": "signed"}}}),
+    )
+    .await;
+    let begun = s.done("begin").await;
+    assert_eq!(reason(&begun), ("False".into(), "SignatureMissing".into()));
+    assert_eq!(result(&begun, "phase"), "UpdateFailed");
+    marked_failed(&s, &before, &digest).await;
 
     let run = promote(&s, "promote", &digest).await;
     assert_eq!(
@@ -228,7 +257,7 @@ async fn an_unsigned_candidate_is_refused_as_missing_its_signature() {
         message.contains(&format!("no signature over {digest}")),
         "{message}"
     );
-    s.assert_served_untouched(&before).await;
+    marked_failed(&s, &before, &digest).await;
 }
 
 #[tokio::test]
@@ -257,7 +286,7 @@ async fn a_signature_over_another_digest_proves_nothing_even_under_the_candidate
         "{:?}",
         run.status
     );
-    s.assert_served_untouched(&before).await;
+    marked_failed(&s, &before, &candidate).await;
 }
 
 #[tokio::test]
@@ -280,7 +309,7 @@ async fn a_tag_moved_after_signing_brings_an_unsigned_digest_which_is_refused() 
         "{:?}",
         run.status
     );
-    s.assert_served_untouched(&before).await;
+    marked_failed(&s, &before, &moved).await;
 
     // The signed digest itself is still promotable: the signature binds the digest, not the tag.
     s.emu.import("ds", "nb", "candidate", &first).await;
@@ -330,7 +359,7 @@ async fn keys_come_from_the_platform_s_config_map_never_from_the_gated_namespace
         "{:?}",
         run.status
     );
-    s.assert_served_untouched(&before).await;
+    marked_failed(&s, &before, &theirs).await;
 
     // The publisher's build, signed with the new key, is promoted; the missing name is said.
     s.emu.import("ds", "nb", "candidate", &digest).await;
@@ -477,5 +506,5 @@ async fn an_oversized_bundle_among_the_referrers_is_not_read_even_when_it_would_
         "{:?}",
         run.status
     );
-    s.assert_served_untouched(&before).await;
+    marked_failed(&s, &before, &digest).await;
 }

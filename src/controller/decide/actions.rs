@@ -297,9 +297,11 @@ fn one_platform(ask: &Ask, is: &ImageStream, fetched: &Fetched, digest: &str) ->
 }
 
 /// The outcomes of the signature policy when every requirement is met (none asked: none), or
-/// the decision instead ([`Checked`]): read the signatures first, or refuse without a write
-/// (`SignatureMissing`, `SignatureUntrusted`): a candidate its publisher did not sign is not
-/// marked failed on the served tag by the gate, the pipeline's `reject` says what it decides.
+/// the decision instead ([`Checked`]): read the signatures first, or refuse
+/// (`SignatureMissing`, `SignatureUntrusted`) and mark the served tag `UpdateFailed` for the
+/// candidate, keeping its image: the candidate's verdict. At `begin` no `reject` follows (the
+/// Pipeline skips `validate`, and its `finally` tasks run on `validate`'s status), so without
+/// the mark the candidate would have none, and the ledger would page it as never validated.
 fn signed(ask: &Ask, is: &ImageStream, fetched: &Fetched, digest: &str) -> Checked {
     if ask.signatures.is_empty() {
         return Checked::Passed(Vec::new());
@@ -309,7 +311,8 @@ fn signed(ask: &Ask, is: &ImageStream, fetched: &Fetched, digest: &str) -> Check
         let insecure = (is.spec_tag(&t.candidate_tag))
             .and_then(|tag| tag.import_policy.as_ref())
             .is_some_and(|p| p.insecure);
-        let Some(reference) = reference_of(is, &t.candidate_tag, digest) else {
+        let reference = reference_of(is, &t.candidate_tag, digest).filter(|r| !r.is_empty());
+        let Some(reference) = reference else {
             // Nowhere to look: the candidate tag's history no longer names a pull spec of it.
             let message = format!(
                 "{digest} has no pull spec in {}:{}'s history, so its signatures cannot be looked \
@@ -319,8 +322,8 @@ fn signed(ask: &Ask, is: &ImageStream, fetched: &Fetched, digest: &str) -> Check
                 t.served_tag,
                 display(current_digest(is, &t.served_tag).unwrap_or_default())
             );
-            let missing = Outcome::failed(reason::SIGNATURE_MISSING, message);
-            return Checked::Decided(Decision::Final(missing));
+            let why = reason::SIGNATURE_MISSING;
+            return Checked::Decided(mark_failed(is, ask, digest, why, message, Vec::new()));
         };
         return Checked::Decided(Decision::NeedSignatures {
             reference,
@@ -366,9 +369,7 @@ fn signed(ask: &Ask, is: &ImageStream, fetched: &Fetched, digest: &str) -> Check
         t.served_tag,
         display(served_now)
     );
-    Checked::Decided(Decision::Final(
-        Outcome::failed(why, message).with_checks(outcomes),
-    ))
+    Checked::Decided(mark_failed(is, ask, digest, why, message, outcomes))
 }
 
 /// What the `checks` result says about one signature requirement.

@@ -95,7 +95,8 @@ async fn a_signed_candidate_is_promoted_and_an_unsigned_one_refused_on_the_real_
         Some(signed.as_str())
     );
 
-    // The next build is pushed and imported, never signed: refused, nothing written.
+    // The next build is pushed and imported, never signed: refused, its image not served, the
+    // served tag marked UpdateFailed for it (one write, the mark).
     let unsigned = registry.push(REPO, "latest", "v2").await;
     c.emu.import(ns, "nb", "candidate", &unsigned).await;
     let writes = c.stream_writes(ns).await;
@@ -114,6 +115,9 @@ async fn a_signed_candidate_is_promoted_and_an_unsigned_one_refused_on_the_real_
         c.stream(ns).await.current_digest("latest"),
         Some(signed.as_str())
     );
-    assert_eq!(c.stream_writes(ns).await, writes, "nothing written");
+    assert_eq!(c.stream_writes(ns).await, writes + 1, "one write: the mark");
+    let (_, ann) = crate::support::controller::served(&c.stream(ns).await);
+    assert_eq!(ann["imagegate.dev/phase"], "UpdateFailed");
+    assert_eq!(ann["imagegate.dev/candidate-digest"], unsigned);
     c.cp.assert_never_forbidden(CONTROLLER_SA);
 }

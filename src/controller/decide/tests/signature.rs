@@ -100,7 +100,7 @@ fn a_met_policy_is_reported_in_checks_and_the_promotion_goes_on() {
 }
 
 #[test]
-fn an_unmet_policy_ends_the_run_without_a_write_with_a_reason_of_its_own() {
+fn an_unmet_policy_is_the_candidate_s_verdict_the_image_kept_and_the_tag_marked_failed() {
     let is = stream(B, A, json!(null));
     let required = requirement();
     for action in [Action::Begin, Action::Promote] {
@@ -114,18 +114,39 @@ fn an_unmet_policy_ends_the_run_without_a_write_with_a_reason_of_its_own() {
             (found(0, None), reason::SIGNATURE_MISSING),
             (found(2, None), reason::SIGNATURE_UNTRUSTED),
         ] {
-            match decide(&a, &is, &fetched, now()) {
-                Decision::Final(o) => {
-                    assert_eq!((o.succeeded, o.reason), (false, why), "{action:?}");
-                    assert!(
-                        o.message.contains(&format!("latest keeps {A}")),
-                        "{}",
-                        o.message
-                    );
-                    assert!(!o.checks[0].passed);
-                }
-                other => panic!("{action:?}: expected no write, got {other:?}"),
-            }
+            let d = decide(&a, &is, &fetched, now());
+            let (patch, o) = written(&d);
+            assert_eq!((o.succeeded, o.reason), (false, why), "{action:?}");
+            assert_eq!(o.phase, phase::UPDATE_FAILED);
+            assert!(
+                o.message.contains(&format!("latest keeps {A}")),
+                "{}",
+                o.message
+            );
+            assert!(!o.checks[0].passed);
+            let tag = &patch["spec"]["tags"][0];
+            assert_eq!(tag["name"], "latest");
+            assert!(tag.get("from").is_none(), "the image is kept: {tag}");
+            assert_eq!(tag["annotations"][annotation::PHASE], "UpdateFailed");
+            assert_eq!(tag["annotations"][annotation::CANDIDATE_DIGEST], B);
         }
     }
+    // A candidate whose history records no pull spec for it cannot be looked up: refused the same.
+    let mut bare = serde_json::to_value(stream(B, A, json!(null))).unwrap();
+    for tag in bare["status"]["tags"].as_array_mut().unwrap() {
+        for item in tag["items"].as_array_mut().unwrap() {
+            item["dockerImageReference"] = json!("");
+        }
+    }
+    let bare: ImageStream = serde_json::from_value(bare).unwrap();
+    let t = target(Action::Promote, Some(B));
+    let checks = no_checks();
+    let a = Ask {
+        signatures: &required,
+        ..ask(&t, "Succeeded", &checks)
+    };
+    let d = decide(&a, &bare, &nothing(), now());
+    let (_, o) = written(&d);
+    assert_eq!(o.reason, reason::SIGNATURE_MISSING);
+    assert!(o.message.contains("has no pull spec"), "{}", o.message);
 }
