@@ -61,7 +61,7 @@ pub async fn reconcile(run: Arc<CustomRun>, ctx: Arc<Context>) -> Result<Action,
         if let Some(v) = &ctx.verdicts
             && super::verdict::Verdicts::pending(&run)
         {
-            v.send_run(&run);
+            let _ = v.send_pending(&run);
         }
         return Ok(Action::await_change());
     }

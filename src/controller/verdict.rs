@@ -176,26 +176,44 @@ impl Verdicts {
             .is_some_and(|m| m["delivered"] == false)
     }
 
-    /// Sends the verdict of the finished `run` unless it is being sent now, then marks it
-    /// delivered in the run's status.
+    /// Sends the verdict of the finished `run`, just written by this controller, unless it is
+    /// being sent now, then marks it delivered in the run's status.
     pub fn send_run(&self, run: &CustomRun) {
-        let Some(v) = of_run::verdict(run) else {
-            return;
-        };
+        let _ = self.spawn_send(run, false);
+    }
+
+    /// Sends the verdict of a finished run found unmarked in the cache (the controller stopped
+    /// before marking it), unless it is being sent now. The cache may be older than a mark
+    /// this controller wrote a moment ago (the delivery and the mark can both be done before
+    /// the watch brings the verdict's own write), so the run is read again first and sent only
+    /// if it still waits: no second copy for a verdict already taken. The task sending it, if
+    /// one was started.
+    pub fn send_pending(&self, run: &CustomRun) -> Option<tokio::task::JoinHandle<()>> {
+        self.spawn_send(run, true)
+    }
+
+    fn spawn_send(&self, run: &CustomRun, read_again: bool) -> Option<tokio::task::JoinHandle<()>> {
+        of_run::verdict(run)?;
         let uid = run.uid().unwrap_or_default();
         if !self.inner.lock().insert(uid.clone()) {
-            return;
+            return None;
         }
-        let (inner, ns, name) = (self.inner.clone(), run.namespace(), run.name_any());
-        tokio::spawn(async move {
-            let delivered = inner.deliver(&v).await;
-            if let Some(how) = delivered {
-                inner
-                    .mark_delivered(ns.as_deref().unwrap_or(""), &name, &uid, how)
-                    .await;
+        let (inner, run) = (self.inner.clone(), run.clone());
+        Some(tokio::spawn(async move {
+            let ns = run.namespace().unwrap_or_default();
+            let name = run.name_any();
+            let current = if read_again {
+                inner.read_again(&ns, &name, &uid).await
+            } else {
+                Some(run)
+            };
+            if let Some(v) = current.as_ref().and_then(of_run::verdict)
+                && let Some(how) = inner.deliver(&v).await
+            {
+                inner.mark_delivered(&ns, &name, &uid, how).await;
             }
             inner.lock().remove(&uid);
-        });
+        }))
     }
 
     /// Sends a verdict no run reached (the ledger's, the tamper check's).
@@ -266,6 +284,30 @@ impl Inner {
             info!(id = %event::id(v), verdict = v.kind.name(), namespace = %v.namespace, imagestream = %v.imagestream, to, "verdict event delivered");
         }
         taken
+    }
+
+    /// Run `ns/name` as the API server has it now, if it is still `uid` and its verdict still
+    /// waits to be delivered. A read that fails is retried (waits doubling from a second to
+    /// half a minute) until it succeeds or the controller stops: the verdict is not dropped.
+    async fn read_again(&self, ns: &str, name: &str, uid: &str) -> Option<CustomRun> {
+        let api: Api<CustomRun> = Api::namespaced(self.client.clone(), ns);
+        let mut wait = std::time::Duration::from_secs(1);
+        loop {
+            match api.get_opt(name).await {
+                Ok(Some(r)) if r.uid().as_deref() == Some(uid) => {
+                    return Verdicts::pending(&r).then_some(r);
+                }
+                Ok(_) => return None,
+                Err(e) => {
+                    warn!(customrun = name, error = %e, "cannot read a run whose verdict event waits");
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = self.stop.cancelled() => return None,
+                    }
+                    wait = (wait * 2).min(std::time::Duration::from_secs(30));
+                }
+            }
+        }
     }
 
     /// Marks run `ns/name` (still `uid`) delivered `how`, conditional on the version read.

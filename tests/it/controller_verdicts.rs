@@ -9,6 +9,7 @@ use std::time::Duration;
 use cloudevents::AttributesReader;
 use kube::api::Api;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::support::controller::{A, B, Setup, VALIDATED_B};
 use crate::support::sink::Sink;
@@ -133,4 +134,79 @@ async fn a_verdict_the_sink_refused_is_held_and_one_lost_with_the_controller_is_
         mark(&s, "promote-b").await["delivered"] == "sink"
     })
     .await;
+}
+
+/// A `Verdicts` of this test's own, to the sink at `url`.
+fn verdicts(s: &Setup, url: &str) -> (imagegate::controller::verdict::Verdicts, CancellationToken) {
+    use imagegate::controller::verdict::{self, Settings, VerdictMetrics, Verdicts};
+    let stop = CancellationToken::new();
+    let settings = Settings {
+        sink: url.parse().unwrap(),
+        delivery: verdict::default_delivery(),
+        mode: Default::default(),
+        schema_base: None,
+        timeout: None,
+        ca_pem: None,
+        oidc: None,
+    };
+    let metrics = VerdictMetrics::register(&mut prometheus_client::registry::Registry::default());
+    let v = Verdicts::new(s.client.clone(), settings, metrics, stop.clone()).unwrap();
+    (v, stop)
+}
+
+/// The race a loaded machine showed: the verdict was delivered and its run marked before the
+/// watch brought the verdict's own write, so the reconcile of that cached copy (still
+/// `delivered: false`) sent it a second time. A run found unmarked in the cache is read again
+/// first: a copy older than the mark sends nothing, a run that really waits is sent.
+#[tokio::test]
+async fn a_cached_copy_older_than_the_delivered_mark_sends_no_second_copy() {
+    let sink = Sink::start().await;
+    let mut s = Setup::new().await;
+    s.stop();
+    let admin = free_port();
+    let _controller = s.spawn_controller(admin, &["--verdict-sink", &sink.url]);
+    wait_ready(admin).await;
+    s.create_run("promote-b", VALIDATED_B, json!({})).await;
+    s.done("promote-b").await;
+    let id = sink.wait_accepted(1).await[0].id().to_string();
+    within("the run is marked delivered", WAIT, || async {
+        mark(&s, "promote-b").await["delivered"] == "sink"
+    })
+    .await;
+
+    // The copy a watch could still hold: the verdict's write, before the mark.
+    let mut stale = s.runs().get("promote-b").await.unwrap();
+    stale.status.as_mut().unwrap().extra_fields[imagegate::controller::verdict::FIELD]["delivered"] =
+        json!(false);
+    let other = Sink::start().await;
+    let (v, stop) = verdicts(&s, &other.url);
+    v.send_pending(&stale)
+        .expect("a verdict to send")
+        .await
+        .unwrap();
+    assert!(
+        other.received().is_empty(),
+        "a copy older than the mark was sent again: {} request(s)",
+        other.received().len()
+    );
+
+    // The positive control: a run whose mark really is missing (its controller stopped first).
+    let runs = s.runs();
+    let mut current = runs.get("promote-b").await.unwrap();
+    current.metadata.managed_fields = None;
+    current.status.as_mut().unwrap().extra_fields[imagegate::controller::verdict::FIELD]["delivered"] =
+        json!(false);
+    let unmarked = runs
+        .replace_status("promote-b", &Default::default(), &current)
+        .await
+        .unwrap();
+    v.send_pending(&unmarked)
+        .expect("a verdict to send")
+        .await
+        .unwrap();
+    let got = other.accepted();
+    assert_eq!(got.len(), 1, "one copy");
+    assert_eq!(got[0].id(), id, "the same verdict, the same id");
+    assert_eq!(mark(&s, "promote-b").await["delivered"], "sink");
+    stop.cancel();
 }
