@@ -255,6 +255,7 @@ pub fn controller_decision(data: &[u8]) -> bool {
                 .into_iter()
                 .map(|t| (t.metadata.name.clone().unwrap_or_default(), Some(t)))
                 .collect(),
+            chains_keys: Vec::new(),
         },
     };
     let now: chrono::DateTime<Utc> = DateTime::from_timestamp(1_800_000_000, 0).expect("a time");

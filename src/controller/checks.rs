@@ -31,6 +31,9 @@ pub const MAX_SIZE: &str = "maxSize";
 pub const NON_ROOT_USER: &str = "nonRootUser";
 /// `signature`: one outcome per ImagePromotion whose signature policy was checked.
 pub const SIGNATURE: &str = "signature";
+/// `chains`: one outcome per proof of validation that asks for Tekton Chains' signed record,
+/// naming the key each TaskRun's record was signed by.
+pub const CHAINS: &str = "chains";
 
 /// How far ahead of the controller's clock a build date may be before `maxAge` refuses it (the
 /// builder's and the controller's clocks differ by seconds, not minutes).

@@ -259,6 +259,28 @@ pub struct Validation {
     /// name only.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub pins: std::collections::BTreeMap<String, String>,
+    /// Require Tekton Chains' signed record of each TaskRun of `tasks`: Chains' `tekton`
+    /// storage (the TaskRun's `chains.tekton.dev/signature-taskrun-<uid>` annotation, a DSSE
+    /// envelope of an in-toto statement, Chains' `in-toto`/`slsa/v1` format) signed by one of
+    /// `keys`, whose provenance names the candidate digest in the TaskRun's `image` param, this
+    /// PipelineRun and pipeline task, and exactly the steps of the TaskRun's recorded spec (the
+    /// content `pins` holds). A TaskRun Chains did not sign (within a minute of the `promote`
+    /// run's creation), signed by another key, or whose record names other content or another
+    /// digest, proves nothing. Needs `pipeline` and `tasks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chains: Option<ChainsProof>,
+}
+
+/// What Tekton Chains must have signed for a validating TaskRun to count.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChainsProof {
+    /// The public half of the key Chains signs with (`cosign.pub` of the `signing-secrets`
+    /// Secret in Chains' namespace): a record signed by any one of them counts (list the old
+    /// and the new key while Chains' key is rotated). Kept inline, or in a ConfigMap of the
+    /// controller's own namespace, as a signature policy's keys.
+    #[schemars(length(min = 1, max = 16))]
+    pub keys: Vec<SignatureKey>,
 }
 
 impl Validation {

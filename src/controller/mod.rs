@@ -22,6 +22,7 @@ pub mod checks;
 pub mod crd;
 pub mod decide;
 pub mod drift;
+pub mod dsse;
 pub mod error;
 pub mod fair;
 pub mod ledger;

@@ -447,6 +447,13 @@ pub const SPEC_ASKS: &str = "the ImagePromotion spec asks";
 pub(super) fn proof(v: &ValidationSpec, asked_by: &str) -> Result<Option<Proof>, String> {
     let pipeline = v.pipeline.as_deref().unwrap_or_default();
     match (pipeline.is_empty(), v.tasks.is_empty()) {
+        (true, true) if v.chains.is_some() => {
+            return Err(
+                "validation.chains needs validation.pipeline and validation.tasks: the TaskRuns \
+                 whose signed records count"
+                    .into(),
+            );
+        }
         (true, true) => return Ok(None),
         (true, false) => {
             return Err(
@@ -488,11 +495,27 @@ pub(super) fn proof(v: &ValidationSpec, asked_by: &str) -> Result<Option<Proof>,
             ));
         }
     }
+    let mut chains = Vec::new();
+    if let Some(c) = &v.chains {
+        let mut problems = Vec::new();
+        if c.keys.is_empty() || c.keys.len() > signature::MAX_KEYS {
+            problems.push(format!(
+                "validation.chains.keys: name 1 to {} of Chains' public keys",
+                signature::MAX_KEYS
+            ));
+        } else {
+            chains = signature::parse_keys(&c.keys, "validation.chains.keys", &mut problems);
+        }
+        if !problems.is_empty() {
+            return Err(problems.join("; "));
+        }
+    }
     Ok(Some(Proof {
         pipeline: pipeline.to_string(),
         tasks: v.tasks.clone(),
         asked_by: asked_by.to_string(),
         pins: v.pins.clone(),
+        chains,
     }))
 }
 

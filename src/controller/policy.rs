@@ -321,10 +321,20 @@ fn requirements(
         }
         let proof =
             params::proof(&spec.validation, &asks).map_err(|m| invalid(prefix.clone() + &m))?;
+        // As for signatures: the runner's inline spec may add Chains keys only inline.
+        let from_config_map = |p: &Proof| {
+            (p.chains.iter())
+                .any(|k| matches!(k.source, params::signature::KeySource::ConfigMap(_)))
+        };
+        if i == 0 && inline && proof.as_ref().is_some_and(from_config_map) {
+            return Err(invalid(
+                "the inline spec's validation.chains may list keys only as publicKey: name an \
+                 ImagePromotion for keys kept in a ConfigMap"
+                    .into(),
+            ));
+        }
         if let Some(p) = proof
-            && !proofs
-                .iter()
-                .any(|q| q.pipeline == p.pipeline && q.tasks == p.tasks && q.pins == p.pins)
+            && !proofs.iter().any(|q| same_proof(q, &p))
         {
             proofs.push(p);
         }
@@ -334,6 +344,11 @@ fn requirements(
         }
     }
     Ok((proofs, checks, signatures))
+}
+
+/// Whether two proofs ask the same, whoever asks.
+fn same_proof(a: &Proof, b: &Proof) -> bool {
+    a.pipeline == b.pipeline && a.tasks == b.tasks && a.pins == b.pins && a.chains == b.chains
 }
 
 /// What [`requirements`] gathers: proofs, sets of checks, signature requirements.

@@ -53,7 +53,9 @@ pub async fn promote(
                     }
                 }
                 Decision::NeedEvidence if fetched.evidence.is_none() => {
-                    let read = proof::read::read(&ctx.client, run, &request.proofs).await?;
+                    let read =
+                        proof::read::read(&ctx.client, run, &request.proofs, &ctx.own_namespace)
+                            .await?;
                     fetched.evidence = Some(read);
                 }
                 Decision::NeedSignatures {
@@ -101,8 +103,9 @@ pub async fn promote(
             }
             // Looked at again 25 ms later, doubling to a second (`error::not_yet_delay`), for
             // at most LISTING_GRACE after the run was created: Tekton lists a child it made
-            // within its next status write, and a run someone made by hand must not keep the
-            // controller polling until its PipelineRun ends.
+            // within its next status write, and Chains signs a TaskRun within moments of its
+            // end; a run someone made by hand, or a TaskRun Chains never signs, must not keep
+            // the controller polling until its PipelineRun ends.
             Decision::Wait(why) => {
                 let created = run.metadata.creation_timestamp.as_ref().map(|t| t.0);
                 return match still_waiting(created, (ctx.clock)(), &why) {
@@ -279,7 +282,8 @@ impl<'a> Stream<'a> {
     }
 }
 
-/// How long after its creation a run waits for its PipelineRun to list it.
+/// How long after its creation a run waits for its PipelineRun to list it, or for Tekton Chains
+/// to sign the TaskRuns its proof needs signed.
 pub const LISTING_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Whether a run created at `created` may still wait for its PipelineRun to list it (`why`);
@@ -293,8 +297,7 @@ pub fn still_waiting(
     match created.and_then(|c| c.checked_add(grace).ok()) {
         Some(until) if now < until => Ok(()),
         _ => Err(format!(
-            "nothing proves the validation: {why}, {}s after the CustomRun was created (a \
-             PipelineRun lists the children it creates at once; this one it did not create)",
+            "nothing proves the validation: {why}, {}s after the CustomRun was created",
             LISTING_GRACE.as_secs()
         )),
     }

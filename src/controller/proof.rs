@@ -17,6 +17,7 @@
 //! name cannot stand in. Every TaskRun of a required task must have succeeded with the digest (a
 //! `matrix` over other images fails).
 
+pub mod chains;
 pub mod pin;
 pub mod read;
 
@@ -37,6 +38,9 @@ pub struct Proof {
     /// The content each task must have run ([`pin`]), by task; a task without one is proven by
     /// name.
     pub pins: std::collections::BTreeMap<String, String>,
+    /// The keys Tekton Chains signs with, when each TaskRun of `tasks` must carry its signed
+    /// record ([`chains`]); empty: not asked.
+    pub chains: Vec<crate::controller::params::signature::TrustedKey>,
 }
 
 impl Proof {
@@ -87,7 +91,8 @@ pub fn standing(evidence: &Evidence, run: &str) -> Standing {
     }
     if !pr.lists_custom_run(run) {
         return Standing::NotListedYet(format!(
-            "PipelineRun {name:?} does not list CustomRun {run:?} among its children yet"
+            "PipelineRun {name:?} does not list CustomRun {run:?} among its children yet (a \
+             PipelineRun lists the children it creates at once; this one it did not create)"
         ));
     }
     Standing::Child
@@ -109,77 +114,141 @@ pub enum Evidence {
         pipeline_run: Box<PipelineRun>,
         /// Each child TaskRun of a required task, by name, as read.
         task_runs: Vec<(String, Option<TaskRun>)>,
+        /// The Chains keys of each proof, in the order of the proofs: by name, the PEM or why
+        /// it could not be read (empty for a proof that asks for no Chains record).
+        chains_keys: Vec<Keys>,
     },
 }
 
-/// Whether `evidence` proves that `proof`'s Pipeline validated `digest`: Ok with what was shown,
-/// or Err with everything that is missing (`; `-separated).
-pub fn verify(proof: &Proof, evidence: &Evidence, digest: &str) -> Result<String, String> {
-    let (pr, task_runs) = match evidence {
+/// Keys by name: each the PEM or why it could not be had.
+pub type Keys = Vec<(String, Result<String, String>)>;
+
+/// What is missing of a proof.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Missing {
+    /// Everything missing, `; `-separated.
+    pub why: String,
+    /// Whether all of it is Chains' record not written yet: waited for, not refused.
+    pub not_yet: bool,
+}
+
+/// Whether `evidence` proves that `proof` (the `index`th proof asked for) holds for `digest`:
+/// Ok with what was shown, or what is missing.
+pub fn verify(
+    proof: &Proof,
+    index: usize,
+    evidence: &Evidence,
+    digest: &str,
+) -> Result<String, Missing> {
+    verify_all(proof, index, evidence, digest).map_err(|lacks| Missing {
+        not_yet: lacks.iter().all(|l| matches!(l, chains::Lack::NotYet(_))),
+        why: (lacks.iter())
+            .map(|l| match l {
+                chains::Lack::NotYet(why) | chains::Lack::Refused(why) => why.as_str(),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    })
+}
+
+fn verify_all(
+    proof: &Proof,
+    index: usize,
+    evidence: &Evidence,
+    digest: &str,
+) -> Result<String, Vec<chains::Lack>> {
+    let refused = |why: String| vec![chains::Lack::Refused(why)];
+    let (pr, task_runs, keys) = match evidence {
         Evidence::NoPipelineRun => {
-            return Err(format!(
+            return Err(refused(format!(
                 "the CustomRun belongs to no PipelineRun (it has no controlling PipelineRun owner \
                  reference with a uid), so nothing shows that Pipeline {:?} validated \
                  {digest}",
                 proof.pipeline
-            ));
+            )));
         }
         Evidence::PipelineRunGone { name } => {
-            return Err(format!(
+            return Err(refused(format!(
                 "its PipelineRun {name:?} does not exist (deleted, or replaced by another of \
                  that name), so nothing shows that Pipeline {:?} validated {digest}",
                 proof.pipeline
-            ));
+            )));
         }
         Evidence::Found {
             pipeline_run,
             task_runs,
-        } => (pipeline_run, task_runs),
+            chains_keys,
+        } => (pipeline_run, task_runs, chains_keys.get(index)),
     };
     let pr_name = pr.metadata.name.clone().unwrap_or_default();
     let mut missing = Vec::new();
+    let mut signed_by = Vec::new();
     match pr.pipeline_name() {
         Some(p) if p == proof.pipeline => {}
-        Some(p) => missing.push(format!(
+        Some(p) => missing.push(chains::Lack::Refused(format!(
             "PipelineRun {pr_name:?} runs Pipeline {p:?}, not {:?}",
             proof.pipeline
-        )),
-        None => missing.push(format!(
+        ))),
+        None => missing.push(chains::Lack::Refused(format!(
             "PipelineRun {pr_name:?} runs an inline pipelineSpec or a Pipeline no name names \
              (only pipelineRef.name, or the cluster resolver in its namespace or the bundles \
              resolver by name, count), not Pipeline {:?}",
             proof.pipeline
-        )),
+        ))),
     }
     let uid = pr.metadata.uid.clone().unwrap_or_default();
     for task in &proof.tasks {
         let children = pr.task_runs_of(task);
         if children.is_empty() {
-            missing.push(format!(
+            missing.push(chains::Lack::Refused(format!(
                 "task {task:?} has no TaskRun in PipelineRun {pr_name:?}"
-            ));
+            )));
         }
         for name in children {
             let read = task_runs.iter().find(|(n, _)| n == name).map(|(_, t)| t);
             let run = read.and_then(Option::as_ref);
+            let which = format!("task {task:?} (TaskRun {name:?})");
             if let Err(why) = task_proves(task, name, run, &uid, digest) {
-                missing.push(why);
-            } else if let (Some(want), Some(run)) = (proof.pins.get(task), run)
+                missing.push(chains::Lack::Refused(why));
+                continue;
+            }
+            let Some(run) = run else { continue };
+            if let Some(want) = proof.pins.get(task)
                 && let Err(why) = pinned(task, name, run, want)
             {
-                missing.push(why);
+                missing.push(chains::Lack::Refused(why));
+            }
+            if proof.chains.is_empty() {
+                continue;
+            }
+            let want = chains::Expected {
+                pipeline_run_uid: &uid,
+                task,
+                digest,
+            };
+            match chains::verify(run, keys.map(Vec::as_slice).unwrap_or_default(), want) {
+                Ok(key) => signed_by.push(format!("{which} by {key:?}")),
+                Err(chains::Lack::NotYet(why)) => {
+                    missing.push(chains::Lack::NotYet(format!("{which}: {why}")));
+                }
+                Err(chains::Lack::Refused(why)) => {
+                    missing.push(chains::Lack::Refused(format!("{which}: {why}")));
+                }
             }
         }
     }
-    if missing.is_empty() {
-        Ok(format!(
-            "PipelineRun {pr_name:?} of Pipeline {:?} validated {digest} in {}",
-            proof.pipeline,
-            proof.tasks.join(", ")
-        ))
-    } else {
-        Err(missing.join("; "))
+    if !missing.is_empty() {
+        return Err(missing);
     }
+    let mut shown = format!(
+        "PipelineRun {pr_name:?} of Pipeline {:?} validated {digest} in {}",
+        proof.pipeline,
+        proof.tasks.join(", ")
+    );
+    if !signed_by.is_empty() {
+        shown += &format!(", signed by Tekton Chains: {}", signed_by.join(", "));
+    }
+    Ok(shown)
 }
 
 /// Whether the TaskRun ran the pinned content `want`.

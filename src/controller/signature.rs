@@ -249,7 +249,7 @@ fn judge(
 
 /// The PEM of a key, or why it cannot be had (the ConfigMap or its data key is missing). An API
 /// failure other than a 404 is an [`Error`].
-async fn pem_of(
+pub async fn pem_of(
     client: &kube::Client,
     keys_namespace: &str,
     source: &KeySource,

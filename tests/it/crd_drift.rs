@@ -100,6 +100,7 @@ async fn an_image_promotion_round_trips_through_the_registered_crd() {
                 pipeline: Some("imagegate-promote".into()),
                 tasks: vec!["validate".into(), "scan".into()],
                 pins: Default::default(),
+                chains: None,
             },
             ..ImagePromotionSpec::default()
         },

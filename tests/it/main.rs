@@ -46,6 +46,7 @@ mod api_types;
 mod bad_config;
 mod cli;
 mod controller_cache;
+mod controller_chains;
 mod controller_e2e;
 mod controller_gate;
 mod controller_ledger;

@@ -36,6 +36,7 @@ fn every_field_uses_its_documented_json_name() {
             pipeline: Some("imagegate-promote".into()),
             tasks: vec!["validate".into()],
             pins: Default::default(),
+            chains: None,
         },
         promote_as: PromoteAs::DockerImage,
         odh: Odh {

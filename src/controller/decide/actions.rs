@@ -129,14 +129,15 @@ pub(super) fn promote(
     {
         return Decision::Final(Outcome::failed(reason::CANDIDATE_MOVED, why));
     }
-    if let Some(decided) = proven(ask, fetched, &digest, &served_now) {
-        return decided;
-    }
+    let mut checks_done = match proven(ask, fetched, &digest, &served_now) {
+        Checked::Passed(records) => records,
+        Checked::Decided(decided) => return decided,
+    };
     if let Some(refused) = one_platform(ask, is, fetched, &digest) {
         return refused;
     }
-    let mut checks_done = match signed(ask, is, fetched, &digest) {
-        Checked::Passed(signed) => signed,
+    match signed(ask, is, fetched, &digest) {
+        Checked::Passed(signed) => checks_done.extend(signed),
         Checked::Decided(decided) => return decided,
     };
     match run_checks(ask, is, fetched.image.as_ref(), now, &digest) {
@@ -233,32 +234,47 @@ pub(super) fn promote(
     }
 }
 
-/// The decision when the proofs asked for are not shown (None: shown, or none asked): read the
-/// evidence first, wait for the PipelineRun to list the run, or `Unverified` with all that is
-/// missing.
-fn proven(ask: &Ask, fetched: &Fetched, digest: &str, served_now: &str) -> Option<Decision> {
-    let first = ask.proofs.first()?;
+/// Whether the proofs asked for are shown: passed (with one `chains` outcome per proof that
+/// asks for Tekton Chains' record; none asked: nothing), or the decision instead: read the
+/// evidence first, wait for the PipelineRun to list the run or for Chains to sign, or
+/// `Unverified` with all that is missing.
+fn proven(ask: &Ask, fetched: &Fetched, digest: &str, served_now: &str) -> Checked {
+    let Some(first) = ask.proofs.first() else {
+        return Checked::Passed(Vec::new());
+    };
     let Some(evidence) = &fetched.evidence else {
-        return Some(Decision::NeedEvidence);
+        return Checked::Decided(Decision::NeedEvidence);
     };
     let missing = match proof::standing(evidence, ask.run_name) {
-        Standing::NotListedYet(why) => return Some(Decision::Wait(why)),
+        Standing::NotListedYet(why) => return Checked::Decided(Decision::Wait(why)),
         Standing::Outside(why) => format!("{}, but {why}", first.asks()),
         Standing::Child => {
-            let missing: Vec<String> = (ask.proofs.iter())
-                .filter_map(|p| {
-                    let why = proof::verify(p, evidence, digest).err()?;
-                    Some(format!("{}: {why}", p.asks()))
-                })
-                .collect();
-            if missing.is_empty() {
-                return None;
+            let mut records = Vec::new();
+            let mut missing: Vec<(String, bool)> = Vec::new();
+            for (i, p) in ask.proofs.iter().enumerate() {
+                match proof::verify(p, i, evidence, digest) {
+                    Ok(shown) if !p.chains.is_empty() => records.push(CheckOutcome {
+                        name: checks::CHAINS,
+                        passed: true,
+                        message: format!("{}: {shown}", p.asks()),
+                    }),
+                    Ok(_) => {}
+                    Err(m) => missing.push((format!("{}: {}", p.asks(), m.why), m.not_yet)),
+                }
             }
-            missing.join("; ")
+            if missing.is_empty() {
+                return Checked::Passed(records);
+            }
+            let text: Vec<&str> = missing.iter().map(|(why, _)| why.as_str()).collect();
+            // Only Chains' records still to come: a moment, not a failure.
+            if missing.iter().all(|(_, not_yet)| *not_yet) {
+                return Checked::Decided(Decision::Wait(text.join("; ")));
+            }
+            text.join("; ")
         }
     };
     let served = &ask.target.served_tag;
-    Some(Decision::Final(Outcome::failed(
+    Checked::Decided(Decision::Final(Outcome::failed(
         reason::UNVERIFIED,
         format!(
             "nothing proves that {digest} was validated: {missing}; {served} keeps {}",

@@ -3,7 +3,7 @@
 //! and the names of ConfigMaps, Secrets and pull secrets are object names. Pure; the lookup and
 //! the verification are [`crate::controller::signature`].
 
-use crate::controller::crd::{KeyRef, Signature};
+use crate::controller::crd::{KeyRef, Signature, SignatureKey};
 
 /// Where one public key comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,43 +52,7 @@ impl Signature {
                 self.pull_secrets.len()
             ));
         }
-        let mut keys = Vec::new();
-        for (i, key) in self.keys.iter().enumerate() {
-            let field = format!("signature.keys[{i}]");
-            if key.name.trim().is_empty() {
-                problems.push(format!("{field}.name: give the key a name"));
-            } else if self.keys[..i].iter().any(|k| k.name == key.name) {
-                problems.push(format!("{field}.name: {:?} is named twice", key.name));
-            }
-            let sources = [
-                key.public_key.clone().map(KeySource::Inline),
-                key.config_map_key_ref.clone().map(KeySource::ConfigMap),
-            ];
-            let mut given: Vec<KeySource> = sources.into_iter().flatten().collect();
-            if given.len() != 1 {
-                problems.push(format!(
-                    "{field}: set exactly one of publicKey, configMapKeyRef"
-                ));
-                continue;
-            }
-            let source = given.remove(0);
-            match &source {
-                KeySource::Inline(pem) => {
-                    if let Err(e) = public_key(pem) {
-                        problems.push(format!("{field}.publicKey: {e}"));
-                    }
-                }
-                KeySource::ConfigMap(r) => {
-                    if let Some(why) = bad_ref(r) {
-                        problems.push(format!("{field}: {why}"));
-                    }
-                }
-            }
-            keys.push(TrustedKey {
-                name: key.name.clone(),
-                source,
-            });
-        }
+        let keys = parse_keys(&self.keys, "signature.keys", &mut problems);
         for (i, name) in self.pull_secrets.iter().enumerate() {
             if !is_object_name(name) {
                 problems.push(format!(
@@ -105,6 +69,54 @@ impl Signature {
             pull_secrets: self.pull_secrets.clone(),
         })
     }
+}
+
+/// The keys of `field` (`signature.keys`, `validation.chains.keys`): each with a unique name and
+/// exactly one source, an inline key one the verifier can use, a ConfigMap named by an object
+/// name. What is wrong is added to `problems`, naming the field.
+pub fn parse_keys(
+    keys: &[SignatureKey],
+    field: &str,
+    problems: &mut Vec<String>,
+) -> Vec<TrustedKey> {
+    let mut parsed = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let field = format!("{field}[{i}]");
+        if key.name.trim().is_empty() {
+            problems.push(format!("{field}.name: give the key a name"));
+        } else if keys[..i].iter().any(|k| k.name == key.name) {
+            problems.push(format!("{field}.name: {:?} is named twice", key.name));
+        }
+        let sources = [
+            key.public_key.clone().map(KeySource::Inline),
+            key.config_map_key_ref.clone().map(KeySource::ConfigMap),
+        ];
+        let mut given: Vec<KeySource> = sources.into_iter().flatten().collect();
+        if given.len() != 1 {
+            problems.push(format!(
+                "{field}: set exactly one of publicKey, configMapKeyRef"
+            ));
+            continue;
+        }
+        let source = given.remove(0);
+        match &source {
+            KeySource::Inline(pem) => {
+                if let Err(e) = public_key(pem) {
+                    problems.push(format!("{field}.publicKey: {e}"));
+                }
+            }
+            KeySource::ConfigMap(r) => {
+                if let Some(why) = bad_ref(r) {
+                    problems.push(format!("{field}: {why}"));
+                }
+            }
+        }
+        parsed.push(TrustedKey {
+            name: key.name.clone(),
+            source,
+        });
+    }
+    parsed
 }
 
 /// The most keys one signature policy lists (the CRD's bound).

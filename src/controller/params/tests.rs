@@ -264,6 +264,7 @@ fn the_proof_needs_a_pipeline_and_its_tasks_with_valid_names() {
             tasks: vec!["validate".into(), "scan".into()],
             asked_by: SPEC_ASKS.into(),
             pins: Default::default(),
+            chains: vec![],
         }]
     );
     for (pipeline, tasks, want) in [
@@ -289,6 +290,48 @@ fn the_proof_needs_a_pipeline_and_its_tasks_with_valid_names() {
         ),
     ] {
         let err = with(pipeline, tasks).unwrap_err();
+        assert!(err.contains(want), "{want:?} not in {err:?}");
+    }
+}
+
+#[test]
+fn a_chains_record_needs_the_tasks_it_is_of_and_one_to_sixteen_usable_keys() {
+    let with = |validation: serde_json::Value| {
+        let spec: ImagePromotionSpec =
+            serde_json::from_value(json!({ "validation": validation })).unwrap();
+        parse(
+            &run(json!([{"name": "imagestream", "value": "nb"}, {"name": "digest", "value": D}])),
+            &spec,
+        )
+    };
+    let key = |name: &str| json!({"name": name, "configMapKeyRef": {"name": "chains-keys", "key": "cosign.pub"}});
+    let ok =
+        with(json!({"pipeline": "p", "tasks": ["validate"], "chains": {"keys": [key("chains")]}}));
+    assert_eq!(ok.unwrap().proofs[0].chains.len(), 1);
+    let many: Vec<_> = (0..17).map(|i| key(&format!("k{i}"))).collect();
+    for (validation, want) in [
+        (
+            json!({"chains": {"keys": [key("chains")]}}),
+            "validation.chains needs validation.pipeline and validation.tasks",
+        ),
+        (
+            json!({"pipeline": "p", "tasks": ["v"], "chains": {"keys": []}}),
+            "validation.chains.keys: name 1 to 16",
+        ),
+        (
+            json!({"pipeline": "p", "tasks": ["v"], "chains": {"keys": many}}),
+            "validation.chains.keys: name 1 to 16",
+        ),
+        (
+            json!({"pipeline": "p", "tasks": ["v"], "chains": {"keys": [{"name": "k", "publicKey": "nope"}]}}),
+            "validation.chains.keys[0].publicKey: not a PEM public key",
+        ),
+        (
+            json!({"pipeline": "p", "tasks": ["v"], "chains": {"keys": [key("k"), key("k")]}}),
+            "validation.chains.keys[1].name: \"k\" is named twice",
+        ),
+    ] {
+        let err = with(validation).unwrap_err();
         assert!(err.contains(want), "{want:?} not in {err:?}");
     }
 }

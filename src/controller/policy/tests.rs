@@ -352,3 +352,34 @@ fn signature_requirements_add_up_and_a_run_cannot_drop_one() {
         "{message}"
     );
 }
+
+#[test]
+fn chains_keys_are_the_platform_s_and_a_run_may_add_them_only_inline() {
+    let pem = crate::controller::params::signature::tests::PEM;
+    let validation = |key: Value| {
+        json!({"validation": {"pipeline": "imagegate-promote", "tasks": ["validate"],
+            "chains": {"keys": [key]}}})
+    };
+    let from_map =
+        json!({"name": "chains", "configMapKeyRef": {"name": "chains-keys", "key": "cosign.pub"}});
+    // An ImagePromotion may keep Chains' key in the controller's ConfigMap.
+    let platform = promotion("platform", validation(from_map.clone()));
+    let judged = judge(&run(&[]), &Own::Defaults, std::slice::from_ref(&platform)).unwrap();
+    assert_eq!(judged.request.proofs.len(), 1);
+    assert_eq!(judged.request.proofs[0].chains[0].name, "chains");
+    // The runner's inline spec may not make the controller read one on its behalf.
+    let own = Own::Inline(spec(validation(from_map)));
+    let (why, message) = refused(judge(&run(&[]), &own, std::slice::from_ref(&platform)));
+    assert_eq!(why, reason::INVALID_PARAMS);
+    assert!(
+        message.contains("validation.chains may list keys only as publicKey"),
+        "{message}"
+    );
+    // Inline it may add a proof with a key of its own; the platform's stays.
+    let own = Own::Inline(spec(validation(json!({"name": "mine", "publicKey": pem}))));
+    let judged = judge(&run(&[]), &own, &[platform]).unwrap();
+    let names: Vec<&str> = (judged.request.proofs.iter())
+        .map(|p| p.chains[0].name.as_str())
+        .collect();
+    assert_eq!(names, ["mine", "chains"]);
+}

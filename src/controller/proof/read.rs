@@ -1,7 +1,8 @@
 //! Reads the [`Evidence`] of a run: the PipelineRun that controls it (by its owner reference,
 //! whose uid must still match; a label proves nothing), then each TaskRun the PipelineRun lists
 //! for a task of any proof asked for. Only `get`s, in the run's namespace; a 404 is
-//! evidence (something is missing), any other failure an API error to retry.
+//! evidence (something is missing), any other failure an API error to retry. The Chains keys
+//! a proof names are read as a signature policy's are ([`crate::controller::signature`]).
 
 use kube::ResourceExt;
 use kube::api::Api;
@@ -11,11 +12,13 @@ use crate::controller::error::Error;
 
 use super::{Evidence, Proof};
 
-/// The evidence of `run` for `proof`.
+/// The evidence of `run` for `proofs`; the Chains keys a proof names by ConfigMap are read in
+/// `keys_namespace` (the controller's own).
 pub async fn read(
     client: &kube::Client,
     run: &CustomRun,
     proofs: &[Proof],
+    keys_namespace: &str,
 ) -> Result<Evidence, Error> {
     let Some((name, uid)) = run.pipeline_run() else {
         return Ok(Evidence::NoPipelineRun);
@@ -56,8 +59,18 @@ pub async fn read(
             task_runs.push((child.to_string(), read));
         }
     }
+    let mut chains_keys = Vec::new();
+    for proof in proofs {
+        let mut keys = Vec::new();
+        for key in &proof.chains {
+            let pem = crate::controller::signature::pem_of(client, keys_namespace, &key.source);
+            keys.push((key.name.clone(), pem.await?));
+        }
+        chains_keys.push(keys);
+    }
     Ok(Evidence::Found {
         pipeline_run: Box::new(pipeline_run),
         task_runs,
+        chains_keys,
     })
 }

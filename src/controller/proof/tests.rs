@@ -13,6 +13,7 @@ fn proof() -> Proof {
         tasks: vec!["validate".into()],
         asked_by: "ImagePromotion \"notebooks\" asks".into(),
         pins: Default::default(),
+        chains: vec![],
     }
 }
 
@@ -57,6 +58,7 @@ fn found(spec: Value, run: Option<TaskRun>) -> Evidence {
     Evidence::Found {
         pipeline_run: pipeline_run(spec, validate_child()),
         task_runs: vec![("pr-validate".into(), run)],
+        chains_keys: vec![],
     }
 }
 
@@ -72,7 +74,7 @@ fn image(digest: &str) -> String {
 fn a_succeeded_task_of_the_pipeline_that_validated_the_digest_is_proof() {
     let ok = found(by_name(), Some(task_run("True", Some(&image(B)), UID)));
     assert_eq!(
-        verify(&proof(), &ok, B),
+        verify(&proof(), 0, &ok, B),
         Ok(format!(
             "PipelineRun \"pr\" of Pipeline \"imagegate-promote\" validated {B} in validate"
         ))
@@ -145,13 +147,14 @@ fn every_way_the_evidence_falls_short_is_named() {
             Evidence::Found {
                 pipeline_run: pipeline_run(by_name(), json!([])),
                 task_runs: vec![],
+                chains_keys: vec![],
             },
             "task \"validate\" has no TaskRun in PipelineRun \"pr\"",
         ),
     ];
     for (evidence, want) in cases {
-        let got = verify(&proof(), &evidence, B).unwrap_err();
-        assert!(got.contains(want), "{want:?} not in {got:?}");
+        let got = verify(&proof(), 0, &evidence, B).unwrap_err();
+        assert!(got.why.contains(want), "{want:?} not in {got:?}");
     }
 }
 
@@ -165,7 +168,7 @@ fn a_pod_template_without_environment_does_not_spoil_the_proof() {
         let mut run = task_run("True", Some(&image(B)), UID);
         run.spec.pod_template = Some(template.clone());
         assert!(
-            verify(&proof(), &found(by_name(), Some(run)), B).is_ok(),
+            verify(&proof(), 0, &found(by_name(), Some(run)), B).is_ok(),
             "{template}"
         );
     }
@@ -178,12 +181,14 @@ fn every_problem_is_reported_together() {
         tasks: vec!["validate".into(), "scan".into()],
         asked_by: "ImagePromotion \"notebooks\" asks".into(),
         pins: Default::default(),
+        chains: vec![],
     };
     let evidence = found(
         json!({"pipelineRef": {"name": "other"}}),
         Some(task_run("False", Some(&image(B)), UID)),
     );
-    let got = verify(&two, &evidence, B).unwrap_err();
-    assert_eq!(got.matches("; ").count(), 2, "{got}");
-    assert!(got.contains("task \"scan\" has no TaskRun"), "{got}");
+    let got = verify(&two, 0, &evidence, B).unwrap_err();
+    assert_eq!(got.why.matches("; ").count(), 2, "{got:?}");
+    assert!(got.why.contains("task \"scan\" has no TaskRun"), "{got:?}");
+    assert!(!got.not_yet, "refused, not waited for");
 }

@@ -20,10 +20,10 @@ use oci_client::secrets::RegistryAuth;
 use serde_json::Value;
 use sigstore::crypto::{CosignVerificationKey, Signature};
 
+use crate::controller::dsse::{IN_TOTO, pae};
+
 /// The media type of a Sigstore bundle v0.3, as cosign stores it (artifact and layer).
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
-/// The DSSE payload type of an in-toto statement.
-const IN_TOTO: &str = "application/vnd.in-toto+json";
 /// The in-toto statement type cosign writes.
 const STATEMENT_V1: &str = "https://in-toto.io/Statement/v1";
 /// The predicate of a cosign signature (`cosign sign`), as opposed to an attestation.
@@ -91,19 +91,6 @@ impl KeyBundle {
         key.verify_signature(Signature::Raw(&self.signature), &self.pae)
             .is_ok()
     }
-}
-
-/// DSSE's pre-authentication encoding (`DSSEv1 <len> <type> <len> <payload>`): what the
-/// signature is over, so that the payload type is signed too.
-fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "DSSEv1 {} {payload_type} {} ",
-        payload_type.len(),
-        payload.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(payload);
-    out
 }
 
 /// The statement is cosign's signature predicate and one of its subjects is `digest`.

@@ -58,7 +58,8 @@ impl PipelineRunStandIn {
     /// JSON merge patch of the child's body.
     pub fn child_metadata(&self, task: &str) -> Value {
         json!({"metadata": {
-            "labels": {"tekton.dev/pipelineRun": self.name, "tekton.dev/pipelineTask": task},
+            "labels": {"tekton.dev/pipelineRun": self.name, "tekton.dev/pipelineRunUID": self.uid,
+                "tekton.dev/pipelineTask": task},
             "ownerReferences": [{
                 "apiVersion": "tekton.dev/v1", "kind": "PipelineRun", "name": self.name,
                 "uid": self.uid, "controller": true, "blockOwnerDeletion": true
