@@ -21,6 +21,9 @@ KN_NS=knative-eventing
 # The host side of the network: the proxy and its sockets, in DIR/net; its log in logs/network.jsonl.
 start_network_proxy() {
   local port api
+  # Once per cluster: Tekton Chains (up --tekton) runs as a pod too.
+  port="$(env_of "$TK_DIR" NET_PROXY_PORT)"
+  if [ -n "$port" ] && [ -S "$TK_DIR/net/host-$port.sock" ]; then return 0; fi
   port="$(free_port)"; api="$(env_of "$TK_DIR" APISERVER_PORT)"
   mkdir -p "$TK_DIR/net/pods"
   touch "$TK_DIR/net/routes"

@@ -8,6 +8,8 @@
 #   Tekton Triggers    the core interceptors (tekton-triggers-core-interceptors) and, for every
 #                      EventListener, its sink (the EventListener's ServiceAccount), started by
 #                      realcluster-eventlistener.bash in the Triggers controller's place
+#   Tekton Chains      the controller (ServiceAccount tekton-chains-controller), signing every TaskRun
+#                      with a key made here by cosign (its public half: DIR/chains/cosign.pub)
 # The releases' own CRDs, RBAC and ConfigMaps are applied from the pinned modules in Go's module
 # cache; every place a released file is adapted says why. See docs/testing.md.
 
@@ -15,7 +17,8 @@
 
 # The components `up --tekton` runs besides kube-apiserver and etcd (kube-scheduler is built with them).
 tekton_components() {
-  echo tekton-pipelines-controller tekton-triggers-eventlistenersink tekton-triggers-interceptors kwok
+  echo tekton-pipelines-controller tekton-triggers-eventlistenersink tekton-triggers-interceptors kwok \
+    tekton-chains-controller cosign
 }
 
 # The namespace both releases install into.
@@ -277,6 +280,74 @@ interceptors_ready() {
     | grep -qvx -- "$ca"
 }
 
+# Tekton Chains as released (config/ of its module: the namespace tekton-chains, its RBAC, its
+# ConfigMaps, the empty signing-secrets Secret and chains-config), configured as the proof's docs say
+# (docs/custom-task.md, "Tekton Chains' signed record"): TaskRuns in its in-toto format in its
+# `tekton` storage (the TaskRun's annotations); no OCI storage (nothing here pushes images). The key
+# is cosign's, made here, in signing-secrets as `cosign generate-key-pair k8s://` would put it.
+install_tekton_chains() {
+  local C="$1" d="$TK_DIR/chains"
+  tk apply --server-side -f "$C/config/" >/dev/null || return 1
+  mkdir -p "$d/signing-secrets"
+  ( cd "$d/signing-secrets" && printf 'realcluster' >cosign.password \
+      && COSIGN_PASSWORD=realcluster cosign generate-key-pair >/dev/null 2>&1 ) || return 1
+  cp "$d/signing-secrets/cosign.pub" "$d/cosign.pub"
+  tk create secret generic signing-secrets -n tekton-chains --dry-run=client -o yaml \
+    --from-file="$d/signing-secrets/cosign.key" --from-file="$d/signing-secrets/cosign.pub" \
+    --from-file="$d/signing-secrets/cosign.password" | tk apply --server-side --force-conflicts -f - >/dev/null || return 1
+  tk apply --server-side --force-conflicts -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: chains-config, namespace: tekton-chains}
+data:
+  artifacts.taskrun.format: in-toto
+  artifacts.taskrun.storage: tekton
+  artifacts.pipelinerun.storage: tekton
+  artifacts.oci.storage: ""
+EOF
+}
+
+# Run as Knative's programs are (realcluster-knative.bash), as a pod in a network namespace of its
+# own (`unshare --user --map-root-user --net --uts`, no root; realcluster-net.py forwards the API
+# server's port into it): its probes listen on 8080, a constant of knative.dev/pkg's sharedmain that
+# no env moves, which Tekton's controller holds on the host. And in a mount namespace of its own
+# (`--mount`), because it reads its key from /etc/signing-secrets, a path in its code (the Secret's
+# volume in the pod): there /etc is a tmpfs holding the host's entries (symlinks through a bind
+# mount of the host's /etc) and signing-secrets, a bind mount of DIR/chains/signing-secrets; the
+# host's /etc is not touched. Its env is the release's (config/100-deployment.yaml), the pod's
+# namespace tekton-chains.
+start_tekton_chains() {
+  local C="$1" d="$TK_DIR/chains" kc env=() line api
+  command -v unshare >/dev/null || tekton_fail "unshare (util-linux) is needed: Tekton Chains runs in namespaces of its own"
+  unshare --user --map-root-user --net --uts --mount true 2>/dev/null \
+    || tekton_fail "unshare --user --map-root-user --net --uts --mount is refused here (unprivileged user namespaces disabled? sysctl kernel.unprivileged_userns_clone / user.max_user_namespaces)"
+  start_network_proxy
+  api="$(env_of "$TK_DIR" APISERVER_PORT)"
+  kc="$(sa_kubeconfig tekton-chains tekton-chains-controller)" || tekton_fail "no token for tekton-chains-controller"
+  while IFS= read -r line; do env+=("$line"); done < <(release_container "$C/config/100-deployment.yaml" \
+    tekton-chains-controller env | env_args tekton-chains "")
+  mkdir -p "$d/host-etc"
+  start_component tekton-chains-controller unshare --user --map-root-user --net --uts --mount \
+    python3 "$here/scripts/lib/realcluster-net.py" pod --dir "$TK_DIR/net" --name tekton-chains-controller \
+    --hostname tekton-chains-controller-0 --host-port "$api" --expose 8080 -- \
+    env "${env[@]}" bash -c 'set -e; d="$1"; shift
+      mount --bind /etc "$d/host-etc"
+      mount -t tmpfs tmpfs /etc
+      for e in "$d"/host-etc/* "$d"/host-etc/.[!.]*; do if [ -e "$e" ]; then ln -s "$e" "/etc/${e##*/}"; fi; done
+      mkdir /etc/signing-secrets
+      mount --bind "$d/signing-secrets" /etc/signing-secrets
+      exec "$@"' chains "$d" "$(bin_for tekton-chains-controller)/tekton-chains-controller" --kubeconfig="$kc"
+  wait_for tekton-chains-controller 90 curl -sf --max-time 2 \
+    --unix-socket "$TK_DIR/net/pods/tekton-chains-controller-8080.sock" http://localhost/readiness
+  wait_for tekton-chains-controller 90 chains_leading
+}
+# Its TaskRun reconciler holds its Lease (leader election as released, in tekton-chains; the
+# component is called `watcher`).
+chains_leading() {
+  tk get leases -n tekton-chains -o 'jsonpath={range .items[*]}{.metadata.name} {.spec.holderIdentity}{"\n"}{end}' \
+    | grep -q '^watcher\.github\.com\.tektoncd\.chains\.pkg\.reconciler\.taskrun\.reconciler\.00-of-01 .'
+}
+
 # imagegate's own interceptor (config/triggers/), which tekton/430's EventListener asks about every
 # event: installed as a user installs it (config/'s namespace and ImagePromotion CRD, then
 # `kubectl apply -k config/triggers/`), its ClusterInterceptor pointed at the local process
@@ -316,6 +387,8 @@ up_tekton() {
   export PATH
   local P T K
   P="$(manifests_dir tekton-pipeline)"; T="$(manifests_dir tekton-triggers)"; K="$(manifests_dir kwok)"
+  local C
+  C="$(manifests_dir tekton-chains)"
   : >>"$TK_DIR/pids"
   install_tekton_pipelines "$P" || tekton_fail "applying Tekton Pipelines' release files failed"
   install_tekton_triggers "$T" || tekton_fail "applying Tekton Triggers' release files failed"
@@ -324,11 +397,14 @@ up_tekton() {
   start_kwok
   start_tekton_controller "$P"
   start_tekton_interceptors "$T"
+  install_tekton_chains "$C" || tekton_fail "applying Tekton Chains' release files and its key failed"
+  start_tekton_chains "$C"
   start_imagegate_interceptor
   start_eventlistener_launcher "$T"
   log "Tekton ready in $((SECONDS - start)) s: kube-scheduler $(component_version kube-scheduler)," \
     "kwok $(component_version kwok), Tekton Pipelines $(component_version tekton-pipelines-controller)," \
-    "Tekton Triggers $(component_version tekton-triggers-interceptors); logs in $TK_DIR/logs"
+    "Tekton Triggers $(component_version tekton-triggers-interceptors)," \
+    "Tekton Chains $(component_version tekton-chains-controller); logs in $TK_DIR/logs"
 }
 
 # Stops what `up --tekton` started, newest first (the EventListener launcher before the sinks it

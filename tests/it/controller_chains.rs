@@ -178,7 +178,7 @@ async fn only_a_record_chains_signed_for_this_validation_of_this_candidate_prove
     for (run, want) in [
         (
             &marked,
-            "carries no signature for its own uid: whoever set the mark kept Chains from signing it",
+            "carries no signature for its own uid: Chains could not make its record (its log says why), or whoever set the mark kept Chains from signing it",
         ),
         (&own_key, "is signed by none of the Chains keys (chains)"),
         (&copied, &format!("validated {:?}, not {B}", c)),

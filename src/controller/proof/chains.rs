@@ -17,9 +17,11 @@
 //!   or command, args, in order), the spec the pin ([`super::pin`]) holds: what Chains saw run
 //!   is what was pinned.
 //!
-//! Chains signs after the TaskRun finished, so a record not there yet is waited for ([`Lack::NotYet`]);
-//! a TaskRun Chains marked `failed`, or marked signed with no record under its uid (whoever set
-//! the mark kept Chains from signing it: Chains skips a TaskRun marked signed), is refused.
+//! Chains signs after the TaskRun finished, so a record not there yet is waited for
+//! ([`Lack::NotYet`]); a TaskRun Chains marked `failed`, or marked signed with no record under its
+//! uid, is refused: Chains marks a TaskRun signed even when it could not make its record (a step
+//! with no image digest, say), and skips one already marked, so whoever sets the mark while the
+//! TaskRun runs keeps Chains from signing it.
 //! Pure: the keys were read by [`super::read`].
 
 use base64::Engine as _;
@@ -80,8 +82,9 @@ pub fn verify(
         return Err(match mark {
             Some("failed") => Lack::Refused("Tekton Chains failed to sign it".into()),
             Some(_) => Lack::Refused(format!(
-                "it is marked {SIGNED} but carries no signature for its own uid: whoever set the \
-                 mark kept Chains from signing it (Chains skips a TaskRun marked signed)"
+                "it is marked {SIGNED} but carries no signature for its own uid: Chains could \
+                 not make its record (its log says why), or whoever set the mark kept Chains \
+                 from signing it (Chains skips a TaskRun marked signed)"
             )),
             None => Lack::NotYet("Tekton Chains has not signed it yet".into()),
         });

@@ -170,7 +170,7 @@ pub(super) fn image_api() -> EmulatorServer {
 }
 
 /// `imagegate controller` as its ServiceAccount, on a free admin port, ready.
-fn controller(dir: &std::path::Path) -> (Process, u16) {
+pub(super) fn controller(dir: &std::path::Path) -> (Process, u16) {
     let kubeconfig = dir.join("controller.kubeconfig");
     cluster().kubeconfig_of("imagegate-system", "imagegate-controller", &kubeconfig);
     let admin = free_port();

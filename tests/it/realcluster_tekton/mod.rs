@@ -12,9 +12,11 @@
 //!   and the source's CloudEvent through the shipped EventListener to a PipelineRun.
 //! - [`contract`]: the contract when `begin` succeeds: results read downstream, a `when` on a
 //!   custom-task result, a cancel while `promote` waits and after it landed, a controller restart.
+//! - [`chains`]: the proof's signed record, with the real Tekton Chains signing the TaskRuns.
 //! - [`differential`]: `imagegate demo`'s EventListener and pipeline runner against real Triggers
 //!   and Pipelines, the same inputs to both, what matters compared.
 
+mod chains;
 mod cluster;
 mod contract;
 mod customrun;

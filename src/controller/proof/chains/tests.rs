@@ -271,3 +271,43 @@ fn an_unusable_key_is_named_and_another_still_counts() {
     trusted.extend(keys(&[("chains", &platform)]));
     assert_eq!(verify(&run, &trusted, want()), Ok("chains".into()));
 }
+
+/// What the real Tekton Chains v0.26.0 wrote on a real Tekton v1.15.0 TaskRun (tests/data/chains/).
+fn recorded() -> (TaskRun, crate::controller::proof::Keys) {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/chains/");
+    let text =
+        std::fs::read_to_string(format!("{dir}taskrun-signed-by-chains-v0.26.0.json")).unwrap();
+    let pem = std::fs::read_to_string(format!("{dir}chains-cosign.pub")).unwrap();
+    (
+        serde_json::from_str(&text).unwrap(),
+        vec![("chains".to_string(), Ok(pem))],
+    )
+}
+
+#[test]
+fn the_record_the_real_chains_wrote_holds_for_its_own_run_and_no_other() {
+    let (run, trusted) = recorded();
+    let labels = run.metadata.labels.clone().unwrap();
+    let pr_uid = labels["tekton.dev/pipelineRunUID"].clone();
+    let want = Expected {
+        pipeline_run_uid: &pr_uid,
+        task: "validate",
+        digest: B,
+    };
+    assert_eq!(verify(&run, &trusted, want), Ok("chains".into()));
+    // Another candidate, another PipelineRun, another key: each refused.
+    let other = Expected { digest: C, ..want };
+    assert!(refused(verify(&run, &trusted, other)).contains("not sha256:cccc"));
+    let elsewhere = Expected {
+        pipeline_run_uid: "another",
+        ..want
+    };
+    assert!(refused(verify(&run, &trusted, elsewhere)).contains("another PipelineRun"));
+    let stranger = keys(&[("chains", &key())]);
+    assert!(refused(verify(&run, &stranger, want)).contains("signed by none"));
+    // The recorded spec edited after Chains signed: its steps no longer match the record.
+    let mut edited = run.clone();
+    let spec = edited.status.as_mut().unwrap().task_spec.as_mut().unwrap();
+    spec["steps"][0]["command"] = json!(["/bin/true"]);
+    assert!(refused(verify(&edited, &trusted, want)).contains("ran step \"smoke-test\" otherwise"));
+}
