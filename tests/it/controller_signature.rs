@@ -8,6 +8,7 @@
 use crate::support::controller::{Setup, reason, result};
 use crate::support::rbac;
 use crate::support::registry::{Cosign, Registry};
+use crate::support::token_server::TokenServer;
 
 use imagegate::api::ImageStream;
 use kube::api::{Api, Patch, PatchParams};
@@ -451,6 +452,66 @@ async fn a_private_registry_is_read_with_the_named_pull_secret_and_never_anonymo
         ("True".into(), "Promoted".into()),
         "{:?}",
         run.status
+    );
+}
+
+#[tokio::test]
+async fn a_registry_that_asks_for_a_bearer_token_is_read_with_a_token_the_pull_secret_gets() {
+    // The Docker registry token flow (Quay, Docker Hub, Harbor): the real registry refuses
+    // every request without a token its token server signed, and that server gives one only
+    // for the pull secret's credentials.
+    let tokens = TokenServer::start("publisher", "s3cret");
+    let registry = Registry::start_with_token_auth(&tokens, "publisher", "s3cret").await;
+    let challenge = reqwest::get(format!("http://{}/v2/", registry.host))
+        .await
+        .unwrap();
+    assert_eq!(challenge.status(), 401);
+    let asks = challenge.headers()["www-authenticate"].to_str().unwrap();
+    assert!(
+        asks.starts_with(&format!("Bearer realm=\"{}\"", tokens.realm)),
+        "{asks}"
+    );
+    let publisher = Cosign::generate();
+    let digest = registry.push(REPO, "latest", "v2").await;
+    publisher.sign_as(&image(&registry, &digest), "publisher", "s3cret");
+    let keys = json!([{"name": "publisher", "publicKey": publisher.public_key()}]);
+    let s = gated(&registry, keys, &digest).await;
+    let promotions: Api<imagegate::controller::crd::ImagePromotion> =
+        Api::namespaced(s.client.clone(), "ds");
+    promotions
+        .patch(
+            "signed",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"signature": {"pullSecrets": ["registry-creds"]}}})),
+        )
+        .await
+        .unwrap();
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let entry = json!({"auths": {&registry.host: {"auth": b64.encode("publisher:s3cret")}}});
+    s.emu
+        .seed(
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+            "metadata": {"name": "registry-creds", "namespace": "ds"},
+            "data": {".dockerconfigjson": b64.encode(entry.to_string())}}),
+        )
+        .await;
+    let before = tokens.asked().len();
+    let run = promote(&s, "with-a-token", &digest).await;
+    assert_eq!(
+        reason(&run),
+        ("True".into(), "Promoted".into()),
+        "{:?}",
+        run.status
+    );
+    // The controller asked the token server, as the pull secret's user, to pull the repository.
+    let pull = format!("repository:{REPO}:pull");
+    let asked: Vec<_> = tokens.asked().split_off(before);
+    assert!(
+        asked
+            .iter()
+            .any(|a| a.user.as_deref() == Some("publisher") && a.scopes.contains(&pull)),
+        "{asked:?}"
     );
 }
 

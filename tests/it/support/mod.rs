@@ -16,6 +16,7 @@ pub mod registry;
 pub mod sink;
 pub mod source;
 pub mod tekton;
+pub mod token_server;
 pub mod upstream;
 
 pub use process::Process;

@@ -50,8 +50,50 @@ impl Registry {
         Self::start_with(Some((user, password))).await
     }
 
+    /// Starts a registry that asks for a Bearer token from `tokens` (the Docker registry token
+    /// flow): anonymous requests get 401 with a Bearer challenge naming its realm; `user` with
+    /// `password` gets a token there.
+    pub async fn start_with_token_auth(
+        tokens: &super::token_server::TokenServer,
+        user: &str,
+        password: &str,
+    ) -> Registry {
+        let dir = tempfile::tempdir().unwrap();
+        let jwks = dir.path().join("jwks.json");
+        std::fs::write(&jwks, tokens.jwks().to_string()).unwrap();
+        let auth = format!(
+            "auth:\n  token:\n    realm: {}\n    service: {}\n    issuer: {}\n    jwks: {}\n",
+            tokens.realm,
+            super::token_server::SERVICE,
+            super::token_server::ISSUER,
+            jwks.display()
+        );
+        let mut registry = Self::start_in(dir, Some(auth)).await;
+        registry.auth = RegistryAuth::Basic(user.into(), password.into());
+        registry
+    }
+
     async fn start_with(basic: Option<(&str, &str)>) -> Registry {
         let dir = tempfile::tempdir().unwrap();
+        let auth = basic.map(|(user, password)| {
+            let htpasswd = dir.path().join("htpasswd");
+            let hash = bcrypt::hash(password, 4).unwrap();
+            std::fs::write(&htpasswd, format!("{user}:{hash}\n")).unwrap();
+            format!(
+                "auth:\n  htpasswd:\n    realm: imagegate-test\n    path: {}\n",
+                htpasswd.display()
+            )
+        });
+        let mut registry = Self::start_in(dir, auth).await;
+        if let Some((user, password)) = basic {
+            registry.auth = RegistryAuth::Basic(user.into(), password.into());
+        }
+        registry
+    }
+
+    /// Starts a registry keeping its storage in `dir`, with `auth` (its config's `auth:`
+    /// section) if given; it pushes anonymously until the caller says otherwise.
+    async fn start_in(dir: tempfile::TempDir, auth: Option<String>) -> Registry {
         let port = free_port();
         let host = format!("127.0.0.1:{port}");
         let config = dir.path().join("config.yml");
@@ -59,14 +101,8 @@ impl Registry {
             "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {host}\nlog:\n  level: warn\n",
             dir.path().join("data").display()
         );
-        if let Some((user, password)) = basic {
-            let htpasswd = dir.path().join("htpasswd");
-            let hash = bcrypt::hash(password, 4).unwrap();
-            std::fs::write(&htpasswd, format!("{user}:{hash}\n")).unwrap();
-            yaml.push_str(&format!(
-                "auth:\n  htpasswd:\n    realm: imagegate-test\n    path: {}\n",
-                htpasswd.display()
-            ));
+        if let Some(auth) = auth {
+            yaml.push_str(&auth);
         }
         std::fs::write(&config, yaml).unwrap();
         let mut command = Command::new(on_path("registry"));
@@ -86,13 +122,9 @@ impl Registry {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let auth = match basic {
-            Some((user, password)) => RegistryAuth::Basic(user.into(), password.into()),
-            None => RegistryAuth::Anonymous,
-        };
         Registry {
             host,
-            auth,
+            auth: RegistryAuth::Anonymous,
             _process: process,
             _dir: dir,
         }
