@@ -21,6 +21,7 @@ mod observe;
 mod programs;
 mod redrive;
 mod scenarios;
+mod signature;
 pub mod stages;
 
 use std::path::PathBuf;

@@ -1,5 +1,6 @@
 //! The real demo's scenarios: the first six of `imagegate demo` (crates/demo/src/scenarios.rs), then
-//! the Knative route ([`super::knative`]), each
+//! the Knative route ([`super::knative`]), the re-drive ([`super::redrive`]) and the publisher's
+//! signature ([`super::signature`]), each
 //! started the way a user would start it on a cluster (a scheduled import of the candidate, or a
 //! PipelineRun created with kubectl), the rest done by the real programs, and the end compared
 //! with what the scenario expects. Each is timed end to end, with imagegate's share read from the
@@ -154,6 +155,7 @@ pub async fn play(w: &mut World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
     validations_ran_one_content(w)?;
     timings.push(super::knative::play(w, &mut expect).await?);
     timings.push(super::redrive::play(w, &mut expect).await?);
+    timings.push(super::signature::play(&mut *w, &mut expect).await?);
     Ok((expect, timings))
 }
 
