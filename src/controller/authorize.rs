@@ -17,9 +17,9 @@ use kube::ResourceExt;
 use crate::access::{self, ServiceAccount};
 use crate::api::CustomRun;
 
+use super::context::Context;
 use super::error::Error;
 use super::policy::Judged;
-use super::reconcile::Context;
 use super::status::{Outcome, reason};
 
 /// The verb a promoter needs on `imagepromotions.imagegate.dev`.

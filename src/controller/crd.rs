@@ -121,19 +121,26 @@ pub struct ImagePromotionSpec {
     pub signature: Option<Signature>,
 }
 
+/// The default candidate tag.
+pub const DEFAULT_CANDIDATE_TAG: &str = "candidate";
+/// The default served tag.
+pub const DEFAULT_SERVED_TAG: &str = "latest";
+/// The default previous tag is the served tag's name with this suffix.
+pub const PREVIOUS_TAG_SUFFIX: &str = "-previous";
+
 impl ImagePromotionSpec {
     /// `candidateTag`, `candidate` when unset or empty.
     pub fn candidate_tag_or_default(&self) -> &str {
         (self.candidate_tag.as_deref())
             .filter(|t| !t.is_empty())
-            .unwrap_or(super::params::DEFAULT_CANDIDATE_TAG)
+            .unwrap_or(DEFAULT_CANDIDATE_TAG)
     }
 
     /// `servedTag`, `latest` when unset or empty.
     pub fn served_tag_or_default(&self) -> &str {
         (self.served_tag.as_deref())
             .filter(|t| !t.is_empty())
-            .unwrap_or(super::params::DEFAULT_SERVED_TAG)
+            .unwrap_or(DEFAULT_SERVED_TAG)
     }
 }
 

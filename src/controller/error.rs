@@ -11,8 +11,9 @@ use tracing::warn;
 
 use crate::api::CustomRun;
 
+use super::context::Context;
+use super::deadline::deadline;
 use super::metrics::ErrorLabels;
-use super::reconcile::{Context, deadline};
 
 /// A reconcile that could not finish; retried with backoff by the error policy.
 #[derive(Debug, thiserror::Error)]

@@ -19,12 +19,15 @@
 
 pub mod authorize;
 pub mod checks;
+pub mod context;
 pub mod crd;
+pub mod deadline;
 pub mod decide;
 pub mod drift;
 pub mod dsse;
 pub mod error;
 pub mod fair;
+pub mod keys;
 pub mod ledger;
 pub mod metrics;
 pub mod params;
@@ -59,8 +62,8 @@ use crate::leader::LeaderConfig;
 use crate::runtime::{self, Runtime};
 use crate::watch_errors::Refusals;
 
+use self::context::{Clock, Context};
 use self::metrics::Metrics;
-use self::reconcile::{Clock, Context};
 use self::runs::RunStates;
 
 /// How the controller runs.

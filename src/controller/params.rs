@@ -57,12 +57,7 @@ pub mod names {
     ];
 }
 
-/// The default candidate tag.
-pub const DEFAULT_CANDIDATE_TAG: &str = "candidate";
-/// The default served tag.
-pub const DEFAULT_SERVED_TAG: &str = "latest";
-/// The default previous tag is the served tag's name with this suffix.
-pub const PREVIOUS_TAG_SUFFIX: &str = "-previous";
+pub use super::crd::{DEFAULT_CANDIDATE_TAG, DEFAULT_SERVED_TAG, PREVIOUS_TAG_SUFFIX};
 
 /// What the run does to the served tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -12,12 +12,12 @@ use tracing::info;
 use crate::api::{CustomRun, ImageStream, ImageStreamImage};
 
 use super::checks::ImageFacts;
+use super::context::Context;
 use super::decide::{self, Ask, Decision, Fetched};
 use super::error::{Error, api_message};
 use super::metrics::import_to_promotion;
 use super::params::Request;
 use super::proof;
-use super::reconcile::Context;
 use super::signature;
 use super::status::{Outcome, Target, reason};
 use crate::api::status_code as api_status;

@@ -40,7 +40,7 @@ pub struct Proof {
     pub pins: std::collections::BTreeMap<String, String>,
     /// The keys Tekton Chains signs with, when each TaskRun of `tasks` must carry its signed
     /// record ([`chains`]); empty: not asked.
-    pub chains: Vec<crate::controller::params::signature::TrustedKey>,
+    pub chains: Vec<crate::controller::keys::TrustedKey>,
 }
 
 impl Proof {

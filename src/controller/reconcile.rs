@@ -16,37 +16,16 @@ use kube::runtime::controller::Action;
 
 use crate::api::CustomRun;
 
+use super::context::Context;
 use super::crd::ImagePromotion;
+use super::deadline::deadline;
 use super::error::Error;
-use super::metrics::Metrics;
 use super::params::{self, SpecSource};
 use super::policy::{self, Judged, Own};
-use super::runs::{RunKey, RunStates};
+use super::runs::RunKey;
 use super::status::{Outcome, Target, reason};
 use super::{authorize, promote, report};
 use crate::api::status_code as api_status;
-
-/// A clock, injected so that timeouts can be tested.
-pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
-
-/// What every reconcile shares.
-pub struct Context {
-    /// The API client.
-    pub client: kube::Client,
-    /// Publishes Kubernetes Events on transitions.
-    pub recorder: kube::runtime::events::Recorder,
-    /// Metrics.
-    pub metrics: Metrics,
-    /// Now.
-    pub clock: Clock,
-    /// What the controller remembers per run between reconciles.
-    pub runs: Arc<RunStates>,
-    /// Where verdicts go as CloudEvents (None: nowhere).
-    pub verdicts: Option<super::verdict::Verdicts>,
-    /// The controller's own namespace (`POD_NAMESPACE`): where the trusted keys a signature
-    /// policy names by `configMapKeyRef` are read, out of reach of the gated namespaces' editors.
-    pub own_namespace: String,
-}
 
 /// Reconciles one CustomRun.
 pub async fn reconcile(run: Arc<CustomRun>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -130,25 +109,6 @@ async fn timed_out(run: &CustomRun, ctx: &Context, now: Timestamp) -> Option<Out
         }
         Ok(_) => None,
     }
-}
-
-/// When the current attempt times out (public for the error policy, which retries no later
-/// than that): `startTime + spec.timeout` (nil = 60 minutes, 0 = never).
-pub fn deadline(run: &CustomRun) -> Result<Option<Timestamp>, String> {
-    let timeout = run.timeout().map_err(|e| {
-        format!(
-            "spec.timeout {:?}: {e}",
-            run.spec.timeout.as_deref().unwrap_or("")
-        )
-    })?;
-    let (Some(timeout), Some(start)) = (
-        timeout,
-        run.status.as_ref().and_then(|s| s.start_time.as_ref()),
-    ) else {
-        return Ok(None);
-    };
-    let span = k8s_openapi::jiff::SignedDuration::try_from(timeout).map_err(|e| e.to_string())?;
-    Ok(start.0.checked_add(span).ok())
 }
 
 /// Reads the params over the ImagePromotion spec the run names or inlines, judged by every

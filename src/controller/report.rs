@@ -14,8 +14,8 @@ use tracing::{info, warn};
 
 use crate::api::{CustomRun, CustomRunStatus};
 
+use super::context::Context;
 use super::error::Error;
-use super::reconcile::Context;
 use super::status::{self, Outcome, Target, reason};
 
 /// Records the start of an attempt (`Started`, with its target); the run as written.

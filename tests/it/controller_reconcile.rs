@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use imagegate::api::{CustomRun, ImageStream};
+use imagegate::controller::context::Context;
 use imagegate::controller::metrics::Metrics;
-use imagegate::controller::reconcile::{Context, reconcile};
+use imagegate::controller::reconcile::reconcile;
 use imagegate::controller::watch;
 use imagegate_emulator::control::RequestRecord;
 use imagegate_emulator::{Config, Emulator};

@@ -69,6 +69,7 @@ mod rbac;
 mod realcluster;
 mod realcluster_tekton;
 mod runtime;
+mod shape;
 mod source_checkpoint;
 mod source_e2e;
 mod source_mt;

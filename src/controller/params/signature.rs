@@ -5,23 +5,7 @@
 
 use crate::controller::crd::{KeyRef, Signature, SignatureKey};
 
-/// Where one public key comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum KeySource {
-    /// PEM in the spec.
-    Inline(String),
-    /// A key of a ConfigMap in the controller's own namespace.
-    ConfigMap(KeyRef),
-}
-
-/// One trusted key, by the name the `checks` result gives it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TrustedKey {
-    /// `keys[].name`.
-    pub name: String,
-    /// Where its PEM is.
-    pub source: KeySource,
-}
+pub use crate::controller::keys::{KeySource, TrustedKey};
 
 /// What one ImagePromotion (or the run's inline spec) asks of the candidate's signatures: a
 /// signature by any of `keys` over exactly the candidate digest.

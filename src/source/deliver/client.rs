@@ -8,14 +8,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use reqwest::Url;
 
-use super::spec::is_retryable;
+use super::error::{ERROR_BODY_LIMIT, SendError};
 use super::wire::Encoded;
 
-/// Knative's `KnativeErrorDataExtensionMaxLength`, in base64 characters.
-pub const KNATIVE_ERROR_DATA_MAX: usize = 1024;
-/// Bytes of a failed response's body kept: exactly what 1024 base64 characters encode, so the
-/// base64 of the kept bytes equals Knative's truncated base64 of the whole body.
-pub const ERROR_BODY_LIMIT: usize = KNATIVE_ERROR_DATA_MAX / 4 * 3;
 /// A 2xx body up to this size is read so the connection is reused; a larger one is dropped.
 const DRAIN_LIMIT: usize = 64 * 1024;
 /// Idle connections kept per sink host, as Knative's senders keep (`MaxIdleConnsPerHost`):
@@ -33,53 +28,6 @@ pub enum DeliverError {
     /// reqwest refused the configuration.
     #[error("cannot build the sink's HTTP client: {}", error_chain(.0))]
     Client(#[source] reqwest::Error),
-}
-
-/// One attempt failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SendError {
-    /// The event cannot be written as an HTTP request (e.g. a header value reqwest refuses).
-    /// Never retried: the next attempt would fail the same way.
-    #[error("the event cannot be encoded as an HTTP request: {0}")]
-    Encode(String),
-    /// No HTTP response: connection refused or reset, TLS failure, timeout.
-    #[error("{0}")]
-    Transport(String),
-    /// The sink answered with a status other than 2xx.
-    #[error("the sink answered {status}{}", body_excerpt(.body))]
-    Status {
-        /// The status code.
-        status: u16,
-        /// The sink's `Retry-After`, if it sent one that parses.
-        retry_after: Option<Duration>,
-        /// The first [`ERROR_BODY_LIMIT`] bytes of the body.
-        body: Vec<u8>,
-    },
-}
-
-fn body_excerpt(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(200)]);
-    let text = text.trim();
-    if text.is_empty() {
-        String::new()
-    } else {
-        format!(": {text}")
-    }
-}
-
-impl SendError {
-    /// The status code, None when there was no response.
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            Self::Status { status, .. } => Some(*status),
-            Self::Encode(_) | Self::Transport(_) => None,
-        }
-    }
-
-    /// Whether another attempt may succeed ([`is_retryable`]; never for [`SendError::Encode`]).
-    pub fn is_retryable(&self) -> bool {
-        !matches!(self, Self::Encode(_)) && is_retryable(self.status())
-    }
 }
 
 type SharedKey = (

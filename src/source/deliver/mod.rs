@@ -15,6 +15,7 @@
 //! runs the attempts and the dead-letter sink.
 
 mod client;
+mod error;
 pub mod oidc;
 mod spec;
 mod wire;
@@ -30,12 +31,10 @@ use cloudevents::{AttributesReader, Event};
 use reqwest::Url;
 use tokio_util::sync::CancellationToken;
 
-pub use self::client::{
-    DeliverError, ERROR_BODY_LIMIT, KNATIVE_ERROR_DATA_MAX, SendError, SinkClient,
-    parse_retry_after,
-};
+pub use self::client::{DeliverError, SinkClient, parse_retry_after};
+pub use self::error::{ERROR_BODY_LIMIT, KNATIVE_ERROR_DATA_MAX, SendError, is_retryable};
 pub use self::spec::{
-    BackoffPolicy, DEFAULT_MAX_BACKOFF, Delays, DeliverySpec, is_retryable, parse_iso8601_duration,
+    BackoffPolicy, DEFAULT_MAX_BACKOFF, Delays, DeliverySpec, parse_iso8601_duration,
 };
 pub use self::wire::{ContentMode, Encoded};
 

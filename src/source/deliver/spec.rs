@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use super::client::SendError;
+use super::error::SendError;
 
 /// A cap on the waits: five minutes, used when the caller has no better one.
 pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -76,16 +76,6 @@ impl DeliverySpec {
             _ => Duration::ZERO,
         };
         delay.max(asked).min(self.max_backoff)
-    }
-}
-
-/// Whether Knative retries a failure (`SelectiveRetry`): a transport error (no status),
-/// 404 (a pod becoming ready), 408, 409, 429 and every status from 500 up. Not 1xx, 2xx, 3xx
-/// or other 4xx: a 400 will not get better by sending it again.
-pub fn is_retryable(status: Option<u16>) -> bool {
-    match status {
-        None => true,
-        Some(status) => status >= 500 || matches!(status, 404 | 408 | 409 | 429),
     }
 }
 

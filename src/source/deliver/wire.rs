@@ -11,7 +11,7 @@ use cloudevents::message::{
 };
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
-use super::client::SendError;
+use super::error::SendError;
 
 /// How the event travels over HTTP (CloudEvents HTTP binding).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
