@@ -7,6 +7,7 @@
 //! and decide again.
 
 mod actions;
+mod gates;
 mod odh;
 mod served;
 mod way_back;
