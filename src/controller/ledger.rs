@@ -16,7 +16,10 @@
 //! grace period after the restart at the latest.
 
 pub mod judge;
+mod metrics;
+mod page;
 pub mod redrive;
+mod redrive_io;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,29 +27,24 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::Api;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::Recorder;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use self::judge::{Judged, Standing, Tags};
+pub use self::metrics::LedgerMetrics;
 use super::crd::ImagePromotion;
-use super::decide::annotation;
 use super::params::{DEFAULT_CANDIDATE_TAG, DEFAULT_SERVED_TAG};
 use super::policy::governs;
-use super::status::phase;
-use crate::api::{CustomRun, ImageStream, PipelineRun, status_code};
+use crate::api::{ImageStream, status_code};
 use crate::runkey::RunKey;
 
 use super::verdict::Verdicts;
-use super::verdict::event::{Kind, Verdict};
+use super::verdict::event::Kind;
 
 /// The Event reason of a candidate no validation began for within the grace period.
 pub const WITHOUT_VERDICT: &str = "CandidateWithoutVerdict";
@@ -55,47 +53,6 @@ pub const LOST: &str = "ValidationLost";
 
 /// How often the pending streams are looked at again.
 const TICK: Duration = Duration::from_secs(10);
-
-/// The ledger's gauges.
-#[derive(Clone)]
-pub struct LedgerMetrics {
-    /// `imagegate_controller_candidates_without_verdict`: candidates past the grace period with
-    /// no validation begun, or whose validation ended without a verdict.
-    pub without_verdict: Gauge,
-    /// `imagegate_controller_import_failing_tags`: governed candidate tags whose last import
-    /// failed.
-    pub import_failing: Gauge,
-    /// `imagegate_controller_update_failed_tags`: served tags whose phase is `UpdateFailed`.
-    pub update_failed: Gauge,
-}
-
-impl LedgerMetrics {
-    /// Creates the gauges under `imagegate_controller`.
-    pub fn register(registry: &mut Registry) -> LedgerMetrics {
-        let m = LedgerMetrics {
-            without_verdict: Gauge::default(),
-            import_failing: Gauge::default(),
-            update_failed: Gauge::default(),
-        };
-        let sub = registry.sub_registry_with_prefix("imagegate_controller");
-        sub.register(
-            "candidates_without_verdict",
-            "Candidates of governed streams with no validation begun past the grace period, or whose validation ended without a verdict",
-            m.without_verdict.clone(),
-        );
-        sub.register(
-            "import_failing_tags",
-            "Candidate tags of governed streams whose last import failed",
-            m.import_failing.clone(),
-        );
-        sub.register(
-            "update_failed_tags",
-            "Served tags of governed streams whose phase is UpdateFailed",
-            m.update_failed.clone(),
-        );
-        m
-    }
-}
 
 /// A stream, by namespace and name.
 type Key = (String, String);
@@ -490,280 +447,10 @@ impl Ledger {
         }
         self.gauges();
     }
-
-    /// Re-drives `digest` of `key` where a governing ImagePromotion says so: its PipelineRun
-    /// made again from the TriggerTemplate, or, once the attempts are spent, the served tag
-    /// marked `UpdateFailed`. What was done, for the page (None: no re-drive asked for).
-    async fn redrive(&mut self, key: &Key, digest: &str, now: Timestamp) -> Option<String> {
-        let (policy, redrive) = self.in_namespace(&key.0).find_map(|((_, name), p)| {
-            let r = p.spec.redrive.as_ref()?;
-            governs(&p.spec, &key.0, &key.1).then(|| (name.clone(), r.clone()))
-        })?;
-        let tags = self.tags(key)?;
-        let done = self
-            .entries
-            .get(key)
-            .and_then(|e| e.redriven.as_ref())
-            .map_or(0, |r| r.1);
-        if done >= redrive.attempts() {
-            let why = format!(
-                "no verdict for {digest} after {done} re-drives (ImagePromotion {policy:?})"
-            );
-            return Some(match self.mark_failed(key, &tags, digest, &why).await {
-                Ok(()) => {
-                    self.verdict(key, Kind::UpdateFailed, digest, "NoVerdict", &why);
-                    format!("{why}: {} marked UpdateFailed", tags.served)
-                }
-                Err(e) => format!("{why}; marking {} UpdateFailed failed: {e}", tags.served),
-            });
-        }
-        let attempt = done + 1;
-        // The stream as it is now: the candidate may have moved on (its own event is on its
-        // way), and the run id needs when the tag came to point at this one.
-        let streams: Api<ImageStream> = Api::namespaced(self.client.clone(), &key.0);
-        let since = match streams.get_opt(&key.1).await {
-            Ok(is) => {
-                let current = (is.as_ref())
-                    .and_then(|is| is.status_tag(&tags.candidate))
-                    .and_then(|t| t.current())
-                    .filter(|item| item.digest() == Some(digest));
-                match current {
-                    Some(item) => crate::runkey::since(item.created.as_ref()),
-                    None => {
-                        return Some(format!(
-                            "not re-driven: {} no longer points at it",
-                            tags.candidate
-                        ));
-                    }
-                }
-            }
-            Err(e) => return Some(format!("not re-driven yet: cannot read the stream: {e}")),
-        };
-        let run_key = match self.run_key().await {
-            Ok(k) => k,
-            Err(e) => return Some(format!("not re-driven: {e}")),
-        };
-        let run_id = run_key.redrive_id(
-            &crate::runkey::Candidate {
-                namespace: &key.0,
-                imagestream: &key.1,
-                tag: &tags.candidate,
-                digest,
-                since: &since,
-            },
-            attempt,
-        );
-        if let Some(e) = self.entries.get_mut(key) {
-            e.redriven = Some((digest.to_string(), attempt, now));
-        }
-        let candidate = redrive::Candidate {
-            namespace: &key.0,
-            imagestream: &key.1,
-            candidate_tag: &tags.candidate,
-            digest,
-            run_id,
-        };
-        let what = format!(
-            "re-driven (attempt {attempt} of {}) from TriggerTemplate {:?}",
-            redrive.attempts(),
-            redrive.trigger_template
-        );
-        Some(
-            match self
-                .create_runs(&redrive.trigger_template, &candidate)
-                .await
-            {
-                Ok(names) => format!("{what}: PipelineRun {}", names.join(", ")),
-                Err(e) => format!("{what} failed: {e}"),
-            },
-        )
-    }
-
-    /// The run key, read once it exists (`imagegate interceptor` makes it).
-    async fn run_key(&mut self) -> Result<RunKey, String> {
-        if let Some(k) = &self.run_key {
-            return Ok(k.clone());
-        }
-        let (ns, name) = &self.run_key_at;
-        match crate::runkey::read(self.client.clone(), ns, name).await? {
-            Some(k) => {
-                self.run_key = Some(k.clone());
-                Ok(k)
-            }
-            None => Err(format!(
-                "there is no run key, Secret {ns}/{name} (imagegate interceptor makes it at start)"
-            )),
-        }
-    }
-
-    /// Creates what `template` makes for `candidate`; a PipelineRun that exists already (made
-    /// by another controller's re-drive of the same attempt) counts as made.
-    async fn create_runs(
-        &self,
-        template: &str,
-        candidate: &redrive::Candidate<'_>,
-    ) -> Result<Vec<String>, String> {
-        let ns = candidate.namespace;
-        let templates: Api<DynamicObject> =
-            Api::namespaced_with(self.client.clone(), ns, &trigger_templates());
-        let template = match templates.get_opt(template).await {
-            Ok(Some(t)) => serde_json::to_value(t).map_err(|e| e.to_string())?,
-            Ok(None) => return Err(format!("TriggerTemplate {ns}/{template} does not exist")),
-            Err(e) => return Err(format!("cannot read TriggerTemplate {ns}/{template}: {e}")),
-        };
-        let runs = redrive::render(&template, candidate)
-            .map_err(|e| format!("TriggerTemplate {ns}/{}: {e}", candidate.imagestream))?;
-        let mut names = Vec::new();
-        for run in runs {
-            let api_version = run["apiVersion"]
-                .as_str()
-                .unwrap_or("tekton.dev/v1")
-                .to_string();
-            let resource = ApiResource::from_gvk_with_plural(
-                &GroupVersionKind::gvk(
-                    "tekton.dev",
-                    api_version.trim_start_matches("tekton.dev/"),
-                    "PipelineRun",
-                ),
-                "pipelineruns",
-            );
-            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &resource);
-            let object: DynamicObject = serde_json::from_value(run).map_err(|e| e.to_string())?;
-            match api.create(&PostParams::default(), &object).await {
-                Ok(made) => names.push(made.name_any()),
-                Err(e) if status_code(&e) == Some(409) => {
-                    names.push(format!("{} (made already)", object.name_any()))
-                }
-                Err(e) => return Err(format!("creating its PipelineRun failed: {e}")),
-            }
-        }
-        Ok(names)
-    }
-
-    /// Marks `key`'s served tag `UpdateFailed` for `digest`, conditional on the version read.
-    async fn mark_failed(
-        &self,
-        key: &Key,
-        tags: &Tags,
-        digest: &str,
-        why: &str,
-    ) -> Result<(), kube::Error> {
-        let version = self.streams.get(key).and_then(|s| s.1.clone());
-        let patch = serde_json::json!({
-            "metadata": {"resourceVersion": version},
-            "spec": {"tags": [{"name": tags.served, "annotations": {
-                annotation::PHASE: phase::UPDATE_FAILED,
-                annotation::CANDIDATE_DIGEST: digest,
-                annotation::MESSAGE: why,
-            }}]}
-        });
-        let api: Api<ImageStream> = Api::namespaced(self.client.clone(), &key.0);
-        api.patch(&key.1, &PatchParams::default(), &Patch::Strategic(&patch))
-            .await
-            .map(drop)
-    }
-
-    /// Why the validation whose `begin` CustomRun is `run` ended without a verdict (None: its
-    /// PipelineRun still runs).
-    async fn lost(&self, ns: &str, run: &str) -> Result<Option<String>, kube::Error> {
-        if run.is_empty() {
-            return Ok(Some("the served tag names no begin run".into()));
-        }
-        let runs: Api<CustomRun> = Api::namespaced(self.client.clone(), ns);
-        let Some(begin) = get(&runs, run).await? else {
-            return Ok(Some(format!("its begin CustomRun {run} is gone")));
-        };
-        let Some((name, uid)) = begin.pipeline_run() else {
-            return Ok(Some(format!(
-                "its begin CustomRun {run} belongs to no PipelineRun"
-            )));
-        };
-        let prs: Api<PipelineRun> = Api::namespaced(self.client.clone(), ns);
-        match get(&prs, &name).await? {
-            Some(pr) if pr.metadata.uid.as_deref() == Some(uid.as_str()) => {
-                if !pr.is_done() {
-                    return Ok(None);
-                }
-                let why = (pr.status.iter())
-                    .flat_map(|s| &s.conditions)
-                    .find(|c| c.type_ == "Succeeded")
-                    .and_then(|c| c.reason.clone())
-                    .unwrap_or_else(|| "no reason".into());
-                Ok(Some(format!(
-                    "its PipelineRun {name} ended ({why}) without promoting or rejecting it"
-                )))
-            }
-            _ => Ok(Some(format!("its PipelineRun {name} is gone"))),
-        }
-    }
-
-    /// Sends the ledger's verdict on `key`'s candidate `digest`, where verdicts are sent.
-    fn verdict(&self, key: &Key, kind: Kind, digest: &str, reason: &str, note: &str) {
-        let (Some(verdicts), Some(tags)) = (&self.verdicts, self.tags(key)) else {
-            return;
-        };
-        let uid = (self.streams.get(key))
-            .and_then(|(r, _)| r.uid.clone())
-            .unwrap_or_default();
-        verdicts.send(Verdict {
-            kind,
-            namespace: key.0.clone(),
-            imagestream: key.1.clone(),
-            served_tag: tags.served,
-            digest: digest.to_string(),
-            served_digest: String::new(),
-            previous_digest: String::new(),
-            reason: reason.to_string(),
-            message: note.to_string(),
-            customrun: None,
-            key: uid,
-            time: chrono::Utc::now(),
-        });
-    }
-
-    async fn publish(&self, key: &Key, reason: &str, note: String) {
-        let Some((reference, _)) = self.streams.get(key) else {
-            return;
-        };
-        let event = Event {
-            type_: EventType::Warning,
-            reason: reason.into(),
-            note: Some(note.chars().take(1000).collect()),
-            action: "Ledger".into(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&event, reference).await {
-            warn!(namespace = %key.0, imagestream = %key.1, error = %e, "cannot publish a Kubernetes Event");
-        } else {
-            info!(namespace = %key.0, imagestream = %key.1, reason, "published");
-        }
-    }
-
-    fn gauges(&self) {
-        let count =
-            |f: &dyn Fn(&Entry) -> bool| self.entries.values().filter(|e| f(e)).count() as i64;
-        self.metrics
-            .without_verdict
-            .set(count(&|e| e.paged.is_some()));
-        self.metrics
-            .import_failing
-            .set(count(&|e| e.judged.import_failing.is_some()));
-        self.metrics
-            .update_failed
-            .set(count(&|e| e.judged.update_failed));
-    }
-}
-
-/// Tekton Triggers' TriggerTemplates.
-fn trigger_templates() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("triggers.tekton.dev", "v1beta1", "TriggerTemplate"),
-        "triggertemplates",
-    )
 }
 
 /// A get where 404 is None.
-async fn get<K>(api: &Api<K>, name: &str) -> Result<Option<K>, kube::Error>
+pub(super) async fn get<K>(api: &Api<K>, name: &str) -> Result<Option<K>, kube::Error>
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
