@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderValue};
+use imagegate::api::parse_go_duration;
 use imagegate::source::change::{ChangeKind, TagChange};
 use imagegate::source::deliver::{ContentMode, Encoded};
 use imagegate::source::event::{self, EventSettings};
@@ -214,11 +215,21 @@ fn rendered(run: &Value) -> Value {
             })
             .unwrap_or_default()
     };
+    // A controller that updates the run writes its timeouts back as Go prints them (`1h` ->
+    // `1h0m0s`; seen once Tekton Chains handles the runs): the same duration, compared as one.
+    let mut spec = run["spec"].clone();
+    if let Some(timeouts) = spec["timeouts"].as_object_mut() {
+        for value in timeouts.values_mut() {
+            if let Some(d) = value.as_str().and_then(|t| parse_go_duration(t).ok()) {
+                *value = json!(format!("{}s", d.as_secs_f64()));
+            }
+        }
+    }
     json!({
         "name": run["metadata"]["name"],
         "labels": ours(&run["metadata"]["labels"]),
         "annotations": ours(&run["metadata"]["annotations"]),
-        "spec": run["spec"],
+        "spec": spec,
     })
 }
 
