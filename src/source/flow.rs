@@ -13,7 +13,7 @@ use tracing::{debug, error, info, warn};
 
 use super::apiserver::{self, Announced, Shape, WatchAction};
 use super::checkpoint::{Checkpoint, Loaded, StreamKey};
-use super::deliver::{self, Delivered, DeliverySpec, SinkClient, Stopped};
+use super::deliver::{self, Delivered, SinkClient};
 use super::diff;
 use super::event;
 use super::metrics::Metrics;
@@ -24,6 +24,10 @@ use super::watch::{self, Seen, decode};
 use super::{Mode, Settings, ack};
 use crate::api::ImageStream;
 use crate::watch_errors::Refusals;
+
+mod send;
+
+use self::send::Sender;
 
 /// The bounded hand-off between the watch and the queue's dispatcher, in jobs.
 const HANDOFF: usize = 10_000;
@@ -342,162 +346,5 @@ impl Flow {
         }
         // Now, not at the next change: an event that waits alone must show.
         self.metrics.queue_depth.set(self.queue.depth() as i64);
-    }
-}
-
-/// What the queue runs for each job: the event built once, delivered with retries along the
-/// route of the moment (waiting while there is none), counted.
-struct Sender {
-    settings: Arc<Settings>,
-    sink: Arc<SinkClient>,
-    metrics: Metrics,
-    routes: Routes,
-    tally: Option<Tally>,
-    stop: CancellationToken,
-}
-
-impl Sender {
-    fn into_deliver(self) -> queue::Deliver<Pending, ack::Outcome> {
-        let this = Arc::new(self);
-        Arc::new(move |job: Job<Pending>| {
-            let this = this.clone();
-            Box::pin(async move {
-                let outcome = this.deliver(&job).await;
-                (job, outcome)
-            })
-        })
-    }
-
-    /// Delivers the job's event until the sink or the dead-letter sink takes it: a round that
-    /// ends [`Delivered::Failed`] (refused, no dead-letter sink took it) is counted, and the
-    /// event is held (not acknowledged, its stream's later changes behind it) and sent again
-    /// after [`deliver::hold_delay`], along the route of that moment. Only a stop ends it
-    /// otherwise, unacknowledged, so the next start sends it again.
-    async fn deliver(&self, job: &Job<Pending>) -> ack::Outcome {
-        let mut held: Option<HeldGauge> = None;
-        let mut round = 0u32;
-        loop {
-            round = round.saturating_add(1);
-            if round > 1 {
-                let wait = deliver::hold_delay(round);
-                tokio::select! {
-                    () = self.stop.cancelled() => return Err(Stopped),
-                    () = tokio::time::sleep(wait) => {}
-                }
-            }
-            match self.deliver_once(job).await? {
-                Delivered::Failed { .. } => {
-                    if held.is_none() {
-                        held = Some(HeldGauge::new(&self.metrics.held));
-                    }
-                }
-                taken => return Ok(taken),
-            }
-        }
-    }
-
-    /// One round of delivery: the event built once, delivered with retries along the route of
-    /// the moment (waiting while there is none), counted.
-    async fn deliver_once(&self, job: &Job<Pending>) -> ack::Outcome {
-        let route = self.route().await?;
-        let settings = &self.settings;
-        let make = || {
-            job.item
-                .event(&settings.events, settings.overrides.as_ref())
-        };
-        let spec = if route.dead_letter_sink == settings.delivery.dead_letter_sink {
-            std::borrow::Cow::Borrowed(&settings.delivery)
-        } else {
-            std::borrow::Cow::Owned(DeliverySpec {
-                dead_letter_sink: route.dead_letter_sink.clone(),
-                ..settings.delivery.clone()
-            })
-        };
-        let client = match (&route.auth, route.error_bodies) {
-            (None, true) => std::borrow::Cow::Borrowed(&*self.sink),
-            _ => std::borrow::Cow::Owned(
-                self.sink
-                    .with_oidc(route.auth.clone())
-                    .with_error_bodies(route.error_bodies),
-            ),
-        };
-        let outcome = deliver::deliver(
-            &client,
-            &route.sink,
-            &make,
-            settings.content_mode,
-            &spec,
-            &self.stop,
-        )
-        .await;
-        if let Ok(delivered) = &outcome {
-            count(&self.metrics, &route.sink, &job.item, delivered, job.seen);
-            if let Some(tally) = &self.tally {
-                tally(delivered);
-            }
-        }
-        outcome
-    }
-
-    /// The route now; waits while there is none (the sink does not resolve).
-    async fn route(&self) -> Result<Route, Stopped> {
-        let mut routes = self.routes.clone();
-        tokio::select! {
-            () = self.stop.cancelled() => Err(Stopped),
-            route = routes.wait_for(Option::is_some) => match route {
-                Ok(route) => route.clone().ok_or(Stopped),
-                Err(_) => Err(Stopped),
-            },
-        }
-    }
-}
-
-/// One held event in `imagegate_source_events_held`, for as long as it lives.
-struct HeldGauge(prometheus_client::metrics::gauge::Gauge);
-
-impl HeldGauge {
-    fn new(gauge: &prometheus_client::metrics::gauge::Gauge) -> Self {
-        gauge.inc();
-        Self(gauge.clone())
-    }
-}
-
-impl Drop for HeldGauge {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
-}
-
-/// Counts a delivery's end in the metrics; logs what did not reach the sink.
-fn count(
-    metrics: &Metrics,
-    sink: &reqwest::Url,
-    item: &Pending,
-    delivered: &Delivered,
-    seen: Instant,
-) {
-    let ty = Metrics::of(item.ty());
-    let failed_attempts = match delivered {
-        Delivered::Sink { attempts } => {
-            metrics.sent.get_or_create(&ty).inc();
-            metrics.latency.observe(seen.elapsed().as_secs_f64());
-            attempts - 1
-        }
-        Delivered::DeadLettered { attempts, .. } => {
-            metrics.dead_lettered.get_or_create(&ty).inc();
-            warn!(event_id = %item.id(), sink = %sink, "event sent to the dead-letter sink");
-            *attempts
-        }
-        Delivered::Failed { error, attempts } => {
-            metrics.failed.get_or_create(&ty).inc();
-            error!(event_id = %item.id(), sink = %sink, error = %error, "the sink refused an event and no dead-letter sink took it; holding it and sending it again");
-            *attempts
-        }
-    };
-    if failed_attempts > 0 {
-        metrics
-            .attempts_failed
-            .get_or_create(&ty)
-            .inc_by(u64::from(failed_attempts));
     }
 }
