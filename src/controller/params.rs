@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::api::{CustomRun, ParamValue};
 
-use super::crd::{ImagePromotionSpec, PromoteAs, Validation as ValidationSpec};
+use super::crd::{ImagePromotionSpec, PromoteAs};
 use super::proof::Proof;
 
 pub mod checks;

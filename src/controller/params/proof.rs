@@ -2,10 +2,11 @@
 //! their pins and Chains' keys), validated before anything is read: pure.
 
 use super::signature;
-use super::{ValidationSpec, is_digest, is_dns_subdomain};
+use super::{is_digest, is_dns_subdomain};
+use crate::controller::crd::Validation as ValidationSpec;
 use crate::controller::proof::Proof;
 
-/// Who asks for a proof parsed from a spec alone ([`super::policy`] names the ImagePromotion).
+/// Who asks for a proof parsed from a spec alone ([`crate::controller::policy`] names the ImagePromotion).
 pub const SPEC_ASKS: &str = "the ImagePromotion spec asks";
 
 /// The proof an ImagePromotion asks for: a Pipeline and its tasks, both or neither; `asked_by`
