@@ -8,6 +8,8 @@
 //! - [`adopt`]: `imagegate adopt` on each kind of stream, `--check`, and the controller's drift
 //!   metric and Event.
 //! - [`bad_config`]: bad configuration refused at the door, each with its exact message.
+//! - [`emulator_imports`]: the emulator's import controllers against a real registry (a push
+//!   imported with its metadata, on schedule, manifest lists, insecure and unknown tags).
 //! - [`crd_drift`]: the committed CRDs (ImagePromotion, ImageStreamSource) match the Rust types.
 //! - [`leader`]: Lease leader election against the emulator.
 //! - [`runtime`]: the runtime both programs run in: standby, shutdown, a lost Lease.
@@ -57,6 +59,7 @@ mod controller_signature;
 mod controller_trust;
 mod controller_verdicts;
 mod crd_drift;
+mod emulator_imports;
 mod interceptor;
 mod kube_clients;
 mod leader;

@@ -14,17 +14,26 @@ const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 const C: &str = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
 const D: &str = "sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd";
 
+/// A stream as it was on the cluster already: its `other` tag imported once (else the import
+/// controller would import it after the first write, as OpenShift's does, and that import's
+/// write is one more update for the resource modes).
 fn stream(name: &str, ns: &str, labels: Value) -> String {
+    let other = format!("quay.io/org/{name}@{OTHER}");
     json!({
         "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "metadata": {"name": name, "namespace": ns, "labels": labels, "generation": 1},
         "spec": {"tags": [
-            {"name": "candidate", "from": {"kind": "DockerImage", "name": format!("quay.io/org/{name}:latest")}, "importPolicy": {"scheduled": true}},
-            {"name": "other", "from": {"kind": "DockerImage", "name": format!("quay.io/org/{name}:other")}}
+            {"name": "candidate", "from": {"kind": "DockerImage", "name": format!("quay.io/org/{name}:latest")}, "importPolicy": {"scheduled": true}, "generation": 1},
+            {"name": "other", "from": {"kind": "DockerImage", "name": format!("quay.io/org/{name}:other")}, "generation": 1}
+        ]},
+        "status": {"tags": [
+            {"tag": "other", "items": [{"created": "2026-12-01T00:00:00Z", "dockerImageReference": other, "image": OTHER, "generation": 1}]}
         ]}
     })
     .to_string()
 }
+
+const OTHER: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000001";
 
 fn ext(e: &cloudevents::Event, name: &str) -> Option<String> {
     e.extension(name).map(|v| v.to_string())

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::control::{Control, Fault, RequestRecord};
 use super::http::{AppState, router};
+use super::imports::Imports;
 use super::openshift::Settings;
 use super::simulate::{ImportRequest, Imported};
 use super::status::ApiError;
@@ -30,6 +31,8 @@ pub struct Config {
     pub internal_registry: String,
     /// Namespaces that exist from the start.
     pub namespaces: Vec<String>,
+    /// The image import controllers (on, with OpenShift's 900 s schedule, by default).
+    pub imports: Imports,
 }
 
 impl Default for Config {
@@ -39,6 +42,7 @@ impl Default for Config {
             retained_events: DEFAULT_RETAINED_EVENTS,
             internal_registry: "image-registry.openshift-image-registry.svc:5000".into(),
             namespaces: vec!["default".into(), "kube-system".into(), "kube-public".into()],
+            imports: Imports::default(),
         }
     }
 }
@@ -50,6 +54,7 @@ pub struct Emulator {
     control: Arc<Control>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
+    imports: Option<JoinHandle<()>>,
 }
 
 impl Emulator {
@@ -62,12 +67,14 @@ impl Emulator {
     /// Serves on an already bound listener.
     async fn serve(listener: TcpListener, config: Config) -> std::io::Result<Emulator> {
         let addr = listener.local_addr()?;
-        let cluster = Arc::new(Cluster::new(
+        let mut cluster = Cluster::new(
             Settings {
                 internal_registry: config.internal_registry.clone(),
             },
             config.retained_events,
-        ));
+        );
+        cluster.imports = config.imports.clone();
+        let cluster = Arc::new(cluster);
         for ns in &config.namespaces {
             cluster
                 .seed_str(&format!(
@@ -78,6 +85,7 @@ impl Emulator {
         cluster
             .seed(super::tekton::customrun_crd())
             .map_err(std::io::Error::other)?;
+        let imports = crate::imports::spawn(cluster.clone(), &config.imports);
         let control = Arc::new(Control::default());
         let app = router(AppState {
             cluster: cluster.clone(),
@@ -107,6 +115,7 @@ impl Emulator {
             control,
             stop: Some(stop),
             task: Some(task),
+            imports,
         })
     }
 
@@ -269,6 +278,9 @@ impl Emulator {
 
     /// Stops the server and waits for it.
     pub async fn shutdown(mut self) {
+        if let Some(imports) = self.imports.take() {
+            imports.abort();
+        }
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }

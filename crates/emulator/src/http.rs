@@ -363,6 +363,27 @@ async fn serve_resource(
             .and_then(|()| parse_json(body))
             .and_then(|b| cluster.token_request(&target, &b))
             .map(|v| (StatusCode::CREATED, v)),
+        // An import may read a registry: resolved here, before the write that records it.
+        Method::POST
+            if target.name.is_none()
+                && target.ty.behavior == crate::registry::Behavior::ImageStreamImport =>
+        {
+            match body_media_type(headers).and_then(|()| parse_json(body)) {
+                Ok(b) => {
+                    let answers = match crate::openshift::requested_images(&b) {
+                        Ok(images) => {
+                            let now = crate::verbs::now();
+                            Some(crate::imports::resolve_all(cluster, &images, &now).await)
+                        }
+                        Err(_) => None,
+                    };
+                    cluster
+                        .stream_import(&target, b, answers)
+                        .map(|v| (StatusCode::CREATED, v))
+                }
+                Err(e) => Err(e),
+            }
+        }
         Method::POST if target.name.is_none() => body_media_type(headers)
             .and_then(|()| parse_json(body))
             .and_then(|b| cluster.create(&target, b, &wopts))

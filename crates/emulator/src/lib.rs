@@ -25,7 +25,10 @@
 //!   answered from the Roles, ClusterRoles and bindings stored.
 //! - `registry`: the resource types served and the discovery documents; `openapi`: the OpenAPI
 //!   v3 documents kubectl validates against.
-//! - `simulate`: what the cluster does by itself (seeded objects, scheduled imports).
+//! - `simulate`: what was on the cluster already (seeded objects) and the control API's
+//!   simulated imports and import failures.
+//! - [`imports`]: the image import controllers ([`Imports`] in [`Config`]): a new or changed
+//!   `DockerImage` tag imported at once, scheduled tags again each interval.
 //! - `upstream`: what the upstream registries serve, which `ImageStreamImport`s resolve against.
 //! - [`aggregated`]: the image-API-only mode, an aggregated API server behind a real
 //!   kube-apiserver (TLS, the front proxy's identity, SubjectAccessReview).
@@ -40,9 +43,11 @@ pub mod aggregated;
 pub mod control;
 mod handle;
 mod http;
+pub mod imports;
 mod openapi;
 mod openshift;
 mod patch;
+mod pull;
 mod rbac;
 mod registry;
 mod schema;
@@ -57,6 +62,7 @@ mod verbs;
 mod watch;
 
 pub use handle::{Config, Emulator};
+pub use imports::Imports;
 pub use rbac::{Attributes, Grant, PolicyRule, Rbac, RoleKey, UserInfo};
 pub use simulate::{ImportRequest, Imported};
 pub use status::ApiError;

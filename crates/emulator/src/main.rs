@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use imagegate_emulator::{Config, Emulator, aggregated, control};
+use imagegate_emulator::{Config, Emulator, Imports, aggregated, control};
 use tracing_subscriber::EnvFilter;
 
 /// imagegate-emulator: a Kubernetes/OpenShift API server for tests and demos.
@@ -47,6 +47,27 @@ struct Cli {
         default_value = "image-registry.openshift-image-registry.svc:5000"
     )]
     internal_registry: String,
+
+    /// Do not run the image import controllers: a tag is imported only when a client posts an
+    /// ImageStreamImport or the control API is called (OpenShift always runs them).
+    #[arg(long)]
+    no_import_controllers: bool,
+
+    /// How often every `importPolicy.scheduled` tag is imported again, in seconds (OpenShift's
+    /// `ScheduledImageImportMinimumIntervalSeconds`, 900 by default).
+    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
+    scheduled_import_interval: u64,
+
+    /// A registry (`host:port`) imports read over the registry v2 API (HTTPS, or plain HTTP for a
+    /// tag with `importPolicy.insecure`); pull specs of any other registry resolve from what the
+    /// control API recorded. Repeatable.
+    #[arg(long = "registry", value_name = "HOST")]
+    registries: Vec<String>,
+
+    /// A registry read over the network and over plain HTTP whatever the tag says (OpenShift's
+    /// `registrySources.insecureRegistries`). Repeatable.
+    #[arg(long = "insecure-registry", value_name = "HOST")]
+    insecure_registries: Vec<String>,
 
     /// The user name the kubeconfig's token stands for in the request log.
     #[arg(long, default_value = "admin")]
@@ -116,6 +137,7 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         addr: cli.addr,
         retained_events: cli.retained_events,
         internal_registry: cli.internal_registry.clone(),
+        imports: imports(&cli),
         ..Config::default()
     })
     .await
@@ -150,6 +172,7 @@ async fn serve_image_api(cli: Cli) -> anyhow::Result<()> {
         &cli.image_api,
         cli.internal_registry.clone(),
         cli.retained_events,
+        &imports(&cli),
     )
     .await?;
     for file in &cli.seed {
@@ -168,6 +191,15 @@ async fn serve_image_api(cli: Cli) -> anyhow::Result<()> {
     tracing::info!("shutting down");
     api.shutdown().await;
     Ok(())
+}
+
+fn imports(cli: &Cli) -> Imports {
+    Imports {
+        enabled: !cli.no_import_controllers,
+        scheduled_interval: std::time::Duration::from_secs(cli.scheduled_import_interval),
+        registries: cli.registries.clone(),
+        insecure_registries: cli.insecure_registries.clone(),
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -159,7 +159,16 @@ impl Cluster {
             // with a past (status, history, generations), not a new request to validate.
             let ns_str = ns.clone().unwrap_or_default();
             let settings = &self.settings;
-            self.store
+            let is_stream = ty.behavior == Behavior::ImageStream;
+            let seeding = format!("{ns_str}/{name}@");
+            if is_stream {
+                self.seeded
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(seeding.clone());
+            }
+            let written = self
+                .store
                 .write(&ty.group, &ty.plural, &ns_str, &name, |_, cur| {
                     if cur.is_some() {
                         return Err(ApiError::already_exists(&ty.group, &ty.plural, &name));
@@ -183,7 +192,16 @@ impl Cluster {
                         seed_defaults(&mut o, settings);
                     }
                     Ok(WriteOp::Put(o))
-                })?;
+                });
+            if is_stream {
+                let mut seeded = self.seeded.lock().unwrap_or_else(|p| p.into_inner());
+                seeded.remove(&seeding);
+                if let Ok(w) = &written {
+                    let (name, version) = super::verbs::seeded_key(&w.object.value());
+                    seeded.insert(format!("{name}@{version}"));
+                }
+            }
+            written?;
         }
         if ty.behavior == Behavior::ImageStream {
             self.ensure_images_for(&obj)?;
@@ -265,6 +283,30 @@ impl Cluster {
                     metadata: None,
                 },
             );
+        }
+    }
+
+    /// Creates an Image read from a registry ([`crate::pull`]) unless one of its name exists
+    /// (an image's content never changes under its digest).
+    pub(crate) fn create_image(&self, image: Value) -> Result<(), ApiError> {
+        let ty = self
+            .store
+            .find_type(IMAGE_GROUP, "v1", "images")
+            .ok_or_else(|| ApiError::internal("images are not served"))?;
+        let target = Target {
+            ty,
+            namespace: None,
+            name: None,
+            subresource: None,
+        };
+        let opts = WriteOptions {
+            default_manager: "openshift-apiserver".into(),
+            ..Default::default()
+        };
+        match self.create(&target, image, &opts) {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 409 => Ok(()),
+            Err(e) => Err(e),
         }
     }
 

@@ -30,6 +30,16 @@ pub enum Answer {
         )]
         metadata: Option<Value>,
     },
+    /// Read from a real registry ([`crate::pull`]): the digest imported and the Image objects
+    /// the import creates, the imported one first. Never recorded, so never read or listed by
+    /// the control API.
+    #[serde(skip)]
+    Pulled {
+        /// The manifest digest (`sha256:…`).
+        digest: String,
+        /// The Images, as [`crate::pull::Pulled`] has them.
+        images: Vec<Value>,
+    },
     /// The registry refuses: `NotFound`, `Unauthorized` or `InternalError`.
     Failure {
         /// The failure: the reason as the importer classifies it, and its message.

@@ -136,6 +136,7 @@ pub struct ImageApi {
     cluster: Arc<Cluster>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    imports: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl ImageApi {
@@ -151,6 +152,9 @@ impl ImageApi {
 
     /// Stops accepting, ends open connections (watches among them) and waits.
     pub async fn shutdown(self) {
+        if let Some(imports) = &self.imports {
+            imports.abort();
+        }
         let _ = self.stop.send(true);
         self.cluster.store.drop_watches();
         let _ = self.task.await;
@@ -176,6 +180,7 @@ pub async fn start(
     options: &Options,
     internal_registry: String,
     retained_events: usize,
+    imports: &crate::imports::Imports,
 ) -> Result<ImageApi, StartError> {
     let tls = tls::server_config(
         &required(&options.tls_cert_file, "tls-cert-file")?,
@@ -198,7 +203,10 @@ pub async fn start(
         .local_addr()
         .map_err(|source| StartError::Listen { addr, source })?;
     let settings = Settings { internal_registry };
-    let cluster = Arc::new(Cluster::new(settings, retained_events));
+    let mut cluster = Cluster::new(settings, retained_events);
+    cluster.imports = imports.clone();
+    let cluster = Arc::new(cluster);
+    let imports = crate::imports::spawn(cluster.clone(), imports);
     let control = Arc::new(Control::default());
     let guard = Arc::new(Guard {
         control: control.clone(),
@@ -224,6 +232,7 @@ pub async fn start(
         cluster,
         stop,
         task,
+        imports,
     })
 }
 

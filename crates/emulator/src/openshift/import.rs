@@ -40,7 +40,8 @@ impl ImportSpec {
         })
     }
 
-    fn policies(&self) -> (TagImportPolicy, TagReferencePolicy) {
+    /// The tag's import and reference policies with the API's defaults (`Legacy`, `Source`).
+    pub(crate) fn policies(&self) -> (TagImportPolicy, TagReferencePolicy) {
         let mut import: TagImportPolicy =
             super::from_json(self.import_policy.clone()).unwrap_or_default();
         if import.import_mode.is_empty() {

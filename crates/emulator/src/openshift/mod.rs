@@ -23,6 +23,7 @@
 
 mod import;
 mod model;
+mod pending;
 mod reference;
 mod strategy;
 mod stream_import;
@@ -31,11 +32,13 @@ mod views;
 
 use serde_json::Value;
 
+pub(crate) use import::ImportSpec;
 pub use import::{import_failed, import_spec_failed, import_spec_succeeded, import_succeeded};
 pub(crate) use model::{
     NamedTagEventList, ObjectReference, Stream, TagEvent, TagEventCondition, TagImportPolicy,
     TagReference, TagReferencePolicy, from_json, section, semantic_eq, string_map, to_value,
 };
+pub use pending::{due_now, scheduled};
 pub(crate) use reference::{DockerRef, digest_or_image_match, valid_tag};
 pub use strategy::{decorate, prepare_create, prepare_status_update, prepare_update};
 pub use stream_import::{default_images, image_failed, image_succeeded, requested_images};

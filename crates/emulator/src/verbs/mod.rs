@@ -37,6 +37,12 @@ pub struct Cluster {
     pub settings: Settings,
     /// What the upstream registries serve, for `ImageStreamImport`s.
     pub upstream: crate::upstream::Upstream,
+    /// The ImageStreams seeded, at the resourceVersion their seed stored: the import
+    /// controllers had seen them before (`crate::imports`), so they import a seeded stream only
+    /// once something writes it again.
+    pub seeded: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// How imports run and which registries they read over the network.
+    pub imports: crate::imports::Imports,
 }
 
 /// What a request addresses.
@@ -163,7 +169,7 @@ impl WriteOptions {
     }
 }
 
-fn now() -> String {
+pub(crate) fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
@@ -297,7 +303,18 @@ impl Cluster {
             store: Store::new(retain),
             settings,
             upstream: Default::default(),
+            seeded: Default::default(),
+            imports: Default::default(),
         }
+    }
+
+    /// Whether `stream` is exactly as its seed stored it (see [`Cluster::seeded`]).
+    pub fn is_as_seeded(&self, stream: &Value) -> bool {
+        let (name, version) = seeded_key(stream);
+        let seeded = self.seeded.lock().unwrap_or_else(|p| p.into_inner());
+        // `name@` while its seed is being written: its event may be seen before the seed
+        // knows the resourceVersion it got.
+        seeded.contains(&format!("{name}@{version}")) || seeded.contains(&format!("{name}@"))
     }
 
     pub(super) fn lookup_stream<'a>(
@@ -405,6 +422,19 @@ impl Cluster {
     pub(super) fn namespace_exists(reader: &Reader<'_>, ns: &str) -> bool {
         reader.get("", "namespaces", "", ns).is_some()
     }
+}
+
+/// `namespace/name` and `resourceVersion` of an object.
+pub(crate) fn seeded_key(obj: &Value) -> (String, String) {
+    let m = |k: &str| {
+        obj.pointer(&format!("/metadata/{k}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    (
+        format!("{}/{}", m("namespace"), m("name")),
+        m("resourceVersion").to_string(),
+    )
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ impl Cluster {
             return crate::rbac::review::review(&self.store, body);
         }
         if ty.behavior == Behavior::ImageStreamImport {
-            return self.stream_import(t, body);
+            return self.stream_import(t, body, None);
         }
         if md_str(&body, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
             // The storage layer's refusal, which the registry passes on unclassified.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use imagegate_emulator::control::Fault;
-use imagegate_emulator::{Config, Emulator};
+use imagegate_emulator::{Config, Emulator, Imports};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
@@ -46,7 +46,18 @@ fn stream_body(name: &str) -> DynamicObject {
 
 async fn start() -> (Emulator, kube::Client) {
     crate::install_crypto_provider();
-    let emu = Emulator::start(Config::default()).await.unwrap();
+    // These tests take each import step by step through the control API (the scheduled
+    // import's stand-in), so the import controllers, which would import the new candidate tag
+    // on their own, are off; they are tested in `imports.rs`.
+    let emu = Emulator::start(Config {
+        imports: Imports {
+            enabled: false,
+            ..Imports::default()
+        },
+        ..Config::default()
+    })
+    .await
+    .unwrap();
     emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ds\n")
         .unwrap();
     let client = emu.client().unwrap();

@@ -185,9 +185,14 @@ async fn start(pki: &Pki) -> (ImageApi, Reviews, String) {
         authorization_kubeconfig: Some(kubeconfig),
         authorization_always_allow_paths: vec!["/healthz".into()],
     };
-    let api = aggregated::start(&options, "registry.test:5000".into(), 1000)
-        .await
-        .unwrap();
+    let api = aggregated::start(
+        &options,
+        "registry.test:5000".into(),
+        1000,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
     let url = format!("https://localhost:{}", api.addr().port());
     (api, reviews, url)
 }

@@ -1,7 +1,7 @@
 //! The emulator's integration tests, one test binary: its REST semantics over raw HTTP
 //! ([`emulator_http`]), kube-rs against it ([`emulator_kube`]), its control API
 //! ([`emulator_control`]), `ImageStreamImport`s against its upstream registries
-//! ([`image_import`]), SubjectAccessReviews answered from the stored RBAC
+//! ([`image_import`]), the image import controllers ([`import_controller`]), SubjectAccessReviews answered from the stored RBAC
 //! ([`subject_access_review`]), kubectl against the real binary ([`kubectl`]), the binary's
 //! command line ([`cli`]) and the image-API-only mode over TLS ([`image_api`]), and the answers
 //! pinned to a real kube-apiserver's by the workspace's differential check
@@ -15,6 +15,7 @@ mod emulator_http;
 mod emulator_kube;
 mod image_api;
 mod image_import;
+mod import_controller;
 mod kubectl;
 mod real_openshift;
 mod subject_access_review;
