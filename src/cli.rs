@@ -43,6 +43,9 @@ pub enum Command {
     /// Serve Tekton Triggers as a ClusterInterceptor that passes on only a governed stream's
     /// current candidate, read from the API, with the PipelineRun's keyed id.
     Interceptor(InterceptorArgs),
+    /// Serve registries' push notifications: import a governed candidate tag as soon as its
+    /// registry says it was pushed, instead of at the next scheduled import.
+    Receiver(ReceiverArgs),
     /// Print the CustomResourceDefinitions imagegate owns, as YAML.
     Crds(CrdsArgs),
     /// Turn an existing ImageStream into the gated shape, or check adopted streams for drift.
@@ -383,6 +386,41 @@ pub struct InterceptorArgs {
     /// The ClusterInterceptor whose `caBundle` the interceptor keeps.
     #[arg(long, default_value = "imagegate")]
     pub cluster_interceptor: String,
+}
+
+/// `imagegate receiver`.
+#[derive(Debug, Args)]
+pub struct ReceiverArgs {
+    /// Where `/livez`, `/readyz` and `/metrics` are served (plain http).
+    #[arg(long, env = "IMAGEGATE_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
+    pub admin_addr: SocketAddr,
+
+    /// Where notifications are served (plain http; a Route or Ingress terminates TLS).
+    #[arg(long, env = "IMAGEGATE_RECEIVER_ADDR", default_value = "0.0.0.0:8090")]
+    pub addr: SocketAddr,
+
+    /// A file holding the secret a CNCF Distribution registry sends as `Authorization: Bearer
+    /// <secret>` (at least 16 bytes; a mounted Secret's key). Serves `POST /v1/distribution`.
+    #[arg(long, env = "IMAGEGATE_RECEIVER_DISTRIBUTION_SECRET_FILE")]
+    pub distribution_secret_file: Option<std::path::PathBuf>,
+
+    /// A file holding the secret Harbor sends as its webhook policy's auth header (set it to
+    /// `Bearer <secret>`; at least 16 bytes). Serves `POST /v1/harbor` (both payload formats).
+    #[arg(long, env = "IMAGEGATE_RECEIVER_HARBOR_SECRET_FILE")]
+    pub harbor_secret_file: Option<std::path::PathBuf>,
+
+    /// Read only the ImagePromotions of this namespace (repeatable; default: every namespace).
+    #[arg(long = "namespace", value_name = "NAMESPACE", value_parser = values::namespace)]
+    pub namespaces: Vec<String>,
+
+    /// The least time between two imports of one tag on pushes, in seconds: pushes meanwhile
+    /// become one import at the end of it.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub min_interval_seconds: u64,
+
+    /// The most imports a minute, of all tags together.
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u32).range(1..=6000))]
+    pub max_imports_per_minute: u32,
 }
 
 /// Leader election flags, shared by the source and the controller.

@@ -41,6 +41,7 @@ pub mod interceptor;
 pub mod leader;
 pub mod odh;
 pub mod ops;
+pub mod receiver;
 pub mod run;
 pub mod runkey;
 pub mod runtime;

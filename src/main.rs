@@ -55,6 +55,9 @@ fn main() -> ExitCode {
             Command::Interceptor(args) => imagegate::run::interceptor(args)
                 .await
                 .map(|()| ExitCode::SUCCESS),
+            Command::Receiver(args) => imagegate::run::receiver(args)
+                .await
+                .map(|()| ExitCode::SUCCESS),
             Command::Crds(args) => imagegate::run::crds(&args).map(|()| ExitCode::SUCCESS),
             Command::Ops(command) => imagegate::ops::run(command).await.map(|v| v.exit_code()),
             Command::Adopt(args) => imagegate::run::adopt(args)

@@ -196,6 +196,44 @@ pub async fn interceptor(args: crate::cli::InterceptorArgs) -> anyhow::Result<()
     crate::interceptor::run(client, settings, shutdown_signal()).await
 }
 
+/// `imagegate receiver`: refused at start, in one line, without a sender or with a secret that
+/// cannot be read or is too short.
+pub async fn receiver(args: crate::cli::ReceiverArgs) -> anyhow::Result<()> {
+    use crate::receiver::serve::{DISTRIBUTION, HARBOR};
+    let mut senders = Vec::new();
+    for (sender, flag, file) in [
+        (
+            DISTRIBUTION,
+            "--distribution-secret-file",
+            &args.distribution_secret_file,
+        ),
+        (HARBOR, "--harbor-secret-file", &args.harbor_secret_file),
+    ] {
+        let Some(path) = file else { continue };
+        let text = anyhow::Context::with_context(std::fs::read_to_string(path), || {
+            format!("cannot read {flag} {}", path.display())
+        })?;
+        let secret = crate::receiver::auth::Secret::new(&text)
+            .map_err(|e| anyhow!("{flag} {}: {e}", path.display()))?;
+        senders.push((sender, secret));
+    }
+    if senders.is_empty() {
+        bail!("no sender configured: give --distribution-secret-file or --harbor-secret-file");
+    }
+    let client = kube_client(kube_config().await?)?;
+    let settings = crate::receiver::Settings {
+        admin_addr: args.admin_addr,
+        addr: args.addr,
+        senders,
+        nudge: crate::receiver::nudge::Settings {
+            min_interval: std::time::Duration::from_secs(args.min_interval_seconds),
+            spacing: std::time::Duration::from_secs(60) / args.max_imports_per_minute,
+            namespaces: dedup(&args.namespaces),
+        },
+    };
+    crate::receiver::run(client, settings, shutdown_signal()).await
+}
+
 /// The namespaces given, each once, in the order first given.
 fn dedup(namespaces: &[String]) -> Vec<String> {
     let mut seen = std::collections::BTreeSet::new();

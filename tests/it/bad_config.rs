@@ -499,3 +499,49 @@ fn an_audience_without_a_service_account_is_refused_before_connecting() {
         "imagegate: --sink-audience (K_AUDIENCE) needs --oidc-service-account (K_OIDC_SERVICE_ACCOUNT): the ServiceAccount whose token is sent"
     );
 }
+
+#[test]
+fn a_receiver_without_a_sender_or_with_a_weak_or_unreadable_secret_is_refused() {
+    let out = imagegate(&["receiver"], &[]);
+    assert_eq!(
+        one_line(&out),
+        "imagegate: no sender configured: give --distribution-secret-file or --harbor-secret-file"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short");
+    std::fs::write(&short, "guessable\n").unwrap();
+    let out = imagegate(
+        &[
+            "receiver",
+            "--distribution-secret-file",
+            short.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(
+        one_line(&out),
+        format!(
+            "imagegate: --distribution-secret-file {}: the secret has 9 bytes; at least 16 are needed",
+            short.display()
+        )
+    );
+    let missing = dir.path().join("missing");
+    let out = imagegate(
+        &[
+            "receiver",
+            "--distribution-secret-file",
+            missing.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let line = one_line(&out);
+    assert!(
+        line.starts_with(&format!(
+            "imagegate: cannot read --distribution-secret-file {}: ",
+            missing.display()
+        )),
+        "{line}"
+    );
+    let out = imagegate(&["receiver", "--min-interval-seconds", "0"], &[]);
+    assert!(usage(&out).contains("--min-interval-seconds"), "{out:?}");
+}

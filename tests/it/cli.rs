@@ -38,6 +38,7 @@ fn help_lists_the_product_subcommands_only() {
             "source",
             "controller",
             "interceptor",
+            "receiver",
             "crds",
             "adopt",
             "status",

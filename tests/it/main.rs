@@ -40,6 +40,8 @@
 //! - [`untrusted`]: the parsers of outside input never panic (the fuzz targets' entry points).
 //! - [`watch_refused`]: a watch refused mid-run (RBAC revoked) is retried with backoff and
 //!   reported, by both programs.
+//! - [`receiver`]: `imagegate receiver` with a real registry's push notifications: a push
+//!   imported in seconds, only for governed candidate tags, coalesced, and never unauthenticated.
 //! - [`realcluster`]: `config/` and `tekton/` against a real kube-apiserver.
 //! - [`realcluster_tekton`]: the real Tekton Pipelines and Triggers on it (kwok for the kubelet).
 
@@ -71,6 +73,7 @@ mod python_interop;
 mod rbac;
 mod realcluster;
 mod realcluster_tekton;
+mod receiver;
 mod runtime;
 mod shape;
 mod source_checkpoint;

@@ -103,6 +103,11 @@ impl Drop for EmulatorServer {
 impl EmulatorServer {
     /// Starts the emulator and writes its kubeconfig.
     pub async fn start() -> EmulatorServer {
+        Self::start_with(Config::default()).await
+    }
+
+    /// Starts the emulator configured by `config` and writes its kubeconfig.
+    pub async fn start_with(config: Config) -> EmulatorServer {
         imagegate::tls::install_crypto_provider();
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
@@ -117,9 +122,7 @@ impl EmulatorServer {
                     .build()
                     .expect("the emulator's runtime starts");
                 runtime.block_on(async move {
-                    let emu = Emulator::start(Config::default())
-                        .await
-                        .expect("the emulator listens");
+                    let emu = Emulator::start(config).await.expect("the emulator listens");
                     emu.write_kubeconfig(&written, "admin")
                         .expect("the emulator writes its kubeconfig");
                     let _ = ready.send(emu.url());

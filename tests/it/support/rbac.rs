@@ -672,6 +672,9 @@ impl Policy {
         let overlay = root.join("config/multi-tenant/200-rbac.yaml");
         let text = std::fs::read_to_string(&overlay).unwrap();
         policy.add("multi-tenant/200-rbac.yaml", &text);
+        let receiver = root.join("config/receiver/200-rbac.yaml");
+        let text = std::fs::read_to_string(&receiver).unwrap();
+        policy.add("receiver/200-rbac.yaml", &text);
         for ns in onboarded {
             policy.add(
                 &format!("tekton/330-controller-rbac.yaml in {ns}"),

@@ -73,6 +73,16 @@ impl Registry {
         registry
     }
 
+    /// Starts a registry that sends its notifications (every push, pull and delete) to `url`
+    /// with `Authorization: Bearer <token>`, as a registry's `notifications.endpoints` does.
+    pub async fn start_with_notifications(url: &str, token: &str) -> Registry {
+        let dir = tempfile::tempdir().unwrap();
+        let notify = format!(
+            "notifications:\n  endpoints:\n  - name: imagegate\n    url: {url}\n    headers:\n      Authorization: [\"Bearer {token}\"]\n    timeout: 2s\n    threshold: 3\n    backoff: 1s\n"
+        );
+        Self::start_in(dir, Some(notify)).await
+    }
+
     async fn start_with(basic: Option<(&str, &str)>) -> Registry {
         let dir = tempfile::tempdir().unwrap();
         let auth = basic.map(|(user, password)| {

@@ -1,0 +1,77 @@
+//! Who may nudge: every sender proves itself with a shared secret of its own, read from a file
+//! at start (a mounted Secret's key), sent as `Authorization: Bearer <secret>` (the Distribution
+//! registry sends the headers its `notifications.endpoints[].headers` configure). Compared in
+//! constant time (`ring::hmac::verify`, a comparison of MACs under a key made at start), so
+//! the answer's timing says nothing of how much of a guess was right.
+
+use ring::hmac;
+use ring::rand::SystemRandom;
+
+/// The shortest secret accepted: 16 bytes, 128 bits of a random token.
+pub const MIN_SECRET: usize = 16;
+
+/// A sender's secret, held as its MAC under a key of this process.
+pub struct Secret {
+    key: hmac::Key,
+    tag: hmac::Tag,
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl Secret {
+    /// The secret of `text` (surrounding whitespace, a file's last newline, is not part of it);
+    /// refused when shorter than [`MIN_SECRET`].
+    pub fn new(text: &str) -> Result<Secret, String> {
+        let secret = text.trim();
+        if secret.len() < MIN_SECRET {
+            return Err(format!(
+                "the secret has {} bytes; at least {MIN_SECRET} are needed",
+                secret.len()
+            ));
+        }
+        let key = hmac::Key::generate(hmac::HMAC_SHA256, &SystemRandom::new())
+            .map_err(|_| "no random key for comparing secrets".to_string())?;
+        let tag = hmac::sign(&key, secret.as_bytes());
+        Ok(Secret { key, tag })
+    }
+
+    /// Whether an `Authorization` header value is `Bearer <this secret>`.
+    pub fn admits(&self, authorization: Option<&str>) -> bool {
+        let Some(token) = authorization.and_then(|h| h.strip_prefix("Bearer ")) else {
+            return false;
+        };
+        hmac::verify(&self.key, token.trim().as_bytes(), self.tag.as_ref()).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_bearer_of_the_secret_is_admitted() {
+        let s = Secret::new("0123456789abcdef-token\n").unwrap();
+        assert!(s.admits(Some("Bearer 0123456789abcdef-token")));
+        for wrong in [
+            None,
+            Some(""),
+            Some("Bearer "),
+            Some("Bearer 0123456789abcdef-toke"),
+            Some("Bearer 0123456789abcdef-tokenX"),
+            Some("Basic 0123456789abcdef-token"),
+            Some("0123456789abcdef-token"),
+        ] {
+            assert!(!s.admits(wrong), "{wrong:?}");
+        }
+    }
+
+    #[test]
+    fn a_short_secret_is_refused() {
+        assert!(Secret::new("short\n").unwrap_err().contains("at least 16"));
+        assert!(format!("{:?}", Secret::new("0123456789abcdef").unwrap()) == "Secret(..)");
+    }
+}
