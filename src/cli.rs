@@ -409,6 +409,12 @@ pub struct ReceiverArgs {
     #[arg(long, env = "IMAGEGATE_RECEIVER_HARBOR_SECRET_FILE")]
     pub harbor_secret_file: Option<std::path::PathBuf>,
 
+    /// A file holding a GitHub webhook's secret (at least 16 bytes), which GitHub signs each body
+    /// with (`X-Hub-Signature-256`). Serves `POST /v1/github`: the `package` and
+    /// `registry_package` events of GitHub Container Registry.
+    #[arg(long, env = "IMAGEGATE_RECEIVER_GITHUB_SECRET_FILE")]
+    pub github_secret_file: Option<std::path::PathBuf>,
+
     /// Read only the ImagePromotions of this namespace (repeatable; default: every namespace).
     #[arg(long = "namespace", value_name = "NAMESPACE", value_parser = values::namespace)]
     pub namespaces: Vec<String>,

@@ -199,7 +199,7 @@ pub async fn interceptor(args: crate::cli::InterceptorArgs) -> anyhow::Result<()
 /// `imagegate receiver`: refused at start, in one line, without a sender or with a secret that
 /// cannot be read or is too short.
 pub async fn receiver(args: crate::cli::ReceiverArgs) -> anyhow::Result<()> {
-    use crate::receiver::serve::{DISTRIBUTION, HARBOR};
+    use crate::receiver::serve::{DISTRIBUTION, GITHUB, HARBOR};
     let mut senders = Vec::new();
     for (sender, flag, file) in [
         (
@@ -208,6 +208,7 @@ pub async fn receiver(args: crate::cli::ReceiverArgs) -> anyhow::Result<()> {
             &args.distribution_secret_file,
         ),
         (HARBOR, "--harbor-secret-file", &args.harbor_secret_file),
+        (GITHUB, "--github-secret-file", &args.github_secret_file),
     ] {
         let Some(path) = file else { continue };
         let text = anyhow::Context::with_context(std::fs::read_to_string(path), || {
@@ -218,7 +219,9 @@ pub async fn receiver(args: crate::cli::ReceiverArgs) -> anyhow::Result<()> {
         senders.push((sender, secret));
     }
     if senders.is_empty() {
-        bail!("no sender configured: give --distribution-secret-file or --harbor-secret-file");
+        bail!(
+            "no sender configured: give --distribution-secret-file, --harbor-secret-file or --github-secret-file"
+        );
     }
     let client = kube_client(kube_config().await?)?;
     let settings = crate::receiver::Settings {

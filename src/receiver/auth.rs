@@ -1,7 +1,8 @@
 //! Who may nudge: every sender proves itself with a shared secret of its own, read from a file
 //! at start (a mounted Secret's key), sent as `Authorization: Bearer <secret>` (the Distribution
-//! registry sends the headers its `notifications.endpoints[].headers` configure). Compared in
-//! constant time (`ring::hmac::verify`, a comparison of MACs under a key made at start), so
+//! registry sends the headers its `notifications.endpoints[].headers` configure, Harbor its
+//! policy's auth header), or, for GitHub, used to sign each body (`X-Hub-Signature-256`, an
+//! HMAC-SHA256). Compared in constant time (`ring::hmac::verify`, a comparison of MACs under a key made at start), so
 //! the answer's timing says nothing of how much of a guess was right.
 
 use ring::hmac;
@@ -10,10 +11,12 @@ use ring::rand::SystemRandom;
 /// The shortest secret accepted: 16 bytes, 128 bits of a random token.
 pub const MIN_SECRET: usize = 16;
 
-/// A sender's secret, held as its MAC under a key of this process.
+/// A sender's secret, held as its MAC under a key of this process, and as the key a sender that
+/// signs its bodies (GitHub) signs them with.
 pub struct Secret {
     key: hmac::Key,
     tag: hmac::Tag,
+    signing: hmac::Key,
 }
 
 impl std::fmt::Debug for Secret {
@@ -36,7 +39,20 @@ impl Secret {
         let key = hmac::Key::generate(hmac::HMAC_SHA256, &SystemRandom::new())
             .map_err(|_| "no random key for comparing secrets".to_string())?;
         let tag = hmac::sign(&key, secret.as_bytes());
-        Ok(Secret { key, tag })
+        let signing = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
+        Ok(Secret { key, tag, signing })
+    }
+
+    /// Whether `signature` (an `X-Hub-Signature-256` header: `sha256=` and the hex HMAC-SHA256
+    /// of the body under the secret, as GitHub signs its webhooks) signs `body`.
+    pub fn signed(&self, body: &[u8], signature: Option<&str>) -> bool {
+        let Some(hex) = signature.and_then(|s| s.strip_prefix("sha256=")) else {
+            return false;
+        };
+        let Some(mac) = unhex(hex.trim()) else {
+            return false;
+        };
+        hmac::verify(&self.signing, body, &mac).is_ok()
     }
 
     /// Whether an `Authorization` header value is `Bearer <this secret>`.
@@ -46,6 +62,16 @@ impl Secret {
         };
         hmac::verify(&self.key, token.trim().as_bytes(), self.tag.as_ref()).is_ok()
     }
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 #[cfg(test)]
@@ -66,6 +92,25 @@ mod tests {
             Some("0123456789abcdef-token"),
         ] {
             assert!(!s.admits(wrong), "{wrong:?}");
+        }
+    }
+
+    #[test]
+    fn only_a_body_signed_with_the_secret_is_admitted() {
+        let s = Secret::new("It's a Secret to Everybody").unwrap();
+        // GitHub's documented example: the body "Hello, World!" under this secret.
+        let good = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+        assert!(s.signed(b"Hello, World!", Some(good)));
+        assert!(!s.signed(b"Hello, World?", Some(good)));
+        for bad in [
+            None,
+            Some(""),
+            Some("sha1=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"),
+            Some("sha256=757107ea"),
+            Some("sha256=zz7107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"),
+            Some("sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e1"),
+        ] {
+            assert!(!s.signed(b"Hello, World!", bad), "{bad:?}");
         }
     }
 

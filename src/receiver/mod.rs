@@ -91,9 +91,7 @@ pub async fn run(
             metrics,
         });
         health.set_ready(true);
-        axum::serve(listener, serve::router(ctx))
-            .with_graceful_shutdown(token.cancelled_owned())
-            .await?;
+        serve::serve(listener, serve::router(ctx), token.cancelled_owned()).await;
         worker.abort();
         anyhow::Ok(())
     })

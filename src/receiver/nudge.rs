@@ -30,8 +30,9 @@ use super::metrics::{Metrics, import as outcome};
 use super::targets::{self, Target};
 use super::wire::Push;
 
-/// How many notifications' pushes may wait for the worker.
-pub const QUEUE: usize = 1024;
+/// How many notifications' pushes may wait for the worker (each names at most
+/// [`super::wire::MAX_EVENTS`]).
+pub const QUEUE: usize = 256;
 /// Tries of one API request before the push is left to the scheduled import.
 const TRIES: u32 = 3;
 

@@ -1,25 +1,30 @@
 //! The receiver's endpoints, plain HTTP (a Route or Ingress terminates TLS for senders outside
 //! the cluster): `POST /v1/distribution` takes a Distribution registry's notifications,
-//! `POST /v1/harbor` Harbor's webhooks (either payload format). A sender not configured has no
-//! endpoint (404). Each answer is quick: the notification is authenticated, parsed and queued,
+//! `POST /v1/harbor` Harbor's webhooks (either payload format), `POST /v1/github` GitHub's
+//! package events (GitHub Container Registry), signed. A sender not configured has no endpoint
+//! (404). Each answer is quick: the notification is authenticated, parsed and queued,
 //! never imported while the registry waits.
 //!
 //! | answer | when |
 //! |---|---|
 //! | 202 | authenticated and parsed; its pushes are queued (a notification naming none too) |
-//! | 401 | no or a wrong `Authorization: Bearer` secret |
+//! | 401 | no or a wrong `Authorization: Bearer` secret (GitHub: no or a wrong `X-Hub-Signature-256`) |
 //! | 400 | not a notification of the sender's format |
 //! | 413 | a body over [`MAX_BODY`] |
+//! | 408 | a body not sent within [`READ_TIMEOUT`] (headers not sent within it: the connection is closed) |
 //! | 503 | the queue is full: the registry sends it again |
 
+use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::routing::post;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
 use tracing::{debug, warn};
 
 use super::auth::Secret;
@@ -29,13 +34,18 @@ use super::wire;
 
 /// The largest notification body taken (registries send small batches).
 pub const MAX_BODY: usize = 1 << 20;
+/// How long a client has to send a request's headers, and then its body: the port is open to
+/// anyone, so a client that trickles its request must not hold a connection for long.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The Distribution registry sender's name, in metrics, logs and its path.
 pub const DISTRIBUTION: &str = "distribution";
 /// Harbor's.
 pub const HARBOR: &str = "harbor";
+/// GitHub's (GitHub Container Registry's package events).
+pub const GITHUB: &str = "github";
 /// Every sender the receiver knows.
-pub const SENDERS: [&str; 2] = [DISTRIBUTION, HARBOR];
+pub const SENDERS: [&str; 3] = [DISTRIBUTION, HARBOR, GITHUB];
 
 /// What the handlers share.
 pub struct Context {
@@ -52,14 +62,55 @@ pub fn router(ctx: Arc<Context>) -> Router {
     let mut router = Router::new();
     for (sender, _) in &ctx.senders {
         let sender: &'static str = sender;
-        let handler = move |State(ctx): State<Arc<Context>>, headers: HeaderMap, body: Bytes| async move {
-            notified(&ctx, sender, &headers, &body)
+        let handler = move |State(ctx): State<Arc<Context>>, request: Request| async move {
+            let (parts, body) = request.into_parts();
+            let read = tokio::time::timeout(READ_TIMEOUT, axum::body::to_bytes(body, MAX_BODY));
+            match read.await {
+                Ok(Ok(body)) => notified(&ctx, sender, &parts.headers, &body),
+                Ok(Err(_)) => (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("a notification is at most {MAX_BODY} bytes\n"),
+                ),
+                Err(_) => (
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the body did not arrive in time\n".to_string(),
+                ),
+            }
         };
         router = router.route(&format!("/v1/{sender}"), post(handler));
     }
-    router
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .with_state(ctx)
+    router.with_state(ctx)
+}
+
+/// Serves `app` on `listener` (plain HTTP/1.1 and HTTP/2) until `shutdown` resolves, each
+/// connection's request headers due within [`READ_TIMEOUT`].
+pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()>) {
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    warn!(error = %e, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => return,
+        };
+        let _ = tcp.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(READ_TIMEOUT);
+            if let Err(e) = builder.serve_connection(TokioIo::new(tcp), service).await {
+                debug!(%peer, error = %e, "connection ended");
+            }
+        });
+    }
 }
 
 fn notified(
@@ -91,16 +142,29 @@ fn take(
         .iter()
         .find(|(s, _)| *s == sender)
         .map(|(_, s)| s);
-    if !secret.is_some_and(|s| s.admits(authorization)) {
-        warn!(sender, "a notification without the sender's secret refused");
-        let why = "the sender's secret is required (Authorization: Bearer)\n".to_string();
-        return (StatusCode::UNAUTHORIZED, outcome::UNAUTHORIZED, why);
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let proven = match sender {
+        // GitHub signs the body with the webhook's secret instead of sending it.
+        GITHUB => secret.is_some_and(|s| s.signed(body, header("x-hub-signature-256"))),
+        _ => secret.is_some_and(|s| s.admits(authorization)),
+    };
+    if !proven {
+        // Anyone may reach the port: counted, and logged at debug so that a flood of guesses
+        // cannot flood the log.
+        debug!(sender, "a notification without the sender's secret refused");
+        let why = match sender {
+            GITHUB => "a body signed with the webhook's secret is required (X-Hub-Signature-256)\n",
+            _ => "the sender's secret is required (Authorization: Bearer)\n",
+        };
+        return (
+            StatusCode::UNAUTHORIZED,
+            outcome::UNAUTHORIZED,
+            why.to_string(),
+        );
     }
     let parsed = match sender {
-        HARBOR => {
-            let ce_type = headers.get("ce-type").and_then(|v| v.to_str().ok());
-            wire::harbor(body, ce_type)
-        }
+        HARBOR => wire::harbor(body, header("ce-type")),
+        GITHUB => wire::github(body, header("x-github-event")),
         _ => wire::distribution(body),
     };
     let parsed = match parsed {

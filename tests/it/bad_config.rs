@@ -505,7 +505,7 @@ fn a_receiver_without_a_sender_or_with_a_weak_or_unreadable_secret_is_refused() 
     let out = imagegate(&["receiver"], &[]);
     assert_eq!(
         one_line(&out),
-        "imagegate: no sender configured: give --distribution-secret-file or --harbor-secret-file"
+        "imagegate: no sender configured: give --distribution-secret-file, --harbor-secret-file or --github-secret-file"
     );
     let dir = tempfile::tempdir().unwrap();
     let short = dir.path().join("short");

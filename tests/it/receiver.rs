@@ -390,3 +390,105 @@ async fn a_harbor_push_webhook_moves_the_governed_candidate() {
     );
     crate::support::rbac::assert_config_allows(&w.emu, "receiver").await;
 }
+
+#[tokio::test]
+async fn a_github_package_event_moves_the_candidate_only_when_signed_with_the_secret() {
+    let w = World::start_as(10, "--github-secret-file").await;
+    let first = w.registry.push("jupyter", "2026.1", "first").await;
+    w.stream("ds", "2026.1").await;
+    w.until_candidate("ds", &first, Duration::from_secs(10))
+        .await;
+    let second = w.registry.push("jupyter", "2026.1", "second").await;
+    let github = w.url.replace("/v1/distribution", "/v1/github");
+    let event = json!({
+        "action": "published",
+        "package": {"name": "jupyter", "package_type": "CONTAINER", "owner": {"login": "platform"},
+                    "package_version": {"package_url": format!("{}/jupyter:2026.1", w.registry.host),
+                                        "container_metadata": {"tag": {"name": "2026.1", "digest": second}}}}
+    })
+    .to_string()
+    .into_bytes();
+    let sign = |body: &[u8], secret: &str| {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+        let mac = ring::hmac::sign(&key, body);
+        let hex: String = mac.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        format!("sha256={hex}")
+    };
+    let post = |signature: Option<String>, event_name: &'static str, body: Vec<u8>| {
+        let github = github.clone();
+        async move {
+            let mut req = reqwest::Client::new()
+                .post(&github)
+                .header("Content-Type", "application/json")
+                .header("X-GitHub-Event", event_name)
+                .body(body);
+            if let Some(s) = signature {
+                req = req.header("X-Hub-Signature-256", s);
+            }
+            req.send().await.unwrap().status().as_u16()
+        }
+    };
+    // Unsigned, signed with another secret, or the Bearer secret instead of a signature: refused.
+    assert_eq!(post(None, "package", event.clone()).await, 401);
+    let wrong = sign(&event, "another-secret-of-32-characters!");
+    assert_eq!(post(Some(wrong), "package", event.clone()).await, 401);
+    let mut tampered = event.clone();
+    tampered.push(b' ');
+    assert_eq!(
+        post(Some(sign(&event, TOKEN)), "package", tampered).await,
+        401
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(w.candidate("ds").await.as_deref(), Some(first.as_str()));
+    // GitHub's ping on creation names nothing; the signed event moves the candidate.
+    let ping = b"{\"zen\": \"Design for failure.\", \"hook_id\": 1}".to_vec();
+    assert_eq!(post(Some(sign(&ping, TOKEN)), "ping", ping).await, 202);
+    assert_eq!(post(Some(sign(&event, TOKEN)), "package", event).await, 202);
+    w.until_candidate("ds", &second, Duration::from_secs(20))
+        .await;
+    let m = w.metrics().await;
+    assert_eq!(
+        metric(
+            &m,
+            "imagegate_receiver_notifications_total{sender=\"github\",outcome=\"unauthorized\"}"
+        ),
+        3.0
+    );
+    crate::support::rbac::assert_config_allows(&w.emu, "receiver").await;
+}
+
+/// The port is open to anyone: a client that trickles its request is cut off, not waited for.
+#[tokio::test]
+async fn a_client_that_trickles_its_request_is_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let w = World::start(10).await;
+    let addr = w
+        .url
+        .trim_start_matches("http://")
+        .replace("/v1/distribution", "");
+    let slow_body = async {
+        let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let head = "POST /v1/distribution HTTP/1.1\r\nHost: r\r\nContent-Length: 100\r\n\r\n{\"ev";
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let _ = tcp.read_to_end(&mut answer).await;
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    let slow_headers = async {
+        let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        tcp.write_all(b"POST /v1/distribution HTTP/1.1\r\nHost: r\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        let _ = tcp.read_to_end(&mut answer).await;
+    };
+    let started = Instant::now();
+    let (body_answer, ()) = tokio::time::timeout(
+        Duration::from_secs(30),
+        futures::future::join(slow_body, slow_headers),
+    )
+    .await
+    .expect("both connections were ended within 30 s");
+    assert!(body_answer.starts_with("HTTP/1.1 408"), "{body_answer:?}");
+    assert!(started.elapsed() < Duration::from_secs(25));
+}
