@@ -9,6 +9,8 @@
 //! | `POST namespaces/{ns}/imagestreams/{is}/importfailure`      | a failed scheduled import          |
 //! | `POST registry` `{"image", "digest"?, "failure"?}`           | what an upstream pull spec serves  |
 //! | `GET registry`                                              | every upstream answer recorded     |
+//! | `POST registries` `{"host", "insecure"?}`                   | imports read this registry for real |
+//! | `GET registries`                                            | the registries read for real       |
 //! | `PUT images/{digest}/metadata`                              | set an image's dockerImageMetadata |
 //! | `POST compact`                                              | expire every older resourceVersion |
 //! | `POST drop-watches`                                         | end every open watch               |
@@ -239,6 +241,19 @@ pub struct UpstreamRequest {
     pub failure: Option<UpstreamFailure>,
 }
 
+/// `POST registries`: from now on, imports read `host` over the registry v2 API (as
+/// `--registry`, or `--insecure-registry` with `insecure`), for a registry started after the
+/// emulator.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryRequest {
+    /// `host` or `host:port`, as pull specs name it.
+    pub host: String,
+    /// Read over plain HTTP whatever the tag says.
+    #[serde(default)]
+    pub insecure: bool,
+}
+
 /// The `failure` of an [`UpstreamRequest`].
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -348,6 +363,35 @@ fn serve(
             Ok(json!({ "image": req.image, "answer": answer }))
         }
         (Method::GET, ["registry"]) => Ok(json!({ "images": cluster.upstream.all() })),
+        (Method::POST, ["registries"]) => {
+            let req: RegistryRequest = serde_json::from_value(body_json(body)?)
+                .map_err(|e| ApiError::bad_request(format!("invalid registries request: {e}")))?;
+            if req.host.is_empty() || req.host.contains('/') {
+                return Err(ApiError::bad_request(format!(
+                    "{:?} is not a registry host (host or host:port)",
+                    req.host
+                )));
+            }
+            let mut added = cluster
+                .registries_added
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            added.retain(|(h, _)| *h != req.host);
+            added.push((req.host.clone(), req.insecure));
+            Ok(json!({ "host": req.host, "insecure": req.insecure }))
+        }
+        (Method::GET, ["registries"]) => {
+            let added = cluster
+                .registries_added
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            Ok(json!({
+                "registries": cluster.imports.registries,
+                "insecureRegistries": cluster.imports.insecure_registries,
+                "added": added.iter().map(|(h, i)| json!({"host": h, "insecure": i})).collect::<Vec<_>>(),
+            }))
+        }
         (Method::PUT, ["images", digest, "metadata"]) => {
             let metadata = body_json(body)?;
             Ok(cluster.set_image_metadata(digest, metadata)?)

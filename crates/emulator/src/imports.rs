@@ -66,8 +66,16 @@ impl Default for Imports {
 /// else the answer recorded for it.
 pub async fn resolve(cluster: &Cluster, spec: &ImportSpec, now: &str) -> Answer {
     let host = crate::pull::registry_of(&spec.from);
-    let listed_insecure = cluster.imports.insecure_registries.contains(&host);
-    if !listed_insecure && !cluster.imports.registries.contains(&host) {
+    let added = cluster
+        .registries_added
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(h, _)| *h == host)
+        .map(|(_, insecure)| *insecure);
+    let listed_insecure =
+        cluster.imports.insecure_registries.contains(&host) || added == Some(true);
+    if !listed_insecure && !cluster.imports.registries.contains(&host) && added.is_none() {
         return cluster.upstream.resolve(&spec.from);
     }
     let (policy, _) = spec.policies();

@@ -12,6 +12,7 @@
 //! - [`cluster`]: the control plane and what the tests do with it.
 //! - [`manifests`]: `config/` and `tekton/` apply; the RBAC by SubjectAccessReview.
 //! - [`image_api`]: the image API aggregated, discovered, proxied and authorized.
+//! - [`imports`]: its import controllers against a real registry, through the real server.
 //! - [`runs`]: the controller's scenarios' setup; [`controller`]: the scenarios.
 //! - [`source`]: the source's scenarios.
 //! - [`ops`]: the operator CLI's import, promote and status through the real server.
@@ -32,6 +33,7 @@ pub(crate) mod cluster;
 mod controller;
 mod differential;
 mod image_api;
+mod imports;
 mod manifests;
 mod namespaced;
 mod onboarding;

@@ -268,6 +268,14 @@ impl EmulatorServer {
             .await;
     }
 
+    /// From now on the emulator's imports read `host` over the registry v2 API (its
+    /// `POST registries`; `insecure`: over plain HTTP whatever the tag says).
+    pub async fn add_registry(&self, host: &str, insecure: bool) {
+        let body = json!({ "host": host, "insecure": insecure }).to_string();
+        self.control(reqwest::Method::POST, "registries", Some(body))
+            .await;
+    }
+
     /// A failed scheduled import.
     pub async fn import_failure(&self, ns: &str, is: &str, tag: &str, reason: &str) {
         let body = json!({"tag": tag, "reason": reason}).to_string();

@@ -43,6 +43,9 @@ pub struct Cluster {
     pub seeded: std::sync::Mutex<std::collections::HashSet<String>>,
     /// How imports run and which registries they read over the network.
     pub imports: crate::imports::Imports,
+    /// Registries added since the start through the control API (`POST registries`): host,
+    /// and whether it is read over plain HTTP whatever the tag says.
+    pub registries_added: std::sync::Mutex<Vec<(String, bool)>>,
 }
 
 /// What a request addresses.
@@ -305,6 +308,7 @@ impl Cluster {
             upstream: Default::default(),
             seeded: Default::default(),
             imports: Default::default(),
+            registries_added: Default::default(),
         }
     }
 

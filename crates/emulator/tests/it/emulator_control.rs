@@ -447,3 +447,41 @@ async fn real_imagestream_fixtures_seed_and_read_back() {
     }
     emu.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_registry_added_over_http_is_listed_and_a_bad_host_refused() {
+    let (emu, http) = start().await;
+    let post = |body: Value| {
+        let (http, emu) = (&http, &emu);
+        async move {
+            control(
+                http,
+                emu,
+                reqwest::Method::POST,
+                "registries",
+                Some(&body.to_string()),
+            )
+            .await
+        }
+    };
+    let (code, out) = post(json!({"host": "127.0.0.1:5000", "insecure": true})).await;
+    assert_eq!(code, 200, "{out}");
+    let (code, _) = post(json!({"host": "127.0.0.1:5000"})).await;
+    assert_eq!(code, 200, "added again: replaced, not repeated");
+    for bad in [
+        json!({"host": ""}),
+        json!({"host": "r.example/org"}),
+        json!({"host": "r.example", "tls": true}),
+        json!({"insecure": true}),
+    ] {
+        let (code, out) = post(bad.clone()).await;
+        assert_eq!(code, 400, "{bad}: {out}");
+    }
+    let (code, out) = control(&http, &emu, reqwest::Method::GET, "registries", None).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        out["added"],
+        json!([{"host": "127.0.0.1:5000", "insecure": false}])
+    );
+    emu.shutdown().await;
+}
