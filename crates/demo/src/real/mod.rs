@@ -19,6 +19,7 @@ mod cluster;
 mod knative;
 mod observe;
 mod programs;
+mod push;
 mod redrive;
 mod scenarios;
 mod signature;

@@ -156,6 +156,7 @@ pub async fn play(w: &mut World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
     timings.push(super::knative::play(w, &mut expect).await?);
     timings.push(super::redrive::play(w, &mut expect).await?);
     timings.push(super::signature::play(&mut *w, &mut expect).await?);
+    timings.push(super::push::play(&mut *w, &mut expect).await?);
     Ok((expect, timings))
 }
 
@@ -363,7 +364,7 @@ impl World {
     }
 
     /// The name of the PipelineRun the EventListener made for `digest` of `stream`.
-    async fn triggered(&self, stream: &str, digest: &str) -> anyhow::Result<String> {
+    pub(super) async fn triggered(&self, stream: &str, digest: &str) -> anyhow::Result<String> {
         let is = format!("{NAMESPACE}/{stream}");
         let run = self
             .observer

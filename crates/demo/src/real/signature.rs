@@ -175,7 +175,7 @@ fn policy(public_key: &str) -> String {
 
 /// The shipped ImagePromotion `notebooks` (`tekton/100`) governs every stream of the namespace
 /// and allows only its organisation's registries: the platform adds the publisher's.
-async fn allow_registry(w: &World, host: &str) -> anyhow::Result<String> {
+pub(super) async fn allow_registry(w: &World, host: &str) -> anyhow::Result<String> {
     let current = w
         .cluster
         .kubectl(&[
