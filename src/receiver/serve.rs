@@ -82,8 +82,9 @@ pub fn router(ctx: Arc<Context>) -> Router {
     router.with_state(ctx)
 }
 
-/// Serves `app` on `listener` (plain HTTP/1.1 and HTTP/2) until `shutdown` resolves, each
-/// connection's request headers due within [`READ_TIMEOUT`].
+/// Serves `app` on `listener` (plain HTTP/1.1 only: registries send that, and an HTTP/2
+/// connection has no header-read timeout to cut off a client that opens one and says nothing)
+/// until `shutdown` resolves, each connection's request headers due within [`READ_TIMEOUT`].
 pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()>) {
     tokio::pin!(shutdown);
     loop {
@@ -101,7 +102,8 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
         let _ = tcp.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
         tokio::spawn(async move {
-            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let mut builder =
+                hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).http1_only();
             builder
                 .http1()
                 .timer(TokioTimer::new())

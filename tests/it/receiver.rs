@@ -492,3 +492,22 @@ async fn a_client_that_trickles_its_request_is_cut_off() {
     assert!(body_answer.starts_with("HTTP/1.1 408"), "{body_answer:?}");
     assert!(started.elapsed() < Duration::from_secs(25));
 }
+
+/// The same over HTTP/2 (prior knowledge): a client that sends the connection preface and then
+/// nothing is cut off too; the receiver speaks HTTP/1.1 only, as registries send.
+#[tokio::test]
+async fn a_client_that_opens_http2_and_says_nothing_is_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let w = World::start(10).await;
+    let addr = w
+        .url
+        .trim_start_matches("http://")
+        .replace("/v1/distribution", "");
+    let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let ended = tokio::time::timeout(Duration::from_secs(30), tcp.read_to_end(&mut answer)).await;
+    assert!(ended.is_ok(), "the connection was still open after 30 s");
+}
