@@ -415,6 +415,17 @@ pub struct ReceiverArgs {
     #[arg(long, env = "IMAGEGATE_RECEIVER_GITHUB_SECRET_FILE")]
     pub github_secret_file: Option<std::path::PathBuf>,
 
+    /// A file holding the secret of Quay's repository notifications (at least 16 bytes, only
+    /// letters, digits, `-`, `.`, `_`, `~`): Quay sends no header or signature, so the secret is
+    /// the URL's last segment. Serves `POST /v1/quay/<secret>`.
+    #[arg(long, env = "IMAGEGATE_RECEIVER_QUAY_SECRET_FILE")]
+    pub quay_secret_file: Option<std::path::PathBuf>,
+
+    /// A file holding the secret of Docker Hub's webhooks (as `--quay-secret-file`: in the URL).
+    /// Serves `POST /v1/dockerhub/<secret>`.
+    #[arg(long, env = "IMAGEGATE_RECEIVER_DOCKERHUB_SECRET_FILE")]
+    pub dockerhub_secret_file: Option<std::path::PathBuf>,
+
     /// Read only the ImagePromotions of this namespace (repeatable; default: every namespace).
     #[arg(long = "namespace", value_name = "NAMESPACE", value_parser = values::namespace)]
     pub namespaces: Vec<String>,

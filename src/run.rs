@@ -199,7 +199,7 @@ pub async fn interceptor(args: crate::cli::InterceptorArgs) -> anyhow::Result<()
 /// `imagegate receiver`: refused at start, in one line, without a sender or with a secret that
 /// cannot be read or is too short.
 pub async fn receiver(args: crate::cli::ReceiverArgs) -> anyhow::Result<()> {
-    use crate::receiver::serve::{DISTRIBUTION, GITHUB, HARBOR};
+    use crate::receiver::serve::{DISTRIBUTION, DOCKERHUB, GITHUB, HARBOR, QUAY, secret_in_path};
     let mut senders = Vec::new();
     for (sender, flag, file) in [
         (
@@ -209,6 +209,12 @@ pub async fn receiver(args: crate::cli::ReceiverArgs) -> anyhow::Result<()> {
         ),
         (HARBOR, "--harbor-secret-file", &args.harbor_secret_file),
         (GITHUB, "--github-secret-file", &args.github_secret_file),
+        (QUAY, "--quay-secret-file", &args.quay_secret_file),
+        (
+            DOCKERHUB,
+            "--dockerhub-secret-file",
+            &args.dockerhub_secret_file,
+        ),
     ] {
         let Some(path) = file else { continue };
         let text = anyhow::Context::with_context(std::fs::read_to_string(path), || {
@@ -216,11 +222,17 @@ pub async fn receiver(args: crate::cli::ReceiverArgs) -> anyhow::Result<()> {
         })?;
         let secret = crate::receiver::auth::Secret::new(&text)
             .map_err(|e| anyhow!("{flag} {}: {e}", path.display()))?;
+        if secret_in_path(sender) && !crate::receiver::auth::url_safe(&text) {
+            bail!(
+                "{flag} {}: the secret goes in the URL: use only letters, digits, '-', '.', '_' and '~'",
+                path.display()
+            );
+        }
         senders.push((sender, secret));
     }
     if senders.is_empty() {
         bail!(
-            "no sender configured: give --distribution-secret-file, --harbor-secret-file or --github-secret-file"
+            "no sender configured: give --distribution-secret-file, --harbor-secret-file, --github-secret-file, --quay-secret-file or --dockerhub-secret-file"
         );
     }
     let client = kube_client(kube_config().await?)?;

@@ -2,7 +2,8 @@
 //! at start (a mounted Secret's key), sent as `Authorization: Bearer <secret>` (the Distribution
 //! registry sends the headers its `notifications.endpoints[].headers` configure, Harbor its
 //! policy's auth header), or, for GitHub, used to sign each body (`X-Hub-Signature-256`, an
-//! HMAC-SHA256). Compared in constant time (`ring::hmac::verify`, a comparison of MACs under a key made at start), so
+//! HMAC-SHA256), or, for Quay and Docker Hub, whose webhooks can send neither a header nor a
+//! signature, as the last segment of the URL they are configured with. Compared in constant time (`ring::hmac::verify`, a comparison of MACs under a key made at start), so
 //! the answer's timing says nothing of how much of a guess was right.
 
 use ring::hmac;
@@ -10,6 +11,15 @@ use ring::rand::SystemRandom;
 
 /// The shortest secret accepted: 16 bytes, 128 bits of a random token.
 pub const MIN_SECRET: usize = 16;
+
+/// Whether the secret in `text` (trimmed as [`Secret::new`] trims it) can be a URL's segment as
+/// it is: only RFC 3986's unreserved characters, so that no sender's or proxy's encoding of it
+/// differs from what is compared.
+pub fn url_safe(text: &str) -> bool {
+    text.trim()
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+}
 
 /// A sender's secret, held as its MAC under a key of this process, and as the key a sender that
 /// signs its bodies (GitHub) signs them with.
@@ -49,7 +59,7 @@ impl Secret {
         let Some(hex) = signature.and_then(|s| s.strip_prefix("sha256=")) else {
             return false;
         };
-        let Some(mac) = unhex(hex.trim()) else {
+        let Ok(mac) = hex::decode(hex.trim()) else {
             return false;
         };
         hmac::verify(&self.signing, body, &mac).is_ok()
@@ -57,21 +67,16 @@ impl Secret {
 
     /// Whether an `Authorization` header value is `Bearer <this secret>`.
     pub fn admits(&self, authorization: Option<&str>) -> bool {
-        let Some(token) = authorization.and_then(|h| h.strip_prefix("Bearer ")) else {
+        self.is(authorization.and_then(|h| h.strip_prefix("Bearer ")))
+    }
+
+    /// Whether `token` (a URL's last segment) is this secret.
+    pub fn is(&self, token: Option<&str>) -> bool {
+        let Some(token) = token else {
             return false;
         };
         hmac::verify(&self.key, token.trim().as_bytes(), self.tag.as_ref()).is_ok()
     }
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 #[cfg(test)]
@@ -92,6 +97,20 @@ mod tests {
             Some("0123456789abcdef-token"),
         ] {
             assert!(!s.admits(wrong), "{wrong:?}");
+        }
+    }
+
+    #[test]
+    fn only_the_secret_itself_is_it() {
+        let s = Secret::new("0123456789abcdef-token").unwrap();
+        assert!(s.is(Some("0123456789abcdef-token")));
+        for wrong in [
+            None,
+            Some(""),
+            Some("0123456789abcdef-toke"),
+            Some("Bearer 0123456789abcdef-token"),
+        ] {
+            assert!(!s.is(wrong), "{wrong:?}");
         }
     }
 

@@ -1,14 +1,15 @@
 //! The receiver's endpoints, plain HTTP (a Route or Ingress terminates TLS for senders outside
 //! the cluster): `POST /v1/distribution` takes a Distribution registry's notifications,
 //! `POST /v1/harbor` Harbor's webhooks (either payload format), `POST /v1/github` GitHub's
-//! package events (GitHub Container Registry), signed. A sender not configured has no endpoint
-//! (404). Each answer is quick: the notification is authenticated, parsed and queued,
+//! package events (GitHub Container Registry), signed, `POST /v1/quay/<secret>` Quay's
+//! repository notifications and `POST /v1/dockerhub/<secret>` Docker Hub's webhooks, which can
+//! carry their secret only in the URL. A sender not configured has no endpoint (404). Each answer is quick: the notification is authenticated, parsed and queued,
 //! never imported while the registry waits.
 //!
 //! | answer | when |
 //! |---|---|
 //! | 202 | authenticated and parsed; its pushes are queued (a notification naming none too) |
-//! | 401 | no or a wrong `Authorization: Bearer` secret (GitHub: no or a wrong `X-Hub-Signature-256`) |
+//! | 401 | no or a wrong `Authorization: Bearer` secret (GitHub: no or a wrong `X-Hub-Signature-256`; Quay, Docker Hub: no or a wrong secret in the path) |
 //! | 400 | not a notification of the sender's format |
 //! | 413 | a body over [`MAX_BODY`] |
 //! | 408 | a body not sent within [`READ_TIMEOUT`] (headers not sent within it: the connection is closed) |
@@ -44,8 +45,19 @@ pub const DISTRIBUTION: &str = "distribution";
 pub const HARBOR: &str = "harbor";
 /// GitHub's (GitHub Container Registry's package events).
 pub const GITHUB: &str = "github";
+/// Quay's (its repository notifications).
+pub const QUAY: &str = "quay";
+/// Docker Hub's.
+pub const DOCKERHUB: &str = "dockerhub";
 /// Every sender the receiver knows.
-pub const SENDERS: [&str; 3] = [DISTRIBUTION, HARBOR, GITHUB];
+pub const SENDERS: [&str; 5] = [DISTRIBUTION, HARBOR, GITHUB, QUAY, DOCKERHUB];
+
+/// Whether `sender`'s secret is the last segment of its URL: its webhooks can be given a URL
+/// and nothing else (no header, no signature). A URL is kept by proxies and access logs where a
+/// header is not: docs/imports.md says so.
+pub fn secret_in_path(sender: &str) -> bool {
+    matches!(sender, QUAY | DOCKERHUB)
+}
 
 /// What the handlers share.
 pub struct Context {
@@ -65,8 +77,13 @@ pub fn router(ctx: Arc<Context>) -> Router {
         let handler = move |State(ctx): State<Arc<Context>>, request: Request| async move {
             let (parts, body) = request.into_parts();
             let read = tokio::time::timeout(READ_TIMEOUT, axum::body::to_bytes(body, MAX_BODY));
+            let token = parts
+                .uri
+                .path()
+                .strip_prefix(&format!("/v1/{sender}/"))
+                .map(str::to_string);
             match read.await {
-                Ok(Ok(body)) => notified(&ctx, sender, &parts.headers, &body),
+                Ok(Ok(body)) => notified(&ctx, sender, &parts.headers, token.as_deref(), &body),
                 Ok(Err(_)) => (
                     StatusCode::PAYLOAD_TOO_LARGE,
                     format!("a notification is at most {MAX_BODY} bytes\n"),
@@ -78,6 +95,9 @@ pub fn router(ctx: Arc<Context>) -> Router {
             }
         };
         router = router.route(&format!("/v1/{sender}"), post(handler));
+        if secret_in_path(sender) {
+            router = router.route(&format!("/v1/{sender}/{{secret}}"), post(handler));
+        }
     }
     router.with_state(ctx)
 }
@@ -119,10 +139,11 @@ fn notified(
     ctx: &Context,
     sender: &'static str,
     headers: &HeaderMap,
+    token: Option<&str>,
     body: &[u8],
 ) -> (StatusCode, String) {
     let started = Instant::now();
-    let (code, what, said) = take(ctx, sender, headers, body);
+    let (code, what, said) = take(ctx, sender, headers, token, body);
     ctx.metrics.notification(sender, what);
     ctx.metrics
         .duration
@@ -134,6 +155,7 @@ fn take(
     ctx: &Context,
     sender: &'static str,
     headers: &HeaderMap,
+    token: Option<&str>,
     body: &[u8],
 ) -> (StatusCode, &'static str, String) {
     let authorization = headers
@@ -148,6 +170,7 @@ fn take(
     let proven = match sender {
         // GitHub signs the body with the webhook's secret instead of sending it.
         GITHUB => secret.is_some_and(|s| s.signed(body, header("x-hub-signature-256"))),
+        _ if secret_in_path(sender) => secret.is_some_and(|s| s.is(token)),
         _ => secret.is_some_and(|s| s.admits(authorization)),
     };
     if !proven {
@@ -156,6 +179,9 @@ fn take(
         debug!(sender, "a notification without the sender's secret refused");
         let why = match sender {
             GITHUB => "a body signed with the webhook's secret is required (X-Hub-Signature-256)\n",
+            _ if secret_in_path(sender) => {
+                "the sender's secret is required (the URL's last segment)\n"
+            }
             _ => "the sender's secret is required (Authorization: Bearer)\n",
         };
         return (
@@ -167,6 +193,8 @@ fn take(
     let parsed = match sender {
         HARBOR => wire::harbor(body, header("ce-type")),
         GITHUB => wire::github(body, header("x-github-event")),
+        QUAY => wire::quay(body),
+        DOCKERHUB => wire::dockerhub(body),
         _ => wire::distribution(body),
     };
     let parsed = match parsed {

@@ -31,7 +31,7 @@ fn named_tag(pull_spec: &str) -> Option<Push> {
         return None;
     }
     Some(Push {
-        registry: r.registry().to_ascii_lowercase(),
+        registry: super::wire::canonical_registry(r.registry()),
         repository: r.repository().to_string(),
         tag: r.tag()?.to_string(),
     })

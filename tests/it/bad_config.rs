@@ -505,9 +505,23 @@ fn a_receiver_without_a_sender_or_with_a_weak_or_unreadable_secret_is_refused() 
     let out = imagegate(&["receiver"], &[]);
     assert_eq!(
         one_line(&out),
-        "imagegate: no sender configured: give --distribution-secret-file, --harbor-secret-file or --github-secret-file"
+        "imagegate: no sender configured: give --distribution-secret-file, --harbor-secret-file, --github-secret-file, --quay-secret-file or --dockerhub-secret-file"
     );
     let dir = tempfile::tempdir().unwrap();
+    // A secret that goes in the URL must read the same however a sender encodes the URL.
+    let spaced = dir.path().join("spaced");
+    std::fs::write(&spaced, "a secret/with spaces and a slash\n").unwrap();
+    let out = imagegate(
+        &["receiver", "--quay-secret-file", spaced.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(
+        one_line(&out),
+        format!(
+            "imagegate: --quay-secret-file {}: the secret goes in the URL: use only letters, digits, '-', '.', '_' and '~'",
+            spaced.display()
+        )
+    );
     let short = dir.path().join("short");
     std::fs::write(&short, "guessable\n").unwrap();
     let out = imagegate(

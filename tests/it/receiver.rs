@@ -511,3 +511,152 @@ async fn a_client_that_opens_http2_and_says_nothing_is_cut_off() {
     let ended = tokio::time::timeout(Duration::from_secs(30), tcp.read_to_end(&mut answer)).await;
     assert!(ended.is_ok(), "the connection was still open after 30 s");
 }
+
+/// Quay's repository notifications carry no secret and no signature: the secret is the last
+/// segment of the URL the notification is configured with (`/v1/quay/<secret>`), and nothing
+/// else admits a Quay notification (no path secret, a wrong one, the secret as a Bearer header).
+#[tokio::test]
+async fn a_quay_push_notification_moves_the_candidate_only_with_the_secret_in_its_url() {
+    let w = World::start_as(10, "--quay-secret-file").await;
+    let first = w.registry.push("jupyter", "2026.1", "first").await;
+    w.stream("ds", "2026.1").await;
+    w.until_candidate("ds", &first, Duration::from_secs(10))
+        .await;
+    let second = w.registry.push("jupyter", "2026.1", "second").await;
+    let quay = w.url.replace("/v1/distribution", "/v1/quay");
+    let notification = json!({
+        "name": "jupyter", "repository": "jupyter", "namespace": "",
+        "docker_url": format!("{}/jupyter", w.registry.host),
+        "homepage": format!("https://{}/repository/jupyter", w.registry.host),
+        "updated_tags": ["2026.1"]
+    })
+    .to_string()
+    .into_bytes();
+    let bearer = format!("Bearer {TOKEN}");
+    assert_eq!(w.post_to(&quay, None, notification.clone()).await, 401);
+    assert_eq!(
+        w.post_to(&quay, Some(&bearer), notification.clone()).await,
+        401
+    );
+    let wrong = format!("{quay}/a-registry-notification-token-0124");
+    assert_eq!(w.post_to(&wrong, None, notification.clone()).await, 401);
+    let short = format!("{quay}/a-registry-notification-token-012");
+    assert_eq!(w.post_to(&short, None, notification.clone()).await, 401);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(w.candidate("ds").await.as_deref(), Some(first.as_str()));
+    assert_eq!(w.imports_asked("ds").await, 0);
+
+    let with_secret = format!("{quay}/{TOKEN}");
+    assert_eq!(w.post_to(&with_secret, None, b"[]".to_vec()).await, 400);
+    assert_eq!(w.post_to(&with_secret, None, notification).await, 202);
+    w.until_candidate("ds", &second, Duration::from_secs(20))
+        .await;
+    let m = w.metrics().await;
+    assert_eq!(
+        metric(
+            &m,
+            "imagegate_receiver_notifications_total{sender=\"quay\",outcome=\"unauthorized\"}"
+        ),
+        4.0
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "imagegate_receiver_pushes_total{sender=\"quay\",outcome=\"accepted\"}"
+        ),
+        1.0
+    );
+    crate::support::rbac::assert_config_allows(&w.emu, "receiver").await;
+}
+
+/// Docker Hub's webhooks name no registry host (it is Docker Hub) and carry no secret: the
+/// secret is in the URL, and a push imports the governed candidate that names the repository on
+/// Docker Hub however its pull spec spells it (`docker.io/`, `index.docker.io/`).
+#[tokio::test]
+async fn a_docker_hub_webhook_imports_the_candidate_naming_that_docker_hub_repository() {
+    let w = World::start_as(10, "--dockerhub-secret-file").await;
+    let digest = |n: u8| format!("sha256:{}", format!("{n:02x}").repeat(32));
+    let streams = [
+        ("hub", "index.docker.io/platform/jupyter:2026.1"),
+        ("other", "docker.io/platform/jupyter:2025.2"),
+        ("elsewhere", "quay.io/platform/jupyter:2026.1"),
+    ];
+    // What Docker Hub (and Quay) serve, as recorded answers: the emulator cannot reach them.
+    for (_, from) in streams {
+        w.emu.upstream(from, json!({"digest": digest(1)})).await;
+    }
+    let api: Api<DynamicObject> = Api::namespaced_with(w.emu.client(), "ds", &streams_resource());
+    for (name, from) in streams {
+        let body = json!({"apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+            "metadata": {"name": name},
+            "spec": {"tags": [{"name": "candidate", "from": {"kind": "DockerImage", "name": from},
+                               "importPolicy": {"scheduled": true}}]}});
+        api.create(
+            &PostParams::default(),
+            &serde_json::from_value(body).unwrap(),
+        )
+        .await
+        .unwrap();
+    }
+    let candidate = |name: &'static str| {
+        let api = api.clone();
+        async move {
+            let is = serde_json::to_value(api.get(name).await.unwrap()).unwrap();
+            is["status"]["tags"][0]["items"][0]["image"]
+                .as_str()
+                .map(str::to_string)
+        }
+    };
+    for (name, _) in streams {
+        let start = Instant::now();
+        while candidate(name).await != Some(digest(1)) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{name} not imported"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // Everything upstream moves; only a push that names the tag brings its import forward.
+    for (_, from) in streams {
+        w.emu.upstream(from, json!({"digest": digest(2)})).await;
+    }
+    let hub = w.url.replace("/v1/distribution", "/v1/dockerhub");
+    let webhook = json!({
+        "callback_url": "https://registry.hub.docker.com/u/platform/jupyter/hook/2141b5bi5i5b02bec211i4eeih0242eg11000a/",
+        "push_data": {"pushed_at": 1765000000, "pusher": "ci", "tag": "2026.1"},
+        "repository": {"repo_name": "platform/jupyter", "namespace": "platform", "name": "jupyter",
+                       "repo_url": "https://hub.docker.com/r/platform/jupyter", "is_private": false}
+    })
+    .to_string()
+    .into_bytes();
+    assert_eq!(w.post_to(&hub, None, webhook.clone()).await, 401);
+    let wrong = format!("{hub}/a-registry-notification-token-0124");
+    assert_eq!(w.post_to(&wrong, None, webhook.clone()).await, 401);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(w.imports_asked("ds").await, 0);
+
+    let with_secret = format!("{hub}/{TOKEN}");
+    assert_eq!(w.post_to(&with_secret, None, webhook).await, 202);
+    let start = Instant::now();
+    while candidate("hub").await != Some(digest(2)) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "ds/hub:candidate was not imported on the push"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        w.imports_asked("ds").await,
+        1,
+        "one import, for ds/hub only"
+    );
+    assert_eq!(candidate("other").await, Some(digest(1)), "another tag");
+    assert_eq!(
+        candidate("elsewhere").await,
+        Some(digest(1)),
+        "another registry"
+    );
+    crate::support::rbac::assert_config_allows(&w.emu, "receiver").await;
+}
