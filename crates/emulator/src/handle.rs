@@ -19,14 +19,19 @@ use super::simulate::{ImportRequest, Imported};
 use super::status::ApiError;
 use super::store::DEFAULT_RETAINED_EVENTS;
 use super::verbs::Cluster;
+use super::window::Window;
 
 /// How the emulator starts.
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Address to listen on (port 0 picks a free port).
     pub addr: SocketAddr,
-    /// How many events the watch log retains.
+    /// The most events of one resource the watch window keeps.
     pub retained_events: usize,
+    /// Keep every event from the first (until `retained_events`) and send bookmarks every
+    /// second, as the emulator did before it held to the real servers' watch window
+    /// ([`crate::window`]); off by default.
+    pub lenient_watch: bool,
     /// The internal registry host name the image API reports.
     pub internal_registry: String,
     /// Namespaces that exist from the start.
@@ -35,11 +40,23 @@ pub struct Config {
     pub imports: Imports,
 }
 
+impl Config {
+    /// The watch window this configuration asks for.
+    pub fn window(&self) -> Window {
+        if self.lenient_watch {
+            Window::lenient(self.retained_events)
+        } else {
+            Window::real(self.retained_events)
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             retained_events: DEFAULT_RETAINED_EVENTS,
+            lenient_watch: false,
             internal_registry: "image-registry.openshift-image-registry.svc:5000".into(),
             namespaces: vec!["default".into(), "kube-system".into(), "kube-public".into()],
             imports: Imports::default(),
@@ -71,7 +88,7 @@ impl Emulator {
             Settings {
                 internal_registry: config.internal_registry.clone(),
             },
-            config.retained_events,
+            config.window(),
         );
         cluster.imports = config.imports.clone();
         let cluster = Arc::new(cluster);
@@ -85,6 +102,7 @@ impl Emulator {
         cluster
             .seed(super::tekton::customrun_crd())
             .map_err(std::io::Error::other)?;
+        cluster.store.start_window();
         let imports = crate::imports::spawn(cluster.clone(), &config.imports);
         let control = Arc::new(Control::default());
         let app = router(AppState {

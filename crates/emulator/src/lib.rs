@@ -60,10 +60,12 @@ pub mod tekton;
 mod upstream;
 mod verbs;
 mod watch;
+pub mod window;
 
 pub use handle::{Config, Emulator};
 pub use imports::Imports;
 pub use rbac::{Attributes, Grant, PolicyRule, Rbac, RoleKey, UserInfo};
 pub use simulate::{ImportRequest, Imported};
 pub use status::ApiError;
+pub use store::DEFAULT_RETAINED_EVENTS;
 pub use verbs::token::{ISSUER as TOKEN_ISSUER, claims as token_claims};

@@ -36,10 +36,17 @@ struct Cli {
     #[arg(long = "seed", value_name = "FILE")]
     seed: Vec<PathBuf>,
 
-    /// How many watch events are retained; a watch from an older resourceVersion gets
-    /// `410 Expired`.
-    #[arg(long, default_value_t = 100_000)]
+    /// The most events of one resource the watch window keeps; a watch from an older
+    /// resourceVersion gets `410 Expired` (kube-apiserver's watch cache: 100 × 1024 at most).
+    #[arg(long, default_value_t = imagegate_emulator::DEFAULT_RETAINED_EVENTS)]
     retained_events: usize,
+
+    /// Keep every event from the first (until --retained-events) and send watch bookmarks every
+    /// second. Real servers do neither: their watch cache starts when they start, drops events
+    /// older than 75 s beyond the last 100 of a resource, and sends a bookmark about once a
+    /// minute.
+    #[arg(long)]
+    lenient_watch: bool,
 
     /// The internal registry host name the image API reports in `status.dockerImageRepository`.
     #[arg(
@@ -136,6 +143,7 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
     let emu = Emulator::start(Config {
         addr: cli.addr,
         retained_events: cli.retained_events,
+        lenient_watch: cli.lenient_watch,
         internal_registry: cli.internal_registry.clone(),
         imports: imports(&cli),
         ..Config::default()
@@ -171,7 +179,11 @@ async fn serve_image_api(cli: Cli) -> anyhow::Result<()> {
     let api = aggregated::start(
         &cli.image_api,
         cli.internal_registry.clone(),
-        cli.retained_events,
+        if cli.lenient_watch {
+            imagegate_emulator::window::Window::lenient(cli.retained_events)
+        } else {
+            imagegate_emulator::window::Window::real(cli.retained_events)
+        },
         &imports(&cli),
     )
     .await?;

@@ -2,12 +2,12 @@
 //! event log that watches are served from.
 //!
 //! Like etcd behind kube-apiserver, every write gets the next revision, and the log keeps the
-//! recent events so that a watch can resume from a resourceVersion. Events older than the
-//! retained window are compacted away; a watch from before the window gets `410 Expired`.
+//! recent events so that a watch can resume from a resourceVersion, as the watch cache keeps
+//! them ([`crate::window`]); a watch from before the window gets `410 Expired`.
 //! All writes go through [`Store::write`], which runs the caller's decision under the lock, so a
 //! read-modify-write (a precondition, a strategy looking at other objects) is atomic.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
@@ -16,6 +16,7 @@ use tokio::sync::broadcast;
 use super::registry::{ResourceType, builtin_types};
 use super::status::ApiError;
 pub use super::stored::Stored;
+use super::window::{Log, Window};
 
 /// A stored object, frozen as its JSON. Shared, because lists, watches and snapshots hand out
 /// the same version.
@@ -84,10 +85,7 @@ struct Inner {
     /// and go.
     types: Arc<Vec<ResourceType>>,
     objects: HashMap<ResKey, BTreeMap<(String, String), Obj>>,
-    log: VecDeque<Arc<Event>>,
-    /// Watches can start from any resourceVersion >= this one.
-    window_start: u64,
-    retain: usize,
+    log: Log,
     snapshots: HashMap<u64, Snapshot>,
     next_snapshot: u64,
     /// Bumped by [`Store::drop_watches`]; open watches end when they see it change.
@@ -133,12 +131,13 @@ pub struct Store {
 /// How often [`Store::write_optimistic`] decides again before it gives up with a 409.
 const OPTIMISTIC_ATTEMPTS: usize = 16;
 
-/// How many events the log keeps by default before older ones are compacted away.
-pub const DEFAULT_RETAINED_EVENTS: usize = 100_000;
+/// The most events of one resource the log keeps by default (kube-apiserver's watch cache
+/// grows to 100 × 1024 at most).
+pub const DEFAULT_RETAINED_EVENTS: usize = 100 * 1024;
 
 impl Store {
-    /// An empty store serving the built-in types, retaining `retain` events for watches.
-    pub fn new(retain: usize) -> Self {
+    /// An empty store serving the built-in types, keeping `window` for watches.
+    pub fn new(window: Window) -> Self {
         let (tx, _) = broadcast::channel(65_536);
         let (epoch_tx, _) = tokio::sync::watch::channel(0);
         Store {
@@ -146,9 +145,7 @@ impl Store {
                 rv: 1,
                 types: Arc::new(builtin_types()),
                 objects: HashMap::new(),
-                log: VecDeque::new(),
-                window_start: 1,
-                retain: retain.max(1),
+                log: Log::new(window),
                 snapshots: HashMap::new(),
                 next_snapshot: 1,
                 watch_epoch: 0,
@@ -368,12 +365,7 @@ impl Store {
             object: stored.clone(),
             previous: current,
         });
-        inner.log.push_back(event.clone());
-        while inner.log.len() > inner.retain {
-            if let Some(old) = inner.log.pop_front() {
-                inner.window_start = old.rv;
-            }
-        }
+        inner.log.push(event.clone(), std::time::Instant::now());
         // Nobody listening is fine: the log still has the event for later watches.
         let _ = self.tx.send(event);
         Ok(Written {
@@ -387,15 +379,7 @@ impl Store {
     /// event falls between them. `Err` when `from_rv` is older than the retained window.
     pub fn subscribe(&self, res: &ResKey, from_rv: u64) -> Result<Subscription, u64> {
         let inner = self.lock();
-        if from_rv < inner.window_start {
-            return Err(inner.window_start);
-        }
-        let backlog = inner
-            .log
-            .iter()
-            .filter(|e| e.rv > from_rv && &e.res == res)
-            .cloned()
-            .collect();
+        let backlog = inner.log.since(res, from_rv)?;
         Ok((backlog, self.tx.subscribe()))
     }
 
@@ -419,10 +403,26 @@ impl Store {
     /// `410 Expired`, as after an etcd compaction.
     pub fn compact(&self) -> u64 {
         let mut inner = self.lock();
-        inner.log.clear();
-        inner.window_start = inner.rv;
+        let rv = inner.rv;
+        inner.log.clear(rv);
         inner.snapshots.clear();
-        inner.rv
+        rv
+    }
+
+    /// The watch window kept.
+    pub fn window(&self) -> Window {
+        self.lock().log.window()
+    }
+
+    /// Starts the watch window now, as a server's watch cache starts with a list when it
+    /// starts: a watch from an earlier resourceVersion gets `410 Expired`. Nothing where the
+    /// window keeps every event from the first ([`Window::from_first_event`]).
+    pub fn start_window(&self) {
+        let mut inner = self.lock();
+        if !inner.log.window().from_first_event {
+            let rv = inner.rv;
+            inner.log.clear(rv);
+        }
     }
 
     /// Ends every open watch (they see a new epoch and close their streams), as an API server
@@ -516,7 +516,7 @@ mod tests {
 
     #[test]
     fn every_write_gets_the_next_resource_version() {
-        let store = Store::new(10);
+        let store = Store::new(Window::lenient(10));
         let a = put(&store, "a");
         let b = put(&store, "b");
         assert_eq!(a.object.value()["metadata"]["resourceVersion"], "2");
@@ -526,7 +526,7 @@ mod tests {
 
     #[test]
     fn unchanged_writes_emit_nothing() {
-        let store = Store::new(10);
+        let store = Store::new(Window::lenient(10));
         let a = put(&store, "a").object;
         let w = store
             .write("", "configmaps", "ns", "a", |_, cur| {
@@ -540,7 +540,7 @@ mod tests {
 
     #[test]
     fn subscribe_replays_events_after_the_given_revision_only() {
-        let store = Store::new(10);
+        let store = Store::new(Window::lenient(10));
         put(&store, "a");
         put(&store, "b");
         put(&store, "c");
@@ -561,7 +561,7 @@ mod tests {
 
     #[test]
     fn an_optimistic_write_decides_again_when_the_object_changed_meanwhile() {
-        let store = Store::new(10);
+        let store = Store::new(Window::lenient(10));
         put(&store, "a");
         let mut seen = Vec::new();
         let w = store
@@ -589,7 +589,7 @@ mod tests {
 
     #[test]
     fn an_optimistic_write_that_keeps_losing_the_race_is_a_conflict() {
-        let store = Store::new(100);
+        let store = Store::new(Window::lenient(100));
         put(&store, "a");
         let mut runs = 0;
         let e = store
@@ -605,7 +605,7 @@ mod tests {
 
     #[test]
     fn compaction_expires_older_revisions() {
-        let store = Store::new(10);
+        let store = Store::new(Window::lenient(10));
         put(&store, "a");
         let rv = store.compact();
         assert!(
@@ -622,7 +622,7 @@ mod tests {
 
     #[test]
     fn the_window_slides_when_the_log_is_full() {
-        let store = Store::new(2);
+        let store = Store::new(Window::lenient(2));
         for n in ["a", "b", "c", "d"] {
             put(&store, n);
         }
@@ -633,7 +633,7 @@ mod tests {
 
     #[test]
     fn delete_reports_the_last_state_with_a_new_revision() {
-        let store = Store::new(10);
+        let store = Store::new(Window::lenient(10));
         put(&store, "a");
         let w = store
             .write("", "configmaps", "ns", "a", |_, _| Ok(WriteOp::Delete))
@@ -645,7 +645,7 @@ mod tests {
 
     #[test]
     fn list_in_one_namespace_excludes_the_others() {
-        let store = Store::new(10);
+        let store = Store::new(Window::lenient(10));
         put(&store, "a");
         let other = json!({"metadata": {"name": "z", "namespace": "other"}});
         store

@@ -39,9 +39,6 @@ pub struct WatchOptions {
     pub field_selector: Option<String>,
 }
 
-/// How often an idle watch gets a BOOKMARK (when bookmarks are allowed).
-const BOOKMARK_INTERVAL: Duration = Duration::from_secs(1);
-
 /// Starts a watch; the receiver yields the body's chunks until the watch ends.
 pub fn start(
     cluster: Arc<Cluster>,
@@ -124,6 +121,7 @@ pub fn start(
         live,
         progress,
         allow_bookmarks: opts.allow_bookmarks,
+        bookmark_every: cluster.store.window().bookmark_every,
         timeout,
         epoch,
     }));
@@ -179,6 +177,10 @@ struct Stream {
     live: broadcast::Receiver<Arc<Event>>,
     progress: u64,
     allow_bookmarks: bool,
+    /// How often a bookmark is sent ([`crate::window::Window::bookmark_every`]); one is also
+    /// sent 2 s before the timeout, as kube-apiserver does, so that the client resumes from as
+    /// close to now as it can.
+    bookmark_every: Duration,
     timeout: Duration,
     epoch: tokio::sync::watch::Receiver<u64>,
 }
@@ -204,11 +206,23 @@ async fn run(mut s: Stream) {
         }
     }
     let mut last_bookmark = s.progress;
-    let mut ticker = tokio::time::interval(BOOKMARK_INTERVAL);
+    let mut ticker = tokio::time::interval(s.bookmark_every);
     ticker.tick().await;
+    let before_end = deadline.checked_sub(Duration::from_secs(2));
+    let mut ending_bookmark_due = s.allow_bookmarks && s.timeout > Duration::from_secs(2);
+    let before_end = before_end.unwrap_or(deadline);
     loop {
         tokio::select! {
             _ = tokio::time::sleep_until(deadline) => return,
+            _ = tokio::time::sleep_until(before_end), if ending_bookmark_due => {
+                ending_bookmark_due = false;
+                if s.progress > last_bookmark {
+                    last_bookmark = s.progress;
+                    if s.tx.send(to_bytes(&bookmark(&s.ty, s.progress))).await.is_err() {
+                        return;
+                    }
+                }
+            }
             changed = s.epoch.changed() => {
                 if changed.is_err() { return; }
                 // Dropped by the control API: end the stream like a server closing it.

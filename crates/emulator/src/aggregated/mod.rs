@@ -179,7 +179,7 @@ fn required<T: Clone>(v: &Option<T>, flag: &'static str) -> Result<T, StartError
 pub async fn start(
     options: &Options,
     internal_registry: String,
-    retained_events: usize,
+    window: crate::window::Window,
     imports: &crate::imports::Imports,
 ) -> Result<ImageApi, StartError> {
     let tls = tls::server_config(
@@ -203,9 +203,10 @@ pub async fn start(
         .local_addr()
         .map_err(|source| StartError::Listen { addr, source })?;
     let settings = Settings { internal_registry };
-    let mut cluster = Cluster::new(settings, retained_events);
+    let mut cluster = Cluster::new(settings, window);
     cluster.imports = imports.clone();
     let cluster = Arc::new(cluster);
+    cluster.store.start_window();
     let imports = crate::imports::spawn(cluster.clone(), imports);
     let control = Arc::new(Control::default());
     let guard = Arc::new(Guard {

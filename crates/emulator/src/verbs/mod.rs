@@ -300,10 +300,10 @@ fn random_suffix() -> String {
 }
 
 impl Cluster {
-    /// A cluster with the given settings and event retention.
-    pub fn new(settings: Settings, retain: usize) -> Self {
+    /// A cluster with the given settings and watch window.
+    pub fn new(settings: Settings, window: crate::window::Window) -> Self {
         Cluster {
-            store: Store::new(retain),
+            store: Store::new(window),
             settings,
             upstream: Default::default(),
             seeded: Default::default(),

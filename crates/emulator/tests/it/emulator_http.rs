@@ -148,7 +148,7 @@ async fn pages_come_from_the_first_pages_snapshot_and_field_selectors_filter() {
 /// Reads a watch response line by line until `stop` says enough, or the stream ends. Every
 /// line must open with `type`, as the API server writes them (clients decode the object
 /// straight into its type only when they know the type first).
-async fn read_watch(
+pub(crate) async fn read_watch(
     mut resp: reqwest::Response,
     within: Duration,
     mut stop: impl FnMut(&[Value]) -> bool,

@@ -188,7 +188,7 @@ async fn start(pki: &Pki) -> (ImageApi, Reviews, String) {
     let api = aggregated::start(
         &options,
         "registry.test:5000".into(),
-        1000,
+        imagegate_emulator::window::Window::real(1000),
         &Default::default(),
     )
     .await

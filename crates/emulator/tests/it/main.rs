@@ -19,6 +19,7 @@ mod import_controller;
 mod kubectl;
 mod real_openshift;
 mod subject_access_review;
+mod watch_window;
 // The workspace's helper for programs under test (the product's tests share it); this binary
 // uses only part of it.
 #[allow(dead_code)]

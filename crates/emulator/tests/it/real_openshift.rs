@@ -172,6 +172,34 @@ fn differences(real: &Value, emulated: &Value, path: &str, out: &mut Vec<String>
 const FIRST_PULL_SPEC: &str = "127.0.0.1:5000/y:1";
 const FIRST_IMAGE: &str = "sha256:ed510c94d4c06ac4f83c6bad5553a49640416fcc6ee10990020a82acac486713";
 
+/// A watch event as `83-watch-summary.json` records it: type, name, generation, and each status
+/// tag's images (their first 8 hex digits), newest first.
+fn watch_summary(e: &Value) -> Value {
+    let o = &e["object"];
+    let mut tags = serde_json::Map::new();
+    for t in o["status"]["tags"].as_array().into_iter().flatten() {
+        let images: Vec<Value> = t["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| {
+                let image = i["image"].as_str().unwrap_or_default();
+                Value::String(image.chars().take("sha256:".len() + 8).collect())
+            })
+            .collect();
+        let images = if images.is_empty() {
+            vec![Value::String(String::new())]
+        } else {
+            images
+        };
+        tags.insert(t["tag"].as_str().unwrap().to_string(), Value::Array(images));
+    }
+    serde_json::json!({
+        "type": e["type"], "name": o["metadata"]["name"],
+        "generation": o["metadata"]["generation"], "tags": tags,
+    })
+}
+
 struct Replay {
     emu: Emulator,
     http: reqwest::Client,
@@ -203,6 +231,35 @@ impl Replay {
             code,
             serde_json::from_str(&text).unwrap_or(Value::String(text)),
         )
+    }
+
+    /// Opens a watch of `path` from now; its events, as they come.
+    async fn watch(&self, path: &str) -> std::sync::Arc<std::sync::Mutex<Vec<Value>>> {
+        let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut resp = self
+            .http
+            .get(format!(
+                "{}{path}?watch=true&timeoutSeconds=600",
+                self.emu.url()
+            ))
+            .bearer_auth("admin")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let sink = events.clone();
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            while let Ok(Some(chunk)) = resp.chunk().await {
+                buf.extend_from_slice(&chunk);
+                while let Some(i) = buf.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=i).collect();
+                    let e: Value = serde_json::from_slice(&line).unwrap();
+                    sink.lock().unwrap().push(e);
+                }
+            }
+        });
+        events
     }
 
     /// The upstream registry serves `digest` for `pull_spec` from now on (a push).
@@ -286,6 +343,10 @@ async fn every_recorded_operation_answers_as_the_real_server_did_but_for_the_lis
         .collect();
     files.sort();
     assert_eq!(files.len(), 80, "the recorded operations");
+    // The whole run as a watch of the namespace saw it (`watches/83-watch-summary.json`).
+    let watched = r
+        .watch("/apis/image.openshift.io/v1/namespaces/diff/imagestreams")
+        .await;
     // The image was in the registry before the stream that imports it was created: the real
     // import controller imported it 0.2 s after the create (03-first-import.json).
     r.serve_upstream(FIRST_PULL_SPEC, FIRST_IMAGE).await;
@@ -360,6 +421,32 @@ async fn every_recorded_operation_answers_as_the_real_server_did_but_for_the_lis
         }
     }
     assert_eq!(codes, 78, "status codes compared");
+    // Every change the real server's watch showed, in order, and no other: one MODIFIED per
+    // import and per write, the same generations and the same images in each tag's history.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let seen: Vec<Value> = watched.lock().unwrap().iter().map(watch_summary).collect();
+    let recorded: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{dir}/watches/83-watch-summary.json")).unwrap(),
+    )
+    .unwrap();
+    let real: Vec<Value> = recorded["real"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e.as_object_mut().unwrap().remove("rv");
+            e
+        })
+        .collect();
+    assert_eq!(
+        seen.len(),
+        real.len(),
+        "the watch's events: {seen:#?}\nthe real server's: {real:#?}"
+    );
+    for (i, (s, r)) in seen.iter().zip(&real).enumerate() {
+        assert_eq!(s, r, "watch event {i}");
+    }
     assert!(
         unexpected.is_empty(),
         "differences from the real server that are not listed:\n{}",
