@@ -160,10 +160,15 @@ pub fn drift(is: &ImageStream) -> Vec<Found> {
 }
 
 /// The drifts of a stream that `promotions` (the ImagePromotions of its namespace) govern,
-/// adopted or not: a stream the Open Data Hub dashboard lists (`opendatahub.io/notebook-image:
-/// "true"`) whose candidate tag has no `opendatahub.io/image-tag-outdated` is offered, not yet
-/// validated, to every user as soon as the tag imports (`begin` marks it only after that
-/// import). Empty for a stream no ImagePromotion governs or the dashboard does not list.
+/// adopted or not:
+/// - a candidate tag that imports from a registry (a `DockerImage` by tag) but not on a schedule
+///   gets a new upstream image only from a push notification (`imagegate receiver`) or an
+///   import by hand, and a notification lost is never made up for ([`Drift::CandidateNotScheduled`]);
+/// - a stream the Open Data Hub dashboard lists (`opendatahub.io/notebook-image: "true"`) whose
+///   candidate tag has no `opendatahub.io/image-tag-outdated` is offered, not yet validated, to
+///   every user as soon as the tag imports (`begin` marks it only after that import).
+///
+/// Empty for a stream no ImagePromotion governs.
 pub fn governed_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Found> {
     let listed = is
         .metadata
@@ -177,9 +182,6 @@ pub fn governed_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Fo
     ) else {
         return Vec::new();
     };
-    if !listed {
-        return Vec::new();
-    }
     let mut out: Vec<Found> = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     for p in promotions
@@ -190,25 +192,31 @@ pub fn governed_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Fo
         let Some(tag) = is.spec_tag(candidate) else {
             continue;
         };
+        if seen.contains(&candidate) {
+            continue;
+        }
+        seen.push(candidate);
+        let governor = p.metadata.name.as_deref().unwrap_or_default();
+        if let Some(found) = not_scheduled(is, candidate, governor) {
+            out.push(found);
+        }
         let hidden = tag
             .annotations
             .as_ref()
             .and_then(|a| a.get(ODH_OUTDATED))
             .is_some_and(|v| !v.is_empty());
-        if hidden || seen.contains(&candidate) {
+        if hidden || !listed {
             continue;
         }
-        seen.push(candidate);
         let patch = serde_json::json!({"spec": {"tags": [
             {"name": candidate, "annotations": {ODH_OUTDATED: "true"}}
         ]}});
         out.push(Found {
             drift: Drift::CandidateOffered,
             message: format!(
-                "the candidate tag {candidate:?} (ImagePromotion {} governs the stream) has no \
-                 {ODH_OUTDATED}, so the dashboard offers it, not yet validated, to every user as \
-                 soon as it imports; mark the tag before it imports",
-                p.metadata.name.as_deref().unwrap_or_default()
+                "the candidate tag {candidate:?} (ImagePromotion {governor} governs the stream) \
+                 has no {ODH_OUTDATED}, so the dashboard offers it, not yet validated, to every \
+                 user as soon as it imports; mark the tag before it imports"
             ),
             // A strategic-merge patch (kubectl's default): the server merges `spec.tags` by name.
             remedy: Some(format!(
@@ -217,6 +225,37 @@ pub fn governed_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Fo
         });
     }
     out
+}
+
+/// [`Drift::CandidateNotScheduled`] for `candidate` of `is` (governed by ImagePromotion
+/// `governor`) where it imports from a registry by tag without a schedule.
+fn not_scheduled(is: &ImageStream, candidate: &str, governor: &str) -> Option<Found> {
+    let tag = is.spec_tag(candidate)?;
+    let from = tag.from.as_ref()?;
+    let moving = from.kind.as_deref() == Some(crate::api::imagestream::KIND_DOCKER_IMAGE)
+        && !from.name.as_deref().unwrap_or_default().contains('@');
+    if !moving || tag.import_policy.as_ref().is_some_and(|p| p.scheduled) {
+        return None;
+    }
+    let (ns, name) = (
+        is.metadata.namespace.as_deref().unwrap_or_default(),
+        is.metadata.name.as_deref().unwrap_or_default(),
+    );
+    let patch = serde_json::json!({"spec": {"tags": [
+        {"name": candidate, "importPolicy": {"scheduled": true}}
+    ]}});
+    Some(Found {
+        drift: Drift::CandidateNotScheduled,
+        message: format!(
+            "the candidate tag {candidate:?} (ImagePromotion {governor} governs the stream) \
+             imports {} but not on a schedule: a new build reaches validation only through a \
+             push notification or an import by hand, and one lost is never made up for",
+            from.name.as_deref().unwrap_or_default()
+        ),
+        remedy: Some(format!(
+            "kubectl patch imagestream {name} -n {ns} -p '{patch}'"
+        )),
+    })
 }
 
 /// Every drift of `is`: adopt's shape ([`drift`]) and, where ImagePromotions govern it,

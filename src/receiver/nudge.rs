@@ -128,7 +128,13 @@ impl Worker {
                 return;
             }
         };
-        debug!(pushes = pushes.len(), tags = found.len(), "pushes read");
+        let named: Vec<String> = (pushes.iter())
+            .map(|p| format!("{}/{}:{}", p.registry, p.repository, p.tag))
+            .collect();
+        let governed: Vec<String> = (found.iter())
+            .map(|t| format!("{}/{}:{}", t.namespace, t.stream, t.tag))
+            .collect();
+        debug!(pushes = ?named, tags = ?governed, "pushes read: the governed candidate tags they name");
         for target in found {
             if self.pending.contains(&target) {
                 self.metrics.import(outcome::DEFERRED);

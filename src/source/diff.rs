@@ -111,8 +111,9 @@ pub fn existing(is: &ImageStream, filter: &TagFilter) -> Vec<TagChange> {
 /// What to diff a stream against when what was delivered about it is unknown (its checkpoint
 /// entry was lost): per tag, the newest history entry with another image than the current one.
 ///
-/// `diff(Some(&one_behind(is)), Some(is))` is then each tag's current image once (with the
-/// generation it was first imported with, so the same event id as when it was first sent) and a
+/// `diff(Some(&one_behind(is)), Some(is))` is then each tag's current image once (from the
+/// history entry it was first imported with, whose `created` the event id hashes: the same id as
+/// when it was first sent, even where OpenShift has since rewritten that entry's generation) and a
 /// standing import failure: a duplicate of what was most likely delivered already, never a loss,
 /// and never the whole history again. Recorded at once, it keeps that so across a crash.
 pub fn one_behind(is: &ImageStream, filter: &TagFilter) -> StreamState {

@@ -64,8 +64,14 @@ pub mod ext {
 pub const APPLICATION_JSON: &str = "application/json";
 /// Where the published schemas (`schemas/` in the repository) live by default.
 pub const DEFAULT_DATASCHEMA_BASE: &str = "https://imagegate.dev/schemas/";
-/// The first field hashed into every id, so a future derivation can never collide with this one.
-pub const ID_SCHEME: &str = "imagegate-event-id-v1";
+/// The first field hashed into an image stream tag event's id, so that another derivation can
+/// never collide with this one. v2: an `updated` event hashes the TagEvent's `created` where v1
+/// hashed its generation, which OpenShift rewrites in place when a tag that follows the tag is
+/// added (so v1 gave an image sent again after a lost checkpoint another id).
+pub const ID_SCHEME: &str = "imagegate-event-id-v2";
+/// The first field hashed into every other id (resource and reference events, verdicts): their
+/// derivation has not changed.
+pub const ID_SCHEME_V1: &str = "imagegate-event-id-v1";
 /// Length of an id: 40 lowercase hex characters (160 bits of SHA-256).
 pub const ID_LEN: usize = 40;
 
@@ -174,27 +180,43 @@ pub fn tag_type(kind: ChangeKind) -> &'static str {
 /// Exactly: the first 20 bytes, in lowercase hex, of SHA-256 over the concatenated netstrings
 /// (`<byte length in decimal>:<UTF-8 bytes>,`) of, in order:
 /// [`ID_SCHEME`], the event type, `imageStreamUID`, `namespace`, `imageStream`, `tag`,
-/// `digest` (empty when none), `generation` (decimal, `-` for negative).
-/// Not in it: `time`, `previousDigest`, `dockerImageReference`, `reason`, `message`; they
-/// follow from the identity or describe it, and a deleted event's time is the caller's clock.
+/// `digest` (empty when none), and what tells this image of the tag from another time the tag
+/// had it: for `updated`, the TagEvent's `created` as the API gave it (its generation in
+/// decimal where it has none); otherwise the generation (decimal, `-` for negative).
+/// Not in it: `previousDigest`, `dockerImageReference`, `reason`, `message`, and the time of
+/// the others; they follow from the identity or describe it, and a deleted event's time is the
+/// caller's clock. Not an `updated` event's generation: OpenShift rewrites it in place (a tag
+/// added to follow this one; the collapse of a re-import), `created` it keeps.
 pub fn event_id(change: &TagChange) -> String {
     let generation = change.generation.to_string();
-    hash_id(&[
-        tag_type(change.kind),
-        &change.image_stream_uid,
-        &change.namespace,
-        &change.image_stream,
-        &change.tag,
-        change.digest.as_deref().unwrap_or(""),
-        &generation,
-    ])
+    let when = match (change.kind, change.time.as_deref()) {
+        (ChangeKind::Updated, Some(created)) => created,
+        _ => generation.as_str(),
+    };
+    hash_id_with(
+        ID_SCHEME,
+        &[
+            tag_type(change.kind),
+            &change.image_stream_uid,
+            &change.namespace,
+            &change.image_stream,
+            &change.tag,
+            change.digest.as_deref().unwrap_or(""),
+            when,
+        ],
+    )
 }
 
+/// The id of `fields` under [`ID_SCHEME_V1`] (resource and reference events, verdicts).
 pub(crate) fn hash_id(fields: &[&str]) -> String {
+    hash_id_with(ID_SCHEME_V1, fields)
+}
+
+fn hash_id_with(scheme: &str, fields: &[&str]) -> String {
     // The netstrings go into one buffer hashed at once, the lengths and the hex written by
     // hand: through `format!` and a digest update per piece, this took as many instructions
     // as building the rest of the event.
-    let fields = std::iter::once(&ID_SCHEME).chain(fields);
+    let fields = std::iter::once(&scheme).chain(fields);
     let mut text = Vec::with_capacity(fields.clone().map(|f| f.len() + 22).sum());
     for field in fields {
         push_decimal(&mut text, field.len());

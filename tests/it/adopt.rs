@@ -548,3 +548,95 @@ fn check_takes_namespace_flags_and_adopt_takes_a_stream() {
 }
 
 mod controller;
+
+/// `imagegate adopt` on the emulator ends where it ended on the real openshift-apiserver with
+/// the real import controller (`85-adopt-before.json`, `85-adopt-after.json`, kept in
+/// `crates/emulator/tests/real-openshift/endstates/`): the stream created, imported once, then
+/// adopted; the new candidate tag is imported at once (generation 4, two status tags), which the
+/// emulator did not do before it ran the import controllers.
+#[tokio::test]
+async fn adopt_ends_as_on_the_real_openshift_apiserver() {
+    let env = Env::new(&["notebooks"]).await;
+    let recorded = |file: &str| -> Value {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("crates/emulator/tests/real-openshift/endstates")
+            .join(file);
+        serde_json::from_str::<Value>(&std::fs::read_to_string(path).unwrap()).unwrap()["real"]
+            .clone()
+    };
+    let (before, after) = (
+        recorded("85-adopt-before.json"),
+        recorded("85-adopt-after.json"),
+    );
+    let digest = before["status"]["tags"][0]["items"][0]["image"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    env.emu
+        .upstream("127.0.0.1:5000/plainimg:latest", json!({"digest": digest}))
+        .await;
+    // What `kubectl create -f step5/plain.json` created: the spec, without what the server sets.
+    let mut create = json!({"apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
+        "metadata": {"name": "plain", "namespace": "notebooks"}, "spec": before["spec"].clone()});
+    for tag in create["spec"]["tags"].as_array_mut().unwrap() {
+        let tag = tag.as_object_mut().unwrap();
+        tag.remove("generation");
+        tag.remove("annotations");
+    }
+    Api::<ImageStream>::namespaced(env.emu.client(), "notebooks")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(create).unwrap(),
+        )
+        .await
+        .unwrap();
+    let comparable = |v: Value| -> Value {
+        let mut v = v;
+        let meta = v["metadata"].as_object_mut().unwrap();
+        for key in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+        ] {
+            meta.remove(key);
+        }
+        if let Some(a) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+            a.remove("openshift.io/image.dockerRepositoryCheck");
+        }
+        for tag in v["status"]["tags"].as_array_mut().into_iter().flatten() {
+            for item in tag["items"].as_array_mut().into_iter().flatten() {
+                item.as_object_mut().unwrap().remove("created");
+            }
+        }
+        for tag in v["spec"]["tags"].as_array_mut().into_iter().flatten() {
+            // The real server writes `annotations: null` where the emulator leaves it out.
+            if tag["annotations"].is_null() {
+                tag.as_object_mut().unwrap().remove("annotations");
+            }
+        }
+        v
+    };
+    let now = || async { serde_json::to_value(env.stream("notebooks", "plain").await).unwrap() };
+    let until = |want: Value, what: &'static str| {
+        let now = &now;
+        async move {
+            let start = std::time::Instant::now();
+            loop {
+                let got = comparable(now().await);
+                if got == want {
+                    return;
+                }
+                assert!(
+                    start.elapsed() < std::time::Duration::from_secs(10),
+                    "{what}: the emulator's\n{got:#}\nthe real server's\n{want:#}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    };
+    until(comparable(before), "created and imported once").await;
+    let ran = env.adopt(&["notebooks/plain"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    until(comparable(after), "adopted, the candidate imported at once").await;
+}

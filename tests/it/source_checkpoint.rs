@@ -350,6 +350,74 @@ async fn shards_lost_while_down_resend_their_streams_current_tags_with_the_same_
     assert_eq!(sink.accepted().len(), 3);
 }
 
+/// OpenShift rewrites a tag's items[0].generation when a tag that follows it is added (the
+/// real server: `loop/06-nb-*-track.json`; the emulator does it too). The id an image is sent
+/// again with after a lost checkpoint is still the id it was first sent with.
+#[tokio::test]
+async fn a_tag_added_to_follow_the_candidate_keeps_the_id_its_image_is_sent_again_with() {
+    let (emu, dir, sink) = setup(&["nb"]).await;
+    let mut src = Source::new(&emu, &dir, &sink.url, &[]);
+    src.ready().await;
+    emu.import("ds", "nb", "candidate", &digest('b')).await;
+    let first = sink.wait_accepted(1).await[0].id().to_string();
+    let streams: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        emu.client(),
+        "ds",
+        &kube::discovery::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("image.openshift.io", "v1", "ImageStream"),
+            "imagestreams",
+        ),
+    );
+    let generation_of_candidate = |is: &kube::api::DynamicObject| {
+        is.data["status"]["tags"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["tag"] == "candidate"))
+            .map(|t| t["items"][0]["generation"].clone())
+    };
+    let before = generation_of_candidate(&streams.get("nb").await.unwrap());
+    let track = json!({"spec": {"tags": [{"name": "track", "from": {"kind": "ImageStreamTag", "name": "candidate"}}]}});
+    streams
+        .patch(
+            "nb",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Strategic(track),
+        )
+        .await
+        .unwrap();
+    let after = generation_of_candidate(&streams.get("nb").await.unwrap());
+    assert_ne!(
+        before, after,
+        "the candidate's items[0].generation was rewritten"
+    );
+    sink.wait_accepted(2).await; // the new tag `track`
+    src.stop().await;
+    for cm in checkpoint_objects(&emu).await.0 {
+        configmaps(&emu)
+            .delete(&cm.metadata.name.unwrap(), &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    src.start();
+    src.ready().await;
+    let start = Instant::now();
+    let resent = loop {
+        let again = (sink.accepted().iter().skip(2))
+            .find(|e| {
+                e.extension("imagetag").map(|v| v.to_string()).as_deref() == Some("candidate")
+            })
+            .map(|e| e.id().to_string());
+        if let Some(id) = again {
+            break id;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the candidate was not sent again"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(resent, first, "the same event, the same id");
+}
+
 #[tokio::test]
 async fn a_source_that_fails_before_its_first_list_writes_no_checkpoint() {
     // The flow fails at once (K_CA_CERTS holds no certificate), and on its way out the source

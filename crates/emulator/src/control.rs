@@ -11,6 +11,8 @@
 //! | `GET registry`                                              | every upstream answer recorded     |
 //! | `POST registries` `{"host", "insecure"?}`                   | imports read this registry for real |
 //! | `GET registries`                                            | the registries read for real       |
+//! | `POST imports` `{"scheduledIntervalSeconds"}`               | the scheduled imports' interval from now |
+//! | `GET imports`                                               | whether the import controllers run, the interval |
 //! | `PUT images/{digest}/metadata`                              | set an image's dockerImageMetadata |
 //! | `POST compact`                                              | expire every older resourceVersion |
 //! | `POST drop-watches`                                         | end every open watch               |
@@ -254,6 +256,23 @@ pub struct RegistryRequest {
     pub insecure: bool,
 }
 
+/// `POST imports`: the scheduled import controller imports every scheduled tag every
+/// `scheduledIntervalSeconds` from now (as `--scheduled-import-interval`), so that a test or a
+/// demo can show a scheduled import without waiting OpenShift's 15 minutes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScheduleRequest {
+    /// Seconds, at least 1.
+    pub scheduled_interval_seconds: u64,
+}
+
+fn imports_state(cluster: &super::verbs::Cluster) -> Value {
+    json!({
+        "enabled": cluster.imports.enabled,
+        "scheduledIntervalSeconds": cluster.schedule.borrow().as_secs(),
+    })
+}
+
 /// The `failure` of an [`UpstreamRequest`].
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -392,6 +411,19 @@ fn serve(
                 "added": added.iter().map(|(h, i)| json!({"host": h, "insecure": i})).collect::<Vec<_>>(),
             }))
         }
+        (Method::POST, ["imports"]) => {
+            let req: ScheduleRequest = serde_json::from_value(body_json(body)?)
+                .map_err(|e| ApiError::bad_request(format!("invalid imports request: {e}")))?;
+            if req.scheduled_interval_seconds == 0 {
+                return Err(ApiError::bad_request(
+                    "scheduledIntervalSeconds: at least 1".to_string(),
+                ));
+            }
+            let interval = std::time::Duration::from_secs(req.scheduled_interval_seconds);
+            cluster.schedule.send_replace(interval);
+            Ok(imports_state(cluster))
+        }
+        (Method::GET, ["imports"]) => Ok(imports_state(cluster)),
         (Method::PUT, ["images", digest, "metadata"]) => {
             let metadata = body_json(body)?;
             Ok(cluster.set_image_metadata(digest, metadata)?)

@@ -97,13 +97,21 @@ pub fn spawn(cluster: Arc<Cluster>, config: &Imports) -> Option<JoinHandle<()>> 
     if !config.enabled {
         return None;
     }
-    let interval = config.scheduled_interval.max(Duration::from_millis(100));
-    Some(tokio::spawn(run(cluster, interval)))
+    cluster.schedule.send_replace(config.scheduled_interval);
+    Some(tokio::spawn(run(cluster)))
 }
 
-async fn run(cluster: Arc<Cluster>, interval: Duration) {
+/// The scheduled imports' ticks, every `interval` from now.
+fn ticks(interval: Duration) -> tokio::time::Interval {
+    let interval = interval.max(Duration::from_millis(100));
     let mut schedule = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     schedule.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    schedule
+}
+
+async fn run(cluster: Arc<Cluster>) {
+    let mut interval = cluster.schedule.subscribe();
+    let mut schedule = ticks(*interval.borrow_and_update());
     'relist: loop {
         let (streams, _, mut events) =
             cluster
@@ -124,6 +132,11 @@ async fn run(cluster: Arc<Cluster>, interval: Duration) {
                     Err(RecvError::Lagged(_)) => continue 'relist,
                     Err(RecvError::Closed) => return,
                 },
+                changed = interval.changed() => {
+                    if changed.is_ok() {
+                        schedule = ticks(*interval.borrow_and_update());
+                    }
+                }
                 _ = schedule.tick() => {
                     let (streams, _) = cluster.store.list(IMAGE_GROUP, IMAGESTREAMS, None);
                     for s in streams {

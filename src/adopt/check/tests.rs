@@ -196,3 +196,49 @@ fn only_a_governed_candidate_of_a_listed_stream_is_reported() {
     assert_eq!(governed_drift(&unlisted, &governing), []);
     assert_eq!(governed_drift(&is, &governing).len(), 1);
 }
+
+/// A governed candidate that imports from a registry but not on a schedule gets a new upstream
+/// image only from a push notification or an import by hand: one notification lost (the
+/// receiver answers before it imports) and the build is never validated. Reported, listed by
+/// the dashboard or not, with the patch that schedules it; a candidate pinned by digest cannot
+/// move, so it needs no schedule.
+#[test]
+fn a_governed_candidate_not_imported_on_a_schedule_is_reported() {
+    use super::governed_drift;
+    let governing = [promotion("nb", json!({"candidateTag": "latest-candidate"}))];
+    let mut unscheduled = hand_made(json!({"opendatahub.io/image-tag-outdated": "true"}));
+    unscheduled.metadata.labels = None;
+    unscheduled.spec.tags[0].import_policy = None;
+    let found = governed_drift(&unscheduled, &governing);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].drift, Drift::CandidateNotScheduled);
+    assert!(
+        found[0].message.contains("quay.io/me/nb:latest"),
+        "{}",
+        found[0].message
+    );
+    assert_eq!(
+        super::remedies(&unscheduled, &found),
+        [format!(
+            "repair it with: kubectl patch imagestream my-nb -n ds -p '{}'",
+            json!({"spec": {"tags": [{"name": "latest-candidate", "importPolicy": {"scheduled": true}}]}})
+        )]
+    );
+    // Scheduled, or pinned by digest, or not governed: nothing.
+    let mut scheduled = unscheduled.clone();
+    scheduled.spec.tags[0].import_policy =
+        serde_json::from_value(json!({"scheduled": true})).unwrap();
+    assert_eq!(governed_drift(&scheduled, &governing), []);
+    let mut pinned = unscheduled.clone();
+    pinned.spec.tags[0].from =
+        serde_json::from_value(json!({"kind": "DockerImage", "name": "quay.io/me/nb@sha256:aa"}))
+            .unwrap();
+    assert_eq!(governed_drift(&pinned, &governing), []);
+    assert_eq!(
+        governed_drift(
+            &unscheduled,
+            &[promotion("x", json!({"imageStream": "other"}))]
+        ),
+        []
+    );
+}

@@ -17,7 +17,8 @@ fn stream(ns: &str, name: &str, served: &str, candidate: &str, annotations: Valu
         "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
         "metadata": {"name": name, "namespace": ns},
         "spec": {"tags": [
-            {"name": "candidate", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"}},
+            {"name": "candidate", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:latest"},
+             "importPolicy": {"scheduled": true}},
             {"name": "latest", "annotations": annotations, "from": {"kind": "ImageStreamImage", "name": format!("{name}@{served}")}}]},
         "status": {"tags": [
             {"tag": "candidate", "items": [item(candidate)],

@@ -272,7 +272,7 @@ async fn the_check_reads_a_governed_namespace_a_page_at_a_time_and_keeps_only_wh
             "---\n{{\"apiVersion\": \"image.openshift.io/v1\", \"kind\": \"ImageStream\", \
              \"metadata\": {{\"name\": \"s{i:04}\", \"namespace\": \"many\", \"labels\": {labels}}}, \
              \"spec\": {{\"tags\": [{{\"name\": \"candidate\", \"from\": {{\"kind\": \"DockerImage\", \
-             \"name\": \"quay.io/org/s:1\"}}}}]}}}}\n"
+             \"name\": \"quay.io/org/s:1\"}}, \"importPolicy\": {{\"scheduled\": true}}}}]}}}}\n"
         ));
     }
     s.emu

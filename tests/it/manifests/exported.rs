@@ -63,6 +63,16 @@ pub fn series() -> Series {
     let interceptor = imagegate::interceptor::metrics::Metrics::register(&mut registry);
     interceptor.duration.observe(0.01);
     read(&registry, &mut out);
+
+    // `imagegate receiver`, every sender configured (its series are made for each at start).
+    let mut registry = Registry::default();
+    let receiver = imagegate::receiver::metrics::Metrics::register(
+        &mut registry,
+        &imagegate::receiver::serve::SENDERS,
+    );
+    receiver.duration.observe(0.01);
+    imagegate::runtime::register_leader(&mut registry, "");
+    read(&registry, &mut out);
     out
 }
 

@@ -11,8 +11,10 @@
 //! the source's CloudEvent -> the shipped EventListener (its CEL filter, binding and template) ->
 //! a PipelineRun -> Tekton's `begin` CustomRun -> imagegate controller -> the smoke-test TaskRun,
 //! whose pod kwok ends as the scenario decided ([`stages`]) -> `finally` promote or reject -> the
-//! served tag. The last scenario ([`knative`]) sends through `knative/`'s Broker and Trigger
-//! instead. [`observe`] prints the timeline from what Tekton writes; the end is the same table
+//! served tag. Scenario 7 ([`knative`]) sends through `knative/`'s Broker and Trigger instead;
+//! 8 ([`redrive`]) re-drives a run Triggers could not create; 9 ([`signature`]) checks a
+//! publisher's cosign signatures; 10 ([`push`]) and 11 ([`scheduled`]) start from a push to a real
+//! registry, announced by its notification or found by the scheduled import. [`observe`] prints the timeline from what Tekton writes; the end is the same table
 //! as `imagegate demo`'s and the time each scenario took.
 
 mod cluster;
@@ -22,6 +24,7 @@ mod programs;
 mod push;
 mod redrive;
 mod scenarios;
+mod scheduled;
 mod signature;
 pub mod stages;
 

@@ -28,7 +28,7 @@ const STREAM: &str = "jupyter-pushed-notebook";
 const REPO: &str = "opendatahub/pushed-notebook";
 
 /// A program of this scenario, stopped when dropped.
-struct Child(std::process::Child);
+pub(super) struct Child(std::process::Child);
 
 impl Drop for Child {
     fn drop(&mut self) {
@@ -37,22 +37,29 @@ impl Drop for Child {
     }
 }
 
-fn free_port() -> anyhow::Result<u16> {
+pub(super) fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
 }
 
 /// The distribution registry on a free loopback port, its storage in `dir`, sending its
-/// notifications to `notify` with the receiver's secret.
-async fn registry(dir: &Path, notify: &str, token: &str) -> anyhow::Result<(Child, String)> {
+/// notifications to `notify` (a URL and the receiver's secret), or none.
+pub(super) async fn registry(
+    dir: &Path,
+    notify: Option<(&str, &str)>,
+) -> anyhow::Result<(Child, String)> {
     let host = format!("127.0.0.1:{}", free_port()?);
     let config = dir.join("registry.yml");
+    let notifications = notify.map_or(String::new(), |(url, token)| {
+        format!(
+            "notifications:\n  endpoints:\n  - name: imagegate\n    url: {url}\n    headers:\n      Authorization: [\"Bearer {token}\"]\n    timeout: 2s\n    threshold: 3\n    backoff: 1s\n"
+        )
+    });
     std::fs::write(
         &config,
         format!(
-            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\nlog:\n  level: warn\n\
-             notifications:\n  endpoints:\n  - name: imagegate\n    url: {notify}\n    headers:\n      Authorization: [\"Bearer {token}\"]\n    timeout: 2s\n    threshold: 3\n    backoff: 1s\n",
+            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\nlog:\n  level: warn\n{notifications}",
             dir.join("registry").display()
         ),
     )?;
@@ -79,18 +86,23 @@ async fn registry(dir: &Path, notify: &str, token: &str) -> anyhow::Result<(Chil
     Ok((child, host))
 }
 
-/// Pushes build `label` as `host/REPO:latest`, a notebook image as the platform's checks want it
-/// (non-root, amd64, built now); its digest.
-async fn push(host: &str, label: &str) -> anyhow::Result<String> {
+/// Pushes build `label` of stream `name` as `host/repo:latest`, a notebook image as the
+/// platform's checks want it (non-root, amd64, built now); its digest.
+pub(super) async fn push(
+    host: &str,
+    repo: &str,
+    name: &str,
+    label: &str,
+) -> anyhow::Result<String> {
     let client = Client::new(ClientConfig {
         protocol: ClientProtocol::Http,
         ..ClientConfig::default()
     });
-    let reference: Reference = format!("{host}/{REPO}:latest").parse()?;
+    let reference: Reference = format!("{host}/{repo}:latest").parse()?;
     let layer = ImageLayer::oci_v1(format!("the {label} build").into_bytes(), None);
     let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let config = json!({"architecture": "amd64", "os": "linux", "created": created,
-        "config": {"User": "1001", "Labels": {"build": label, "io.k8s.display-name": STREAM,
+        "config": {"User": "1001", "Labels": {"build": label, "io.k8s.display-name": name,
                                                "vendor": "Open Data Hub"}},
         "rootfs": {"type": "layers", "diff_ids": []}});
     let config = Config::oci_v1(serde_json::to_vec(&config)?, None);
@@ -112,22 +124,22 @@ async fn push(host: &str, label: &str) -> anyhow::Result<String> {
         .to_string())
 }
 
-/// The stream: its candidate follows the publisher's registry (plain HTTP: `insecure`; no
-/// scheduled import, so only a push brings a build), and `latest` serves build `served`.
-fn stream(host: &str, served: &str) -> String {
-    let reference = format!("{host}/{REPO}@{served}");
+/// Stream `name`: its candidate follows the publisher's registry (plain HTTP: `insecure`;
+/// `scheduled` or not), and `latest` serves build `served`.
+pub(super) fn stream(name: &str, host: &str, repo: &str, served: &str, scheduled: bool) -> String {
+    let reference = format!("{host}/{repo}@{served}");
     json!({
         "apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
-        "metadata": {"name": STREAM, "namespace": NAMESPACE,
+        "metadata": {"name": name, "namespace": NAMESPACE,
             "annotations": {"openshift.io/image.dockerRepositoryCheck": "2026-12-01T08:00:00Z"}},
         "spec": {"lookupPolicy": {"local": true}, "tags": [
             {"name": "candidate", "annotations": {"imagegate.dev/role": "candidate"},
-             "from": {"kind": "DockerImage", "name": format!("{host}/{REPO}:latest")},
+             "from": {"kind": "DockerImage", "name": format!("{host}/{repo}:latest")},
              "generation": 1,
-             "importPolicy": {"insecure": true, "importMode": "Legacy"},
+             "importPolicy": {"insecure": true, "scheduled": scheduled, "importMode": "Legacy"},
              "referencePolicy": {"type": "Local"}},
             {"name": "latest",
-             "from": {"kind": "ImageStreamImage", "name": format!("{STREAM}@{served}")},
+             "from": {"kind": "ImageStreamImage", "name": format!("{name}@{served}")},
              "generation": 1,
              "importPolicy": {"importMode": "Legacy"}, "referencePolicy": {"type": "Local"}}]},
         "status": {"tags": [
@@ -152,7 +164,7 @@ pub(super) async fn play(w: &mut World, expect: &mut Vec<Expect>) -> anyhow::Res
         uuid::Uuid::new_v4().simple()
     );
     let notify = format!("http://127.0.0.1:{port}/v1/distribution");
-    let (_registry, host) = registry(dir.path(), &notify, &token).await?;
+    let (_registry, host) = registry(dir.path(), Some((&notify, &token))).await?;
     // The image API reads this registry for real from now on (it started before it).
     w.cluster
         .image_api("registries", json!({"host": host}).to_string())
@@ -177,8 +189,10 @@ pub(super) async fn play(w: &mut World, expect: &mut Vec<Expect>) -> anyhow::Res
         ],
     )
     .await?;
-    let first = push(&host, "first").await?;
-    w.cluster.image_api("seed", stream(&host, &first)).await?;
+    let first = push(&host, REPO, STREAM, "first").await?;
+    w.cluster
+        .image_api("seed", stream(STREAM, &host, REPO, &first, false))
+        .await?;
     let allowed = super::signature::allow_registry(w, &host).await?;
     w.timeline.line(
         "registry",
@@ -190,7 +204,7 @@ pub(super) async fn play(w: &mut World, expect: &mut Vec<Expect>) -> anyhow::Res
     );
 
     let t = w.timed(10).await?;
-    let second = push(&host, "second").await?;
+    let second = push(&host, REPO, STREAM, "second").await?;
     let pushed = Instant::now();
     w.timeline.line(
         "registry",

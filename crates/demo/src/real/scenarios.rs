@@ -157,6 +157,7 @@ pub async fn play(w: &mut World) -> anyhow::Result<(Vec<Expect>, Vec<Timing>)> {
     timings.push(super::redrive::play(w, &mut expect).await?);
     timings.push(super::signature::play(&mut *w, &mut expect).await?);
     timings.push(super::push::play(&mut *w, &mut expect).await?);
+    timings.push(super::scheduled::play(&mut *w, &mut expect).await?);
     Ok((expect, timings))
 }
 

@@ -212,6 +212,25 @@ pub(super) fn tags_changed(
             }
         };
         event.generation = stream.generation();
+        if from.kind == "ImageStreamTag" && other.is_none() {
+            // openshift-apiserver's `tagsChanged` sets the generation on what
+            // `tagReferenceToTagEvent` returned: for a tag of this stream, a pointer to that tag's
+            // own newest event, so the tracked tag's items[0].generation is rewritten as well
+            // (`created` kept). The real server does it (loop/06-nb-*-track.json: 10 -> 14).
+            let tracked = if tag_or_id.is_empty() {
+                "latest"
+            } else {
+                tag_or_id.as_str()
+            };
+            if let Some(first) = stream
+                .status_tags
+                .get_mut(tracked)
+                .and_then(|l| l.items.as_mut())
+                .and_then(|i| i.first_mut())
+            {
+                first.generation = event.generation;
+            }
+        }
         // A copy of another stream's integrated-registry image is pulled through this stream.
         if !tag_ref.reference
             && let Ok(mut r) = DockerRef::parse(&event.docker_image_reference)
@@ -587,6 +606,26 @@ mod tests {
         })
         .unwrap();
         assert_eq!(images(&aliased, "latest"), [digest('b')]);
+        // openshift-apiserver sets the new tag's generation on the event it copies, which is the
+        // tracked tag's own newest event, not a copy: the tracked tag's items[0].generation is
+        // rewritten too, and its `created` kept (the real server: loop/06-nb-*-track.json, 10 -> 14).
+        let generation = aliased["metadata"]["generation"].clone();
+        let first = |v: &Value, tag: &str| {
+            v["status"]["tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["tag"] == tag)
+                .unwrap()["items"][0]
+                .clone()
+        };
+        assert_eq!(first(&aliased, "candidate")["generation"], generation);
+        assert_eq!(first(&aliased, "latest")["generation"], generation);
+        assert_eq!(
+            first(&aliased, "candidate")["created"],
+            first(&old, "candidate")["created"]
+        );
+        assert_ne!(first(&old, "candidate")["generation"], generation);
         // A new candidate image (a scheduled import) moves the alias in the same write.
         let pull_spec = format!("{REPO}/app@{}", digest('c'));
         let imported =

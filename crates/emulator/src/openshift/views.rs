@@ -175,18 +175,32 @@ fn compose(
             }
             img
         }
+        _ if event.image.is_empty() => {
+            // No image (a reference tag, a tag not imported yet): the real server serializes
+            // the zero Image, which has no pull spec (probes2/09-istag-create-new-stream.json).
+            let zero = json!({
+                "metadata": {},
+                "dockerImageMetadata": {"kind": "DockerImage", "apiVersion": "image.openshift.io/1.0",
+                                        "Id": "", "Created": null, "ContainerConfig": {}},
+                "dockerImageMetadataVersion": "1.0",
+            });
+            match zero {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            }
+        }
         _ => {
             let mut img = Map::new();
-            if !event.image.is_empty() {
-                img.insert("metadata".into(), json!({"name": event.image}));
-            }
+            img.insert("metadata".into(), json!({"name": event.image}));
             img
         }
     };
-    img.insert(
-        "dockerImageReference".into(),
-        json!(resolve_reference(s, tag, &event)),
-    );
+    if !event.image.is_empty() || img.contains_key("dockerImageReference") {
+        img.insert(
+            "dockerImageReference".into(),
+            json!(resolve_reference(s, tag, &event)),
+        );
+    }
 
     let mut view = json!({
         "kind": "ImageStreamTag", "apiVersion": API_VERSION, "metadata": meta,
@@ -707,7 +721,13 @@ mod tests {
         let response = istag_write_response(&new, "served", &images).unwrap();
         assert_eq!(
             (&response["metadata"]["name"], &response["image"]),
-            (&json!("fresh:served"), &json!({"dockerImageReference": ""}))
+            (
+                &json!("fresh:served"),
+                &json!({"metadata": {},
+                        "dockerImageMetadata": {"kind": "DockerImage", "apiVersion": "image.openshift.io/1.0",
+                                                "Id": "", "Created": null, "ContainerConfig": {}},
+                        "dockerImageMetadataVersion": "1.0"})
+            )
         );
     }
 

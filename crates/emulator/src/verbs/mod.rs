@@ -46,6 +46,9 @@ pub struct Cluster {
     /// Registries added since the start through the control API (`POST registries`): host,
     /// and whether it is read over plain HTTP whatever the tag says.
     pub registries_added: std::sync::Mutex<Vec<(String, bool)>>,
+    /// The scheduled import controller's interval now: [`crate::imports::Imports`]'s at the
+    /// start, changed through the control API (`POST imports`).
+    pub schedule: tokio::sync::watch::Sender<std::time::Duration>,
 }
 
 /// What a request addresses.
@@ -309,6 +312,7 @@ impl Cluster {
             seeded: Default::default(),
             imports: Default::default(),
             registries_added: Default::default(),
+            schedule: tokio::sync::watch::Sender::new(crate::imports::DEFAULT_SCHEDULED_INTERVAL),
         }
     }
 

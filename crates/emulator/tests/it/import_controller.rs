@@ -251,6 +251,53 @@ async fn a_scheduled_tag_is_imported_again_each_interval_and_an_unscheduled_one_
     assert_eq!(tag(&is, "scheduled")["items"].as_array().unwrap().len(), 2);
 }
 
+/// The interval can be changed while the emulator runs (`POST imports`), so that a demo on a
+/// long-running emulator shows a scheduled import without OpenShift's 15 minutes.
+#[tokio::test]
+async fn the_schedule_set_through_the_control_api_takes_effect_at_once() {
+    let env = Env::start(Imports::default()).await;
+    env.serve("quay.io/org/nb:s", A).await;
+    env.create(stream(
+        "nb",
+        json!([{"name": "scheduled", "from": {"kind": "DockerImage", "name": "quay.io/org/nb:s"}, "importPolicy": {"scheduled": true}}]),
+    ))
+    .await;
+    env.until("nb", "imported at once", |is| {
+        current(is, "scheduled").is_some()
+    })
+    .await;
+    env.serve("quay.io/org/nb:s", B).await;
+    env.stays(
+        "nb",
+        Duration::from_millis(700),
+        "the push waits for the 15-minute schedule",
+    )
+    .await;
+    let (code, now) = env
+        .send(
+            "POST",
+            "/_emulator/v1/imports",
+            "application/json",
+            json!({"scheduledIntervalSeconds": 1}),
+        )
+        .await;
+    assert_eq!(code, 200, "{now}");
+    assert_eq!(now, json!({"enabled": true, "scheduledIntervalSeconds": 1}));
+    env.until("nb", "the scheduled import of the push", |is| {
+        current(is, "scheduled").as_deref() == Some(B)
+    })
+    .await;
+    let (code, refused) = env
+        .send(
+            "POST",
+            "/_emulator/v1/imports",
+            "application/json",
+            json!({"scheduledIntervalSeconds": 0}),
+        )
+        .await;
+    assert_eq!(code, 400, "{refused}");
+}
+
 #[tokio::test]
 async fn a_seeded_stream_is_left_as_it_was_until_something_writes_it() {
     let env = Env::start(Imports::default()).await;
