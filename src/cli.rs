@@ -195,11 +195,6 @@ pub struct SourceArgs {
     #[arg(long, default_value = "imagegate-source-checkpoint")]
     pub checkpoint_prefix: String,
 
-    /// Deprecated and ignored: the checkpoint now splits and merges its ConfigMaps as the
-    /// state grows and shrinks. Still accepted (1 to 999), so that existing Deployments start.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=999))]
-    pub checkpoint_shards: Option<u32>,
-
     /// Where the events' `dataschema` points (the JSON Schemas in `schemas/`).
     #[arg(long, default_value = "https://imagegate.dev/schemas/")]
     pub dataschema_base: String,
@@ -209,7 +204,7 @@ pub struct SourceArgs {
 }
 
 /// The single-source flags `--multi-tenant` refuses: each source's spec says these.
-const MULTI_TENANT_CONFLICTS: [&str; 17] = [
+const MULTI_TENANT_CONFLICTS: [&str; 16] = [
     "sink",
     "sink_audience",
     "ce_overrides",
@@ -226,7 +221,6 @@ const MULTI_TENANT_CONFLICTS: [&str; 17] = [
     "dead_letter_sink",
     "emit_existing",
     "checkpoint_prefix",
-    "checkpoint_shards",
 ];
 
 /// `--mode`.

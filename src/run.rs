@@ -292,12 +292,6 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
     if args.cluster_domain.is_some() {
         bail!("--cluster-domain is for --multi-tenant: a single source's --sink is a URL");
     }
-    if let Some(n) = args.checkpoint_shards {
-        tracing::warn!(
-            shards = n,
-            "--checkpoint-shards is deprecated and ignored: the checkpoint sizes itself (the shards of a fixed count are read and moved)"
-        );
-    }
     let Some(sink) = args.sink.as_deref() else {
         bail!(
             "--sink (or K_SINK) is required: the URL the events go to (or --multi-tenant, to serve every ImageStreamSource)"

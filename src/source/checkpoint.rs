@@ -31,8 +31,6 @@
 //! stream; nothing recorded in a range whose shard is gone, or an unreadable entry, while the
 //! marker says this is not a first start: the checkpoint was lost, so the stream's current tag
 //! events are sent again (their ids are the same as the first time: a duplicate, never a loss).
-//! Shards of the fixed layout (`{prefix}-NN`, a fixed count: format 1) are read and moved into
-//! the new layout on the first flush.
 //!
 //! **Crashes.** The source records a state after the sink accepted the event, and flushes
 //! later, so a crash between delivery and flush re-sends the last `flush_interval` of events
@@ -40,36 +38,46 @@
 //! clean restart re-sends nothing. When writes keep failing, [`Checkpoint::not_ready`] says why
 //! and what to do, and the metrics count the failures and the pending age.
 
+mod config;
 mod entry;
+mod error;
 pub mod fit;
 mod health;
 pub mod layout;
+mod load;
+mod owner;
 mod probe;
 mod write;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 
-use self::health::{FailureKind, Persistence, Say};
-use self::layout::{Found, Layout, ShardId};
+use self::health::{Persistence, Say};
+use self::layout::Layout;
 use super::metrics::Metrics;
 use super::state::StreamState;
 use crate::admin::Health;
 use crate::api::status_code as code;
 
-pub use self::entry::{StreamKey, data_key, decode_state, fnv1a64, legacy_shard_of};
+pub use self::config::{Cap, CheckpointConfig, DEFAULT_WRITE_BUDGET, MAX_PAUSE, pause};
+pub use self::entry::{StreamKey, data_key, decode_state, fnv1a64};
+pub use self::error::CheckpointError;
 pub use self::layout::{MAX_SHARD_BYTES, MERGE_BELOW, SPLIT_ABOVE};
+pub(crate) use self::load::found_shard;
+pub use self::load::{Loaded, data_bytes};
+pub use self::owner::{
+    CheckpointOwner, MANAGED_BY, OWNED_COMPONENT, OWNER_LABEL, OWNER_NAMESPACE_LABEL,
+    OWNER_UID_LABEL,
+};
 
 /// The annotation with a shard's epoch (which of two overlapping shards is newer).
 pub const EPOCH_ANNOTATION: &str = "imagegate.dev/checkpoint-epoch";
-/// The annotation with which the fixed layout records its shard count.
-pub const SHARDS_ANNOTATION: &str = "imagegate.dev/checkpoint-shards";
 /// The marker's data key with the checkpoint format.
 pub const FORMAT_KEY: &str = "format";
 /// Tries per shard and flush; a flush that still fails keeps its changes for the next one.
@@ -79,235 +87,6 @@ const CONCURRENT_WRITES: usize = 4;
 /// A flush that takes longer counts as failed (kube's client retries 429, 503 and 504 itself,
 /// for minutes): its unfinished writes stay pending, and the health says so.
 const FLUSH_DEADLINE: Duration = Duration::from_secs(30);
-const LABELS: [(&str, &str); 2] = [
-    ("app.kubernetes.io/name", "imagegate"),
-    ("app.kubernetes.io/component", "source-checkpoint"),
-];
-
-/// The ImageStreamSource a checkpoint belongs to, in the multi-tenant adapter. Its ConfigMaps
-/// live in the adapter's own namespace, never the tenant's (a tenant cannot make or edit them,
-/// and the adapter needs no ConfigMap right outside its namespace, F-6, F-9); they carry
-/// [`MANAGED_BY`], the component `imagestreamsource-checkpoint` (so the single source's list
-/// never reads them) and the source's namespace, name and uid, so that they are found per source
-/// and deleted when it goes (no ownerReference: an owner must be in the dependent's namespace).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CheckpointOwner {
-    /// The source's namespace.
-    pub namespace: String,
-    /// The source's name.
-    pub name: String,
-    /// The source's uid.
-    pub uid: String,
-}
-
-/// The label naming the ImageStreamSource a checkpoint ConfigMap belongs to.
-pub const OWNER_LABEL: &str = "sources.imagegate.dev/imagestreamsource";
-/// The label naming that source's namespace.
-pub const OWNER_NAMESPACE_LABEL: &str = "sources.imagegate.dev/namespace";
-/// The label with that source's uid (a source deleted and made again has a new one).
-pub const OWNER_UID_LABEL: &str = "sources.imagegate.dev/uid";
-/// `app.kubernetes.io/managed-by: imagegate`, on the ConfigMaps of an owned checkpoint.
-pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "imagegate");
-/// The component label of an owned checkpoint's ConfigMaps.
-pub const OWNED_COMPONENT: &str = "imagestreamsource-checkpoint";
-
-impl CheckpointOwner {
-    /// The labels that select the ConfigMaps of a checkpoint owned by `owner` (None: the single
-    /// source's).
-    pub fn labels(owner: Option<&CheckpointOwner>) -> BTreeMap<String, String> {
-        let mut labels: BTreeMap<String, String> = LABELS
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        if let Some(owner) = owner {
-            labels.insert(LABELS[1].0.into(), OWNED_COMPONENT.into());
-            labels.insert(MANAGED_BY.0.into(), MANAGED_BY.1.into());
-            labels.insert(OWNER_NAMESPACE_LABEL.into(), owner.namespace.clone());
-            labels.insert(OWNER_LABEL.into(), fit::owner_label(&owner.name));
-        }
-        labels
-    }
-}
-
-/// Where the checkpoint lives and how often it is written.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CheckpointConfig {
-    /// The namespace of its ConfigMaps: the program's own (`POD_NAMESPACE`).
-    pub namespace: String,
-    /// The ConfigMaps' name prefix (`imagegate-source-checkpoint`).
-    pub prefix: String,
-    /// How often [`Checkpoint::run`] flushes at most (5 s).
-    pub flush_interval: Duration,
-    /// The bytes per second of shards the flushes may have the API server store (2 MiB/s): it
-    /// stores, and answers with, every shard written whole, however few of its keys changed. A
-    /// flush that wrote more waits longer before the next one ([`pause`]).
-    pub write_budget: u64,
-    /// The most it may hold (None: no bound, the single source's, which the platform runs for
-    /// itself). The multi-tenant adapter bounds each source's: a load reads no further than
-    /// the cap, and fails with [`CheckpointError::TooLarge`].
-    pub cap: Option<Cap>,
-}
-
-impl CheckpointConfig {
-    /// The defaults, in `namespace`.
-    pub fn new(namespace: impl Into<String>) -> Self {
-        CheckpointConfig {
-            namespace: namespace.into(),
-            prefix: "imagegate-source-checkpoint".into(),
-            flush_interval: Duration::from_secs(5),
-            write_budget: DEFAULT_WRITE_BUDGET,
-            cap: None,
-        }
-    }
-}
-
-/// The most one checkpoint may hold: its ConfigMaps, and the bytes of their entries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cap {
-    /// ConfigMaps (shards, the marker included).
-    pub shards: usize,
-    /// Bytes of entries (keys and values).
-    pub bytes: usize,
-}
-
-impl Cap {
-    /// Whether `shards` ConfigMaps of `bytes` are within the cap (pure).
-    pub fn holds(&self, shards: usize, bytes: usize) -> bool {
-        shards <= self.shards && bytes <= self.bytes
-    }
-}
-
-/// [`CheckpointConfig::write_budget`]'s default: 2 MiB of shards per second.
-pub const DEFAULT_WRITE_BUDGET: u64 = 2 * 1024 * 1024;
-/// The longest pause between two flushes, however much the last one wrote: the most a crash
-/// in a burst sends again.
-pub const MAX_PAUSE: Duration = Duration::from_secs(30);
-
-/// The pause after a flush that had the API server store `written` bytes of shards: the flush
-/// interval, or longer when the write budget asks for it (at most [`MAX_PAUSE`]). In a burst,
-/// when every shard changes, flushes grow further apart instead of rewriting every shard twice a
-/// second; when few streams change, the interval holds.
-pub fn pause(interval: Duration, written: u64, budget: u64) -> Duration {
-    let needed = Duration::from_secs_f64(written as f64 / budget.max(1) as f64);
-    interval.max(needed.min(MAX_PAUSE))
-}
-
-/// Reading or writing the checkpoint failed.
-#[derive(Debug, thiserror::Error)]
-pub enum CheckpointError {
-    /// Listing the shards failed.
-    #[error("listing the checkpoint ConfigMaps in {namespace} failed: {source}")]
-    Load {
-        namespace: String,
-        #[source]
-        source: kube::Error,
-    },
-    /// Writing (creating, patching or deleting) a ConfigMap failed after the retries.
-    #[error("{verb} checkpoint ConfigMap {namespace}/{name} failed: {source}")]
-    Write {
-        verb: &'static str,
-        namespace: String,
-        name: String,
-        kind: FailureKind,
-        #[source]
-        source: Box<kube::Error>,
-    },
-    /// At start, the checkpoint cannot be written at all: its namespace is missing, or RBAC or
-    /// admission refuses the marker ([`Checkpoint::probe`]).
-    #[error("the checkpoint cannot be written: {remedy} (the API server says: {said})")]
-    Unwritable {
-        remedy: String,
-        /// The API server's message (not a `#[source]`: the error is one line).
-        said: String,
-        /// The HTTP status.
-        status: Option<u16>,
-    },
-    /// A flush did not finish in time (the API server is slow or answers 429/503).
-    #[error("the checkpoint flush did not finish within {0:?}")]
-    Timeout(Duration),
-    /// The checkpoint holds more than its [`Cap`]: it was read no further.
-    #[error(
-        "the checkpoint holds more than its cap of {} ConfigMaps and {} bytes (read so far: {shards} ConfigMaps, {bytes} bytes)", cap.shards, cap.bytes
-    )]
-    TooLarge {
-        /// ConfigMaps read when it stopped.
-        shards: usize,
-        /// Bytes read when it stopped.
-        bytes: usize,
-        /// The cap.
-        cap: Cap,
-    },
-    /// A shard of one entry is too large to write; it stays pending.
-    #[error(
-        "checkpoint shard {name} would hold {bytes} bytes, over the limit of {limit}, and cannot be split: it holds one ImageStream"
-    )]
-    ShardTooLarge {
-        name: String,
-        bytes: usize,
-        limit: usize,
-    },
-}
-
-impl CheckpointError {
-    /// What the operator can do about it.
-    pub fn failure(&self) -> FailureKind {
-        match self {
-            CheckpointError::Load { source, .. } => FailureKind::of_status(code(source), false),
-            CheckpointError::Write { kind, .. } => *kind,
-            CheckpointError::ShardTooLarge { .. } | CheckpointError::TooLarge { .. } => {
-                FailureKind::TooLarge
-            }
-            CheckpointError::Timeout(_) => FailureKind::Unavailable,
-            CheckpointError::Unwritable { status, .. } => FailureKind::of_status(*status, true),
-        }
-    }
-}
-
-/// What a start knows from the checkpoint it read.
-#[derive(Debug, Default)]
-pub struct Loaded {
-    /// The delivered state of every stream recorded.
-    pub states: HashMap<StreamKey, StreamState>,
-    /// Nothing was ever checkpointed here: the first list is a baseline (or `--emit-existing`).
-    pub first_start: bool,
-    coverage: layout::Coverage,
-    unreadable: BTreeSet<StreamKey>,
-}
-
-impl Loaded {
-    /// For a stream with no recorded state: whether a record of it was lost (its shard is
-    /// gone, or its entry could not be read) on a start that is not the first. Its current
-    /// tags are then sent again; otherwise it is new, and its whole history is sent.
-    pub fn lost(&self, key: &StreamKey) -> bool {
-        !self.first_start && (self.unreadable.contains(key) || !self.coverage.covers(key))
-    }
-}
-
-#[cfg(test)]
-impl Loaded {
-    /// What a start reads after a complete checkpoint holding `states`, of which the entries
-    /// of `unreadable` could not be read (lost).
-    pub fn restart(
-        states: HashMap<StreamKey, StreamState>,
-        unreadable: BTreeSet<StreamKey>,
-    ) -> Loaded {
-        Loaded {
-            states,
-            first_start: false,
-            coverage: layout::Coverage::everything(),
-            unreadable,
-        }
-    }
-
-    /// What a first start reads: nothing.
-    pub fn first() -> Loaded {
-        Loaded {
-            first_start: true,
-            ..Loaded::default()
-        }
-    }
-}
-
 /// The delivered state of every stream, kept in memory and written to the cluster.
 pub struct Checkpoint {
     api: Api<ConfigMap>,
@@ -329,102 +108,6 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// Reads every shard and the marker (all ConfigMaps with the labels and prefix).
-    pub async fn load(
-        client: kube::Client,
-        cfg: CheckpointConfig,
-    ) -> Result<(Checkpoint, Loaded), CheckpointError> {
-        Checkpoint::load_owned(client, cfg, None).await
-    }
-
-    /// [`Checkpoint::load`] of the checkpoint `owner` owns (None: the single source's): only
-    /// its ConfigMaps are read, and those it writes carry its labels.
-    pub async fn load_owned(
-        client: kube::Client,
-        cfg: CheckpointConfig,
-        owner: Option<CheckpointOwner>,
-    ) -> Result<(Checkpoint, Loaded), CheckpointError> {
-        let api = Api::<ConfigMap>::namespaced(client.clone(), &cfg.namespace);
-        let selector = CheckpointOwner::labels(owner.as_ref())
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(",");
-        // One shard per page: the whole checkpoint in one response, held as text and parsed
-        // at once, would be the source's peak memory.
-        let mut found = Vec::new();
-        let mut marker = false;
-        // ConfigMaps and bytes read, held to the cap as they come.
-        let mut read = (0usize, 0usize);
-        let mut params = ListParams::default().labels(&selector).limit(1);
-        loop {
-            let page = api
-                .list(&params)
-                .await
-                .map_err(|source| CheckpointError::Load {
-                    namespace: cfg.namespace.clone(),
-                    source,
-                })?;
-            for cm in page.items {
-                read.0 += 1;
-                read.1 += data_bytes(&cm);
-                if let Some(cap) = cfg.cap.filter(|cap| !cap.holds(read.0, read.1)) {
-                    return Err(CheckpointError::TooLarge {
-                        shards: read.0,
-                        bytes: read.1,
-                        cap,
-                    });
-                }
-                let name = cm.metadata.name.as_deref().unwrap_or_default();
-                marker |= name == cfg.prefix;
-                if let Some(f) = found_shard(&cfg.prefix, cm) {
-                    found.push(f);
-                }
-            }
-            match page.metadata.continue_.filter(|token| !token.is_empty()) {
-                Some(token) => params = params.continue_token(&token),
-                None => break,
-            }
-        }
-        let shards_read = found.len();
-        let restored = layout::restore(found, marker);
-        let mut layout = restored.layout;
-        layout.rebalance();
-        let first_start = !marker && !restored.coverage.has_legacy();
-        let lost_everything = marker && restored.coverage.is_empty();
-        tracing::info!(
-            namespace = %cfg.namespace,
-            streams = restored.states.len(),
-            shards_read,
-            shards = layout.shard_count(),
-            first_start,
-            legacy = restored.coverage.has_legacy(),
-            unreadable = restored.unreadable.len(),
-            "checkpoint loaded"
-        );
-        if lost_everything {
-            tracing::error!(namespace = %cfg.namespace, "the checkpoint's marker is there but none of its shards: every stream's current tags are sent again");
-        }
-        let checkpoint = Checkpoint {
-            api,
-            client,
-            cfg,
-            owner,
-            layout: Mutex::new(layout),
-            persistence: Mutex::new(Persistence::new(Instant::now())),
-            flushing: tokio::sync::Mutex::new(()),
-            written: std::sync::atomic::AtomicU64::new(0),
-            fence: crate::leader::Fence::default(),
-        };
-        let loaded = Loaded {
-            states: restored.states,
-            first_start,
-            coverage: restored.coverage,
-            unreadable: restored.unreadable,
-        };
-        Ok((checkpoint, loaded))
-    }
-
     /// Fences every write of this checkpoint by the Lease `fence` follows
     /// ([`crate::leader::Fence`]): a replica that lost it, or could not renew it in time, writes
     /// nothing that could overwrite a newer leader's checkpoint.
@@ -663,33 +346,6 @@ impl Checkpoint {
             _ => {}
         }
     }
-}
-
-/// A listed ConfigMap as a shard, if it is one.
-/// The bytes of a ConfigMap's entries: keys and values.
-pub fn data_bytes(cm: &ConfigMap) -> usize {
-    (cm.data.iter().flatten())
-        .map(|(k, v)| k.len() + v.len())
-        .sum()
-}
-
-pub(crate) fn found_shard(prefix: &str, cm: ConfigMap) -> Option<Found> {
-    let id = ShardId::parse(prefix, cm.metadata.name.as_deref()?)?;
-    let annotation =
-        |name: &str| -> Option<u64> { cm.metadata.annotations.as_ref()?.get(name)?.parse().ok() };
-    let data = cm.data.clone().unwrap_or_default();
-    Some(match id {
-        ShardId::Leaf(prefix) => Found::Leaf {
-            prefix,
-            epoch: annotation(EPOCH_ANNOTATION),
-            data,
-        },
-        ShardId::Legacy(index) => Found::Legacy {
-            index,
-            written_for: annotation(SHARDS_ANNOTATION).and_then(|n| u32::try_from(n).ok()),
-            data,
-        },
-    })
 }
 
 #[cfg(test)]

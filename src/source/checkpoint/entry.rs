@@ -4,7 +4,7 @@
 //! `_`; a name may). A stream whose `namespace/name` is longer than 253 characters (the ConfigMap
 //! key limit; OpenShift allows 255) is keyed `_{fnv:016x}` and carries its name in the value.
 //!
-//! **Value** (the compact form written now; the JSON form of format 1 is still read):
+//! **Value** (the compact form; JSON for a uid or tag it cannot hold, below):
 //!
 //! ```text
 //! <uid>(;<tag>=<digest>,<generation>[,<failure generation>])*[|<namespace>/<name>]
@@ -56,12 +56,6 @@ pub fn place(key: &StreamKey) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     h ^ (h >> 33)
-}
-
-/// The shard a stream lives in under the fixed layout (`{prefix}-NN`, format 1):
-/// `fnv1a64("{namespace}/{name}") % shards`.
-pub fn legacy_shard_of(key: &StreamKey, shards: u32) -> u32 {
-    (stream_hash(key) % u64::from(shards.max(1))) as u32
 }
 
 /// A stream's data key: `{namespace}_{name}`, or `_{hash}` when that would be too long.
@@ -261,14 +255,9 @@ mod tests {
     }
 
     #[test]
-    fn the_legacy_shard_of_a_stream_is_a_stable_fnv_hash() {
-        // Values any FNV-1a implementation gives: the fixed layout is still read.
+    fn the_stream_hash_is_fnv_1a_as_any_tool_computes_it() {
         assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(
-            legacy_shard_of(&key("a", "b"), 16),
-            (fnv1a64(b"a/b") % 16) as u32
-        );
     }
 
     #[test]
@@ -342,7 +331,7 @@ mod tests {
         let text = encode(&long, &dk, &s);
         assert!(text.ends_with(&format!("|ns/{}", long.1)));
         assert_eq!(decode(&dk, &text), Ok((long.clone(), s.clone())));
-        // The JSON form (format 1) carries it as "k".
+        // The JSON form carries it as "k".
         let json = encode_json(&long, &dk, &s);
         assert_eq!(decode(&dk, &json), Ok((long, s)));
     }

@@ -1,14 +1,16 @@
 //! The checkpoint against the emulator over HTTP: loading, flushing, growing and shrinking,
-//! crashes mid-split, the fixed layout of earlier versions, lost shards and refused writes.
+//! crashes mid-split, lost shards and refused writes.
 
+use super::health::FailureKind;
 use super::*;
 use crate::source::state::{TagState, TagStates};
 use imagegate_emulator::control::Fault;
 use imagegate_emulator::{Config, Emulator};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use prometheus_client::registry::Registry;
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap};
 
 const NS: &str = "imagegate";
 const PRE: &str = "imagegate-source-checkpoint";
@@ -412,76 +414,6 @@ async fn a_stale_configmap_with_a_shards_name_is_overwritten_whole() {
     );
     let (_, loaded) = load(&emu).await;
     assert_eq!(loaded.states, as_map(&all));
-    emu.shutdown().await;
-}
-
-/// Writes `all` as the fixed layout of earlier versions: `shards` ConfigMaps `{prefix}-NN`,
-/// JSON entries, the count in the annotation.
-async fn write_legacy(emu: &Emulator, all: &[(StreamKey, StreamState)], shards: u32) {
-    let mut by_shard: BTreeMap<u32, BTreeMap<String, String>> = BTreeMap::new();
-    for i in 0..shards {
-        by_shard.insert(i, BTreeMap::new());
-    }
-    for (k, s) in all {
-        let text = serde_json::to_string(s).unwrap();
-        by_shard
-            .get_mut(&legacy_shard_of(k, shards))
-            .unwrap()
-            .insert(data_key(k), text);
-    }
-    for (i, data) in by_shard {
-        let cm = json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {
-                "name": format!("{PRE}-{i:02}"), "namespace": NS,
-                "labels": BTreeMap::from(LABELS),
-                "annotations": {SHARDS_ANNOTATION: shards.to_string()},
-            },
-            "data": data,
-        });
-        api(emu)
-            .create(&PostParams::default(), &serde_json::from_value(cm).unwrap())
-            .await
-            .unwrap();
-    }
-}
-
-#[tokio::test]
-async fn a_checkpoint_of_the_fixed_layout_is_read_and_moved() {
-    let emu = emulator().await;
-    let all = streams(300);
-    write_legacy(&emu, &all, 4).await;
-    let (cp, loaded) = load(&emu).await;
-    assert!(
-        !loaded.first_start,
-        "the fixed layout had no marker, and is no first start"
-    );
-    assert_eq!(loaded.states, as_map(&all));
-    assert!(cp.flush().await.unwrap());
-    assert_eq!(shard_names(&emu).await, ["imagegate-source-checkpoint-h"]);
-    assert!(stored(&emu).await.contains_key(PRE));
-    let (_, loaded) = load(&emu).await;
-    assert_eq!(loaded.states, as_map(&all));
-    emu.shutdown().await;
-}
-
-#[tokio::test]
-async fn a_shard_of_the_fixed_layout_deleted_by_hand_makes_its_streams_lost() {
-    let emu = emulator().await;
-    let all = streams(100);
-    write_legacy(&emu, &all, 4).await;
-    api(&emu)
-        .delete(&format!("{PRE}-02"), &DeleteParams::default())
-        .await
-        .unwrap();
-    let (_, loaded) = load(&emu).await;
-    for (k, _) in &all {
-        let in_two = legacy_shard_of(k, 4) == 2;
-        assert_eq!(loaded.states.contains_key(k), !in_two);
-        if in_two {
-            assert!(loaded.lost(k), "{k:?}");
-        }
-    }
     emu.shutdown().await;
 }
 

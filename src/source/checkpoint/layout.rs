@@ -16,12 +16,8 @@
 //! *obsolete* and are deleted only once every leaf is written. So at every moment the shards
 //! in the cluster hold every stream, and where two of them cover the same hash, the one with
 //! the higher epoch is the newer: [`restore`] takes each stream from the shard with the highest
-//! epoch that covers its hash. A crash anywhere in a split, a merge or a migration leaves either
-//! the old shard (older state: a change is sent again) or the new one, never neither.
-//!
-//! **The fixed layout** (format 1) is a fixed number of shards, `{prefix}-NN`, by
-//! `fnv1a64("{namespace}/{name}") % N`. They are read as epoch 0 (older than any leaf) and
-//! become obsolete: their streams are written into leaves, and they are deleted after that.
+//! epoch that covers its hash. A crash anywhere in a split or a merge leaves either the old
+//! shard (older state: a change is sent again) or the new one, never neither.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,7 +26,7 @@ use super::entry::{self, StreamKey, place};
 mod names;
 mod restore;
 
-pub use self::names::{Prefix, ShardId};
+pub use self::names::Prefix;
 use self::restore::hash_of_entry;
 pub use self::restore::{Coverage, Found, Restored, restore};
 
@@ -104,7 +100,7 @@ pub struct Layout {
     max_depth: u8,
     /// Shards in the cluster whose streams now live in leaves: deleted once every leaf is
     /// written. A name that is a leaf again is overwritten by the leaf's whole write instead.
-    obsolete: BTreeSet<ShardId>,
+    obsolete: BTreeSet<Prefix>,
     next_epoch: u64,
     /// Numbers every change (a write made from a snapshot clears only what it carried).
     changes: u64,
@@ -208,12 +204,12 @@ impl Layout {
     }
 
     /// The obsolete shards that may be deleted now: none until every leaf is written.
-    pub fn deletable(&self) -> Vec<ShardId> {
+    pub fn deletable(&self) -> Vec<Prefix> {
         if !self.all_written() {
             return Vec::new();
         }
         (self.obsolete.iter())
-            .filter(|id| !matches!(id, ShardId::Leaf(p) if self.leaves.contains_key(p)))
+            .filter(|p| !self.leaves.contains_key(p))
             .copied()
             .collect()
     }
@@ -254,7 +250,7 @@ impl Layout {
 
     fn retire(&mut self, prefix: Prefix, leaf: &Leaf) {
         if leaf.written {
-            self.obsolete.insert(ShardId::Leaf(prefix));
+            self.obsolete.insert(prefix);
         }
     }
 
@@ -316,7 +312,7 @@ impl Layout {
         leaf.dirty.retain(|_, change| *change > upto);
         if whole {
             leaf.written = true;
-            self.obsolete.remove(&ShardId::Leaf(prefix));
+            self.obsolete.remove(&prefix);
         }
     }
 
@@ -330,8 +326,8 @@ impl Layout {
     }
 
     /// An obsolete shard was deleted (or was already gone).
-    pub fn deleted(&mut self, id: ShardId) {
-        self.obsolete.remove(&id);
+    pub fn deleted(&mut self, shard: Prefix) {
+        self.obsolete.remove(&shard);
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::health::FailureKind;
-use super::layout::{Prefix, ShardId};
+use super::layout::Prefix;
 use super::{
     Checkpoint, CheckpointError, EPOCH_ANNOTATION, FORMAT_KEY, MAX_SHARD_BYTES, WRITE_ATTEMPTS,
 };
@@ -37,7 +37,7 @@ impl Checkpoint {
         prefix: Prefix,
         whole: bool,
     ) -> Result<(), CheckpointError> {
-        let name = ShardId::Leaf(prefix).name(&self.cfg.prefix);
+        let name = prefix.shard_name(&self.cfg.prefix);
         let mut whole = whole;
         loop {
             let Some(LeafBody {
@@ -192,9 +192,9 @@ impl Checkpoint {
         }
     }
 
-    /// Deletes a shard a split, a merge or a migration replaced.
-    pub(super) async fn delete_shard(&self, id: ShardId) -> Result<(), CheckpointError> {
-        let name = id.name(&self.cfg.prefix);
+    /// Deletes a shard a split or a merge replaced.
+    pub(super) async fn delete_shard(&self, shard: Prefix) -> Result<(), CheckpointError> {
+        let name = shard.shard_name(&self.cfg.prefix);
         let result = self
             .retrying(|| async {
                 let params = DeleteParams::default();
@@ -207,7 +207,7 @@ impl Checkpoint {
         match result {
             Ok(()) => {
                 tracing::debug!(shard = %name, "deleted a replaced checkpoint shard");
-                self.layout().deleted(id);
+                self.layout().deleted(shard);
                 Ok(())
             }
             Err(source) => Err(CheckpointError::Write {

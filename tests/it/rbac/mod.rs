@@ -213,9 +213,12 @@ async fn checkpoint_holds(admin: &kube::Client, digest: &str) -> bool {
     })
 }
 
-/// The checkpoint an earlier version (16 ConfigMaps of a fixed layout) left, holding `digest`
-/// as delivered for the stream: what an upgrade finds.
-async fn seed_legacy_checkpoint(emu: &EmulatorServer, digest: &str) {
+/// A checkpoint a source left when it crashed in its first split, holding `digest` as
+/// delivered for the stream: the whole-space shard `-h` (epoch 1) and the new leaf `-h0`
+/// (epoch 2), with `-h1` not yet written and no marker. The next source reads it; the halves
+/// being small, it merges them back: `-h` written whole again, `-h0` deleted, the marker
+/// created: every ConfigMap verb the source is granted.
+async fn seed_interrupted_split(emu: &EmulatorServer, digest: &str) {
     let is = Api::<imagegate::api::ImageStream>::namespaced(emu.client(), "notebooks")
         .get("nb")
         .await
@@ -224,22 +227,19 @@ async fn seed_legacy_checkpoint(emu: &EmulatorServer, digest: &str) {
     let generation = is["status"]["tags"][0]["items"][0]["generation"]
         .as_i64()
         .unwrap();
-    let key = ("notebooks".to_string(), "nb".to_string());
-    let home = checkpoint::legacy_shard_of(&key, 16);
-    for i in 0..16 {
-        let mut data = serde_json::Map::new();
-        if i == home {
-            let entry = json!({"u": is["metadata"]["uid"], "t": {"candidate": {"d": digest, "g": generation}}});
-            data.insert("notebooks_nb".into(), entry.to_string().into());
-        }
+    let entry =
+        json!({"u": is["metadata"]["uid"], "t": {"candidate": {"d": digest, "g": generation}}});
+    for (suffix, epoch) in [("h", "1"), ("h0", "2")] {
         emu.seed(json!({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {
-                "name": format!("imagegate-source-checkpoint-{i:02}"), "namespace": NAMESPACE,
+                "name": format!("imagegate-source-checkpoint-{suffix}"), "namespace": NAMESPACE,
                 "labels": {"app.kubernetes.io/name": "imagegate", "app.kubernetes.io/component": "source-checkpoint"},
-                "annotations": {checkpoint::SHARDS_ANNOTATION: "16"},
+                "annotations": {checkpoint::EPOCH_ANNOTATION: epoch},
             },
-            "data": data,
+            // The stream is in both: whichever half its hash falls in, the newest shard that
+            // covers it holds it.
+            "data": {"notebooks_nb": entry.to_string()},
         }))
         .await;
     }
@@ -261,9 +261,9 @@ async fn the_source_makes_only_the_calls_config_grants_and_uses_every_grant() {
     let kubeconfig = dir.path().join("kubeconfig");
     emu.write_kubeconfig(&kubeconfig, SOURCE_SA);
 
-    // An upgrade: the checkpoint of an earlier version (16 ConfigMaps of a fixed layout) is read,
-    // moved into the self-sizing layout, the marker written and the old shards deleted.
-    seed_legacy_checkpoint(&emu, A).await;
+    // A split a crash interrupted: merged back (the state is small), the replaced shard
+    // deleted, the marker written.
+    seed_interrupted_split(&emu, A).await;
     let mut source = Program::from_deployment(
         "imagegate source",
         "400-source-deployment.yaml",
@@ -273,7 +273,7 @@ async fn the_source_makes_only_the_calls_config_grants_and_uses_every_grant() {
         &["--backoff-delay", "PT0.01S"],
     );
     eventually(
-        "the checkpoint moved into one new shard and the marker",
+        "the interrupted split merged back into one shard, the half deleted",
         &source,
         move || async move {
             let names: Vec<String> = (checkpoint_shards(admin).await.iter())
@@ -290,7 +290,7 @@ async fn the_source_makes_only_the_calls_config_grants_and_uses_every_grant() {
     assert_eq!(
         events[0].extension("imagedigest").map(|v| v.to_string()),
         Some(B.to_string()),
-        "A was delivered by the earlier version: only B is new"
+        "A was delivered before the crash: only B is new"
     );
     eventually("a checkpoint write of B", &source, move || async move {
         checkpoint_holds(admin, B).await

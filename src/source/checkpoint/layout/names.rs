@@ -1,6 +1,5 @@
 //! The names of the checkpoint's shards: a [`Prefix`] of the hash space names a leaf
-//! (`{prefix}-h{bits}`), and [`ShardId`] tells a leaf from a shard of the fixed layout of
-//! fixed layout (`{prefix}-NN`, format 1), which is still read.
+//! (`{prefix}-h{bits}`).
 
 use super::MAX_DEPTH;
 
@@ -101,30 +100,15 @@ impl Prefix {
     }
 }
 
-/// A ConfigMap of the checkpoint, by what it holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ShardId {
-    /// A leaf (or a former leaf) of the trie: `{prefix}-h{bits}`.
-    Leaf(Prefix),
-    /// A shard of the fixed layout (format 1): `{prefix}-{index:02}`.
-    Legacy(u32),
-}
-
-impl ShardId {
-    /// The ConfigMap's name.
-    pub fn name(self, prefix: &str) -> String {
-        match self {
-            ShardId::Leaf(p) => format!("{prefix}-{}", p.suffix()),
-            ShardId::Legacy(i) => format!("{prefix}-{i:02}"),
-        }
+impl Prefix {
+    /// The name of this leaf's ConfigMap.
+    pub fn shard_name(self, prefix: &str) -> String {
+        format!("{prefix}-{}", self.suffix())
     }
 
-    /// What a ConfigMap named `name` is, if it is a shard under `prefix`.
-    pub fn parse(prefix: &str, name: &str) -> Option<ShardId> {
+    /// The leaf a ConfigMap named `name` holds, if it is a shard under `prefix`.
+    pub fn of_shard(prefix: &str, name: &str) -> Option<Prefix> {
         let rest = name.strip_prefix(prefix)?.strip_prefix('-')?;
-        if rest.len() >= 2 && rest.bytes().all(|b| b.is_ascii_digit()) {
-            return rest.parse().ok().map(ShardId::Legacy);
-        }
-        Prefix::parse(rest).map(ShardId::Leaf)
+        Prefix::parse(rest)
     }
 }

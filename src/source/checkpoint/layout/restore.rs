@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{Layout, Leaf, MAX_DEPTH, MAX_EPOCH, Prefix, ShardId};
+use super::{Layout, Leaf, MAX_DEPTH, MAX_EPOCH, Prefix};
 use crate::source::checkpoint::entry::{self, StreamKey, place};
 use crate::source::state::StreamState;
 
@@ -18,21 +18,15 @@ pub(super) fn hash_of_entry(data_key: &str, value: &str) -> Option<u64> {
     }
 }
 
-/// A shard as read from the cluster.
+/// A shard as read from the cluster: a leaf of the trie, with its epoch.
 #[derive(Debug)]
-pub enum Found {
-    /// A leaf of the trie, with its epoch (None: the annotation is missing or unreadable).
-    Leaf {
-        prefix: Prefix,
-        epoch: Option<u64>,
-        data: BTreeMap<String, String>,
-    },
-    /// A shard of the fixed layout, with the shard count it was written for.
-    Legacy {
-        index: u32,
-        written_for: Option<u32>,
-        data: BTreeMap<String, String>,
-    },
+pub struct Found {
+    /// The range it holds.
+    pub prefix: Prefix,
+    /// Its epoch (None: the annotation is missing or unreadable).
+    pub epoch: Option<u64>,
+    /// Its entries.
+    pub data: BTreeMap<String, String>,
 }
 
 /// Which hashes the shards read hold: a stream outside them was lost with its shard, one inside
@@ -40,20 +34,15 @@ pub enum Found {
 #[derive(Debug, Default)]
 pub struct Coverage {
     leaves: BTreeSet<Prefix>,
-    /// The fixed layout's shard count and the indexes present.
-    legacy: Option<(u32, BTreeSet<u32>)>,
 }
 
 impl Coverage {
     /// Whether the shards read hold whatever was recorded about `key`.
     pub fn covers(&self, key: &StreamKey) -> bool {
         let hash = place(key);
-        let in_leaf = (0..=MAX_DEPTH)
+        (0..=MAX_DEPTH)
             .map(|d| Prefix::of(hash, d))
-            .any(|p| self.leaves.contains(&p));
-        in_leaf
-            || (self.legacy.as_ref())
-                .is_some_and(|(n, present)| present.contains(&entry::legacy_shard_of(key, *n)))
+            .any(|p| self.leaves.contains(&p))
     }
 
     /// Coverage of one shard holding every stream (for tests).
@@ -61,18 +50,12 @@ impl Coverage {
     pub fn everything() -> Coverage {
         Coverage {
             leaves: [Prefix::of(0, 0)].into(),
-            legacy: None,
         }
-    }
-
-    /// Whether any shard of the fixed layout was read.
-    pub fn has_legacy(&self) -> bool {
-        self.legacy.is_some()
     }
 
     /// Whether no shard at all was read.
     pub fn is_empty(&self) -> bool {
-        self.leaves.is_empty() && self.legacy.is_none()
+        self.leaves.is_empty()
     }
 }
 
@@ -96,11 +79,6 @@ pub fn restore(found: Vec<Found>, marker: bool) -> Restored {
     let read = Read::sort(found);
     let mut out = Restored::default();
     out.coverage.leaves = read.leaves.keys().copied().collect();
-    if !read.legacy.is_empty() {
-        let indexes = read.legacy.keys().copied().collect();
-        out.coverage.legacy = Some((read.legacy_count, indexes));
-    }
-    read.legacy_states(&mut out);
     let (mut layout, clean) = read.kept_leaves(&mut out, marker);
     fill_gaps(&mut layout, &clean, &out.states);
     let states = &out.states;
@@ -109,49 +87,23 @@ pub fn restore(found: Vec<Found>, marker: bool) -> Restored {
     out
 }
 
-/// The shards read, by kind.
+/// The shards read.
 struct Read {
     /// Each leaf's epoch and data.
     leaves: BTreeMap<Prefix, (u64, BTreeMap<String, String>)>,
-    /// Each fixed-layout shard's recorded count and data.
-    legacy: BTreeMap<u32, (Option<u32>, BTreeMap<String, String>)>,
-    legacy_count: u32,
     max_depth: u8,
 }
 
 impl Read {
     fn sort(found: Vec<Found>) -> Read {
         let mut leaves = BTreeMap::new();
-        let mut legacy = BTreeMap::new();
         for f in found {
-            match f {
-                // A leaf without its epoch (or with one past MAX_EPOCH) is taken as the oldest
-                // leaf, still newer than the fixed layout.
-                Found::Leaf {
-                    prefix,
-                    epoch,
-                    data,
-                } => {
-                    let epoch = epoch.filter(|e| *e <= MAX_EPOCH);
-                    leaves.insert(prefix, (epoch.unwrap_or(1).max(1), data));
-                }
-                Found::Legacy {
-                    index,
-                    written_for,
-                    data,
-                } => {
-                    legacy.insert(index, (written_for, data));
-                }
-            }
+            // A leaf without its epoch (or with one past MAX_EPOCH) is taken as the oldest.
+            let epoch = f.epoch.filter(|e| *e <= MAX_EPOCH);
+            leaves.insert(f.prefix, (epoch.unwrap_or(1).max(1), f.data));
         }
         let max_depth = leaves.keys().map(|p| p.depth()).max().unwrap_or(0);
-        let legacy_count = legacy_shard_count(&legacy);
-        Read {
-            leaves,
-            legacy,
-            legacy_count,
-            max_depth,
-        }
+        Read { leaves, max_depth }
     }
 
     /// The leaves no leaf with a higher epoch overlaps. Linear in the leaves (times the depth,
@@ -192,27 +144,6 @@ impl Read {
             .max_by_key(|(p, e)| (*e, p.depth()))
     }
 
-    /// The fixed layout's entries, where no leaf covers them; a stream in two of its shards (a
-    /// shard count change interrupted) is taken from the shard its count puts it in.
-    fn legacy_states(&self, out: &mut Restored) {
-        for (index, (_, data)) in &self.legacy {
-            for (dk, value) in data {
-                match entry::decode(dk, value) {
-                    Ok((key, state)) => {
-                        if self.newest(place(&key)).is_some() {
-                            continue;
-                        }
-                        let home = entry::legacy_shard_of(&key, self.legacy_count) == *index;
-                        if home || !out.states.contains_key(&key) {
-                            out.states.insert(key, state);
-                        }
-                    }
-                    Err(reason) => unreadable(out, dk, &reason, ShardId::Legacy(*index)),
-                }
-            }
-        }
-    }
-
     /// The leaves no leaf with a higher epoch overlaps, kept as the layout's leaves (with the
     /// entries that are not theirs marked for removal); every other shard read is obsolete.
     /// Each stream's state comes from the newest leaf covering it.
@@ -233,13 +164,10 @@ impl Read {
             changes: 0,
             marker,
         };
-        layout
-            .obsolete
-            .extend(self.legacy.keys().map(|i| ShardId::Legacy(*i)));
         for (prefix, (epoch, data)) in &self.leaves {
             let keep = clean.contains(prefix);
             if !keep {
-                layout.obsolete.insert(ShardId::Leaf(*prefix));
+                layout.obsolete.insert(*prefix);
             }
             let mut leaf = Leaf {
                 epoch: *epoch,
@@ -258,7 +186,7 @@ impl Read {
                         ours
                     }
                     Err(reason) => {
-                        unreadable(out, dk, &reason, ShardId::Leaf(*prefix));
+                        unreadable(out, dk, &reason, *prefix);
                         false
                     }
                 };
@@ -306,23 +234,7 @@ fn fill_gaps(
     }
 }
 
-/// The shard count most legacy shards were written for (the highest index + 1 if none says).
-fn legacy_shard_count(legacy: &BTreeMap<u32, (Option<u32>, BTreeMap<String, String>)>) -> u32 {
-    let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
-    for (n, _) in legacy.values() {
-        if let Some(n) = n {
-            *counts.entry(*n).or_default() += 1;
-        }
-    }
-    (counts
-        .into_iter()
-        .max_by_key(|(n, c)| (*c, *n))
-        .map(|(n, _)| n))
-    .or_else(|| legacy.keys().max().map(|i| i + 1))
-    .unwrap_or(1)
-}
-
-fn unreadable(out: &mut Restored, data_key: &str, reason: &str, shard: ShardId) {
+fn unreadable(out: &mut Restored, data_key: &str, reason: &str, shard: Prefix) {
     tracing::warn!(?shard, key = %data_key, %reason, "an unreadable checkpoint entry: its stream's current tags are sent again");
     if let Some(key) = entry::key_of_data_key(data_key).filter(|_| !data_key.starts_with('_')) {
         out.unreadable.insert(key);
@@ -380,12 +292,7 @@ mod linear {
                 leaves.insert(Prefix::of(hash, depth), (epoch, BTreeMap::new()));
             }
             let max_depth = leaves.keys().map(|p| p.depth()).max().unwrap_or(0);
-            let read = Read {
-                leaves,
-                legacy: BTreeMap::new(),
-                legacy_count: 0,
-                max_depth,
-            };
+            let read = Read { leaves, max_depth };
             assert_eq!(read.unoverlapped(), quadratic(&read), "round {round}");
         }
     }

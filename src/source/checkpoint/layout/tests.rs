@@ -82,41 +82,27 @@ fn a_prefix_is_the_top_bits_of_the_hash_and_names_its_shard() {
 }
 
 #[test]
-fn shard_names_tell_leaves_from_the_fixed_layout_and_the_marker() {
+fn shard_names_tell_leaves_from_other_configmaps_and_the_marker() {
     let pre = "imagegate-source-checkpoint";
     assert_eq!(
-        ShardId::parse(pre, "imagegate-source-checkpoint-h"),
-        Some(ShardId::Leaf(Prefix::ROOT))
+        Prefix::of_shard(pre, "imagegate-source-checkpoint-h"),
+        Some(Prefix::ROOT)
     );
     assert_eq!(
-        ShardId::parse(pre, "imagegate-source-checkpoint-h01"),
-        Some(ShardId::Leaf(p("01")))
-    );
-    assert_eq!(
-        ShardId::parse(pre, "imagegate-source-checkpoint-07"),
-        Some(ShardId::Legacy(7))
-    );
-    assert_eq!(
-        ShardId::parse(pre, "imagegate-source-checkpoint-123"),
-        Some(ShardId::Legacy(123))
+        Prefix::of_shard(pre, "imagegate-source-checkpoint-h01"),
+        Some(p("01"))
     );
     for other in [
         pre,
+        "imagegate-source-checkpoint-07",
         "imagegate-source-checkpoint-7",
         "imagegate-source-checkpoint-hx",
         "other-h",
         "imagegate-source-checkpoint-marker",
     ] {
-        assert_eq!(ShardId::parse(pre, other), None, "{other}");
+        assert_eq!(Prefix::of_shard(pre, other), None, "{other}");
     }
-    assert_eq!(
-        ShardId::Leaf(p("01")).name(pre),
-        "imagegate-source-checkpoint-h01"
-    );
-    assert_eq!(
-        ShardId::Legacy(3).name(pre),
-        "imagegate-source-checkpoint-03"
-    );
+    assert_eq!(p("01").shard_name(pre), "imagegate-source-checkpoint-h01");
 }
 
 #[test]
@@ -162,10 +148,7 @@ fn a_written_leaf_that_splits_is_deleted_only_after_every_new_leaf_is_written() 
     let new: Vec<Prefix> = layout.leaves.keys().copied().collect();
     assert!(new.len() >= 2);
     assert!(layout.leaves.values().all(|l| l.epoch > epoch));
-    assert_eq!(
-        layout.obsolete,
-        BTreeSet::from([ShardId::Leaf(Prefix::ROOT)])
-    );
+    assert_eq!(layout.obsolete, BTreeSet::from([Prefix::ROOT]));
     assert_eq!(layout.plan().whole, new);
     assert!(layout.plan().patch.is_empty());
     assert!(layout.deletable().is_empty());
@@ -177,8 +160,8 @@ fn a_written_leaf_that_splits_is_deleted_only_after_every_new_leaf_is_written() 
     assert!(layout.deletable().is_empty(), "one leaf is not written yet");
     let e = layout.leaves[&new[0]].epoch;
     layout.written(new[0], e, upto, true);
-    assert_eq!(layout.deletable(), vec![ShardId::Leaf(Prefix::ROOT)]);
-    layout.deleted(ShardId::Leaf(Prefix::ROOT));
+    assert_eq!(layout.deletable(), vec![Prefix::ROOT]);
+    layout.deleted(Prefix::ROOT);
     assert!(layout.deletable().is_empty());
 }
 
@@ -239,7 +222,7 @@ fn a_write_clears_only_the_changes_it_carried() {
 fn restoring_clean_leaves_keeps_them_and_fills_the_rest_of_the_space() {
     let a = streams_in(p("0"), 3);
     let b = streams_in(p("1"), 2);
-    let found = vec![Found::Leaf {
+    let found = vec![Found {
         prefix: p("0"),
         epoch: Some(4),
         data: data(&[(&a[0], "a0"), (&a[1], "a1"), (&a[2], "a2")]),
@@ -269,12 +252,12 @@ fn an_interrupted_split_reads_each_half_from_the_newest_shard_that_covers_it() {
         (&right[1], "r1"),
     ]);
     let found = vec![
-        Found::Leaf {
+        Found {
             prefix: Prefix::ROOT,
             epoch: Some(1),
             data: parent,
         },
-        Found::Leaf {
+        Found {
             prefix: p("0"),
             epoch: Some(2),
             data: data(&[(&left[0], "new")]),
@@ -292,10 +275,7 @@ fn an_interrupted_split_reads_each_half_from_the_newest_shard_that_covers_it() {
     assert!(r.layout.leaves[&p("0")].written);
     let fresh = &r.layout.leaves[&p("1")];
     assert!(!fresh.written && fresh.data.len() == 2);
-    assert_eq!(
-        r.layout.obsolete,
-        BTreeSet::from([ShardId::Leaf(Prefix::ROOT)])
-    );
+    assert_eq!(r.layout.obsolete, BTreeSet::from([Prefix::ROOT]));
     assert!(r.coverage.covers(&right[0]));
 }
 
@@ -304,17 +284,17 @@ fn an_interrupted_merge_reads_from_the_merged_shard() {
     let left = streams_in(p("0"), 1);
     let right = streams_in(p("1"), 1);
     let found = vec![
-        Found::Leaf {
+        Found {
             prefix: p("0"),
             epoch: Some(2),
             data: data(&[(&left[0], "stale")]),
         },
-        Found::Leaf {
+        Found {
             prefix: p("1"),
             epoch: Some(2),
             data: data(&[(&right[0], "stale")]),
         },
-        Found::Leaf {
+        Found {
             prefix: Prefix::ROOT,
             epoch: Some(3),
             data: data(&[(&left[0], "merged")]),
@@ -325,75 +305,7 @@ fn an_interrupted_merge_reads_from_the_merged_shard() {
     assert!(!r.states.contains_key(&right[0]), "removed after the merge");
     assert_eq!(r.layout.shard_count(), 1);
     assert!(r.layout.leaves[&Prefix::ROOT].written);
-    assert_eq!(
-        r.layout.obsolete,
-        BTreeSet::from([ShardId::Leaf(p("0")), ShardId::Leaf(p("1"))])
-    );
-}
-
-#[test]
-fn shards_of_the_fixed_layout_are_read_and_moved_into_leaves() {
-    let keys = streams_in(Prefix::ROOT, 40);
-    let mut shards: BTreeMap<u32, Vec<(&StreamKey, &str)>> = BTreeMap::new();
-    for k in &keys {
-        shards
-            .entry(entry::legacy_shard_of(k, 4))
-            .or_default()
-            .push((k, "legacy"));
-    }
-    // Shard 2 was deleted by hand.
-    let found: Vec<Found> = (shards.iter())
-        .filter(|(i, _)| **i != 2)
-        .map(|(i, entries)| Found::Legacy {
-            index: *i,
-            written_for: Some(4),
-            data: data(entries),
-        })
-        .collect();
-    let r = restore(found, false);
-    let in_two = keys
-        .iter()
-        .filter(|k| entry::legacy_shard_of(k, 4) == 2)
-        .count();
-    assert!(in_two > 0);
-    assert_eq!(r.states.len(), keys.len() - in_two);
-    assert_eq!(r.layout.shard_count(), 1);
-    let root = &r.layout.leaves[&Prefix::ROOT];
-    assert!(!root.written && root.data.len() == keys.len() - in_two);
-    assert!(
-        root.data.values().all(|v| !v.starts_with('{')),
-        "moved in the compact form"
-    );
-    assert_eq!(
-        r.layout.obsolete,
-        BTreeSet::from([ShardId::Legacy(0), ShardId::Legacy(1), ShardId::Legacy(3)])
-    );
-    assert!(r.coverage.has_legacy());
-    for k in &keys {
-        assert_eq!(r.coverage.covers(k), entry::legacy_shard_of(k, 4) != 2);
-    }
-}
-
-#[test]
-fn an_interrupted_migration_prefers_the_leaves_to_the_fixed_layout() {
-    let left = streams_in(p("0"), 1);
-    let right = streams_in(p("1"), 1);
-    let found = vec![
-        Found::Legacy {
-            index: 0,
-            written_for: Some(1),
-            data: data(&[(&left[0], "legacy"), (&right[0], "legacy")]),
-        },
-        Found::Leaf {
-            prefix: p("0"),
-            epoch: None,
-            data: data(&[(&left[0], "leaf")]),
-        },
-    ];
-    let r = restore(found, false);
-    assert_eq!(r.states[&left[0]].uid, "leaf");
-    assert_eq!(r.states[&right[0]].uid, "legacy");
-    assert!(r.layout.obsolete.contains(&ShardId::Legacy(0)));
+    assert_eq!(r.layout.obsolete, BTreeSet::from([p("0"), p("1")]));
 }
 
 #[test]
@@ -403,12 +315,12 @@ fn unreadable_and_misplaced_entries_are_reported_and_removed() {
     let mut entries = data(&[(&left[0], "ok"), (&right[0], "misplaced")]);
     entries.insert(entry::data_key(&left[1]), "u;broken".into());
     let found = vec![
-        Found::Leaf {
+        Found {
             prefix: p("0"),
             epoch: Some(1),
             data: entries,
         },
-        Found::Leaf {
+        Found {
             prefix: p("1"),
             epoch: Some(1),
             data: BTreeMap::new(),
@@ -451,12 +363,12 @@ fn an_epoch_past_the_bound_is_unreadable_and_outranks_no_later_shard() {
     // oldest leaf.
     let a = streams_in(p("0"), 1);
     let found = vec![
-        Found::Leaf {
+        Found {
             prefix: Prefix::ROOT,
             epoch: Some(u64::MAX),
             data: data(&[(&a[0], "forged")]),
         },
-        Found::Leaf {
+        Found {
             prefix: p("0"),
             epoch: Some(3),
             data: data(&[(&a[0], "real")]),

@@ -101,7 +101,7 @@ const EVENTS: Rule = ("events.k8s.io", "events", &[]);
 const CMS: &str = "/api/v1/namespaces/imagegate-system/configmaps";
 const SHARD: &str = "/api/v1/namespaces/imagegate-system/configmaps/imagegate-source-checkpoint-h";
 const OLD_SHARD: &str =
-    "/api/v1/namespaces/imagegate-system/configmaps/imagegate-source-checkpoint-00";
+    "/api/v1/namespaces/imagegate-system/configmaps/imagegate-source-checkpoint-h0";
 const LEASES_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/imagegate-system/leases";
 const SOURCE_LEASE_PATH: &str =
     "/apis/coordination.k8s.io/v1/namespaces/imagegate-system/leases/imagegate-source";
@@ -143,7 +143,7 @@ pub fn rows() -> Vec<Row> {
         row(SOURCE_ROLE, CONFIGMAPS, "patch", ("PATCH", SHARD))
             .body(Body::Json(MERGE, json!({"data": {"ds_nb": "{}"}}))),
         Row {
-            before: Some(configmap("imagegate-source-checkpoint-00")),
+            before: Some(configmap("imagegate-source-checkpoint-h0")),
             ..row(SOURCE_ROLE, CONFIGMAPS, "delete", ("DELETE", OLD_SHARD))
         },
         row(SOURCE_ROLE, LEASES, "create", ("POST", LEASES_PATH)).body(lease("imagegate-source-")),
