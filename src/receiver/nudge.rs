@@ -128,13 +128,16 @@ impl Worker {
                 return;
             }
         };
-        let named: Vec<String> = (pushes.iter())
-            .map(|p| format!("{}/{}:{}", p.registry, p.repository, p.tag))
-            .collect();
-        let governed: Vec<String> = (found.iter())
-            .map(|t| format!("{}/{}:{}", t.namespace, t.stream, t.tag))
-            .collect();
-        debug!(pushes = ?named, tags = ?governed, "pushes read: the governed candidate tags they name");
+        // Spelled out only when debug is on: this runs for every batch of notifications.
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let named: Vec<String> = (pushes.iter())
+                .map(|p| format!("{}/{}:{}", p.registry, p.repository, p.tag))
+                .collect();
+            let governed: Vec<String> = (found.iter())
+                .map(|t| format!("{}/{}:{}", t.namespace, t.stream, t.tag))
+                .collect();
+            debug!(pushes = ?named, tags = ?governed, "pushes read: the governed candidate tags they name");
+        }
         for target in found {
             if self.pending.contains(&target) {
                 self.metrics.import(outcome::DEFERRED);

@@ -77,10 +77,8 @@ pub fn router(ctx: Arc<Context>) -> Router {
         let handler = move |State(ctx): State<Arc<Context>>, request: Request| async move {
             let (parts, body) = request.into_parts();
             let read = tokio::time::timeout(READ_TIMEOUT, axum::body::to_bytes(body, MAX_BODY));
-            let token = parts
-                .uri
-                .path()
-                .strip_prefix(&format!("/v1/{sender}/"))
+            let token = (parts.uri.path().strip_prefix("/v1/"))
+                .and_then(|rest| rest.strip_prefix(sender)?.strip_prefix('/'))
                 .map(str::to_string);
             match read.await {
                 Ok(Ok(body)) => notified(&ctx, sender, &parts.headers, token.as_deref(), &body),

@@ -195,7 +195,7 @@ fn compose(
             img
         }
     };
-    if !event.image.is_empty() || img.contains_key("dockerImageReference") {
+    if !event.image.is_empty() {
         img.insert(
             "dockerImageReference".into(),
             json!(resolve_reference(s, tag, &event)),
