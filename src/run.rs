@@ -395,7 +395,7 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
         shared: crate::source::mt::settings::Shared {
             events,
             api_server_url,
-            guard: crate::source::sink::guard::Guard {
+            guard: std::sync::Arc::new(crate::source::sink::guard::Guard {
                 api_server_host: api_server_host.clone(),
                 allowed: args
                     .allow_sink_hosts
@@ -406,7 +406,7 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
                     crate::source::sink::resolve::DEFAULT_CLUSTER_DOMAIN.to_owned()
                 }),
                 cross_namespace: args.allow_cross_namespace_sinks,
-            },
+            }),
             checkpoint_namespace: args.checkpoint_namespace.clone(),
             max_queued: args.max_queued_per_source,
             checkpoint_cap: crate::source::mt::settings::checkpoint_cap(

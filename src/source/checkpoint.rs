@@ -224,14 +224,17 @@ impl Checkpoint {
     /// [`Checkpoint::run`] once `listed` turns true, until `done` is cancelled. Never before:
     /// a first start that flushed an empty checkpoint (and its marker) and then crashed would
     /// look like a restart that lost every stream. Readiness then follows whether the
-    /// checkpoint is being written. Returns at once, flushing nothing, when `done` is cancelled
-    /// or `listed`'s sender goes before the first list.
+    /// checkpoint is being written, and `on_listed` is called (the multi-tenant adapter's
+    /// supervisor is told here rather than by a task of each source's own). Returns at once,
+    /// flushing nothing, when `done` is cancelled or `listed`'s sender goes before the first
+    /// list.
     pub async fn run_once_listed(
         self: Arc<Self>,
         mut listed: tokio::sync::watch::Receiver<bool>,
         metrics: Metrics,
         health: Arc<Health>,
         done: tokio_util::sync::CancellationToken,
+        on_listed: impl FnOnce() + Send,
     ) {
         let listed = tokio::select! {
             biased;
@@ -242,6 +245,7 @@ impl Checkpoint {
             return;
         }
         health.set_ready(true);
+        on_listed();
         self.run(metrics, health, done.cancelled_owned()).await;
     }
 

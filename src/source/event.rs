@@ -11,6 +11,8 @@
 //! modes (a missing or empty `id`/`type`/`source`, an unparsable `time` or `dataschema`) are
 //! excluded by construction here.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use cloudevents::event::{EventBuilderV10, TryIntoUrl};
 use cloudevents::{Event, EventBuilder};
@@ -100,10 +102,11 @@ pub enum EventConfigError {
 pub struct EventSettings {
     /// URL prefix of the published schemas; `dataschema` = base + `imagestreamtag-<kind>.json`
     /// (a `/` is put between them if the base does not end in one).
-    dataschema_base: String,
+    dataschema_base: Arc<str>,
     /// The `dataschema` of each kind (in [`KINDS`] order), parsed once: None when the base
-    /// does not make a URL (only [`EventSettings::unchecked`] lets one through).
-    schemas: [Option<url::Url>; 3],
+    /// does not make a URL (only [`EventSettings::unchecked`] lets one through). Shared: the
+    /// multi-tenant adapter's every source holds the same (BENCHMARKS.md, issue 30).
+    schemas: Arc<[Option<url::Url>; 3]>,
 }
 
 impl Default for EventSettings {
@@ -119,7 +122,7 @@ impl EventSettings {
         for kind in KINDS {
             if let Err(e) = settings.dataschema(kind).into_url() {
                 return Err(EventConfigError::DataschemaBase {
-                    base: settings.dataschema_base,
+                    base: settings.dataschema_base.to_string(),
                     reason: e.to_string(),
                 });
             }
@@ -130,10 +133,10 @@ impl EventSettings {
     /// Settings with any base; events of a kind whose dataschema is not a URL have none.
     pub fn unchecked(dataschema_base: impl Into<String>) -> Self {
         let mut settings = Self {
-            dataschema_base: dataschema_base.into(),
-            schemas: [None, None, None],
+            dataschema_base: Arc::from(dataschema_base.into()),
+            schemas: Arc::new([None, None, None]),
         };
-        settings.schemas = KINDS.map(|kind| settings.dataschema(kind).into_url().ok());
+        settings.schemas = Arc::new(KINDS.map(|kind| settings.dataschema(kind).into_url().ok()));
         settings
     }
 

@@ -136,7 +136,7 @@ pub fn serve(
         let sink = Arc::new(SinkClient::shared_guarded(
             settings.sink_timeout,
             settings.ca_pem.as_deref(),
-            settings.sink_guard.as_ref(),
+            settings.sink_guard.as_deref(),
         )?);
         let deliver = Sender {
             settings: settings.clone(),

@@ -23,9 +23,23 @@ pub struct ReasonLabels {
     pub reason: String,
 }
 
-/// The source's metrics, registered in one registry.
+/// The source's metrics, registered in one registry: a handle, cloned by every step of a
+/// flow (one `Arc`; the multi-tenant adapter's every source holds several, BENCHMARKS.md,
+/// issue 30), whose fields are [`Instruments`]'.
 #[derive(Clone)]
-pub struct Metrics {
+pub struct Metrics(std::sync::Arc<Instruments>);
+
+impl std::ops::Deref for Metrics {
+    type Target = Instruments;
+
+    fn deref(&self) -> &Instruments {
+        &self.0
+    }
+}
+
+/// The instruments behind [`Metrics`].
+#[derive(Clone)]
+pub struct Instruments {
     /// `imagegate_source_events_sent_total{type}`: accepted by the sink.
     pub sent: Family<TypeLabels, Counter>,
     /// `imagegate_source_events_failed_total{type}`: delivery rounds that ended refused (after
@@ -68,7 +82,7 @@ pub struct Metrics {
 impl Metrics {
     /// Creates the metrics and registers them under `imagegate_source`.
     pub fn register(registry: &mut Registry) -> Metrics {
-        let m = Metrics {
+        let m = Instruments {
             sent: Family::default(),
             failed: Family::default(),
             held: Gauge::default(),
@@ -167,7 +181,20 @@ impl Metrics {
             "Streams whose checkpoint entry was lost at a start, whose current tags were sent again",
             m.checkpoint_lost_streams.clone(),
         );
-        m
+        Metrics(std::sync::Arc::new(m))
+    }
+
+    /// These metrics, but for the gauges of one flow's own queue and checkpoint, which are new
+    /// and not registered (the multi-tenant adapter adds them up per process).
+    pub fn with_own_gauges(&self) -> Metrics {
+        Metrics(std::sync::Arc::new(Instruments {
+            queue_depth: Gauge::default(),
+            checkpoint_pending: Gauge::default(),
+            checkpoint_pending_age: Gauge::default(),
+            checkpoint_shards: Gauge::default(),
+            checkpoint_bytes: Gauge::default(),
+            ..(*self.0).clone()
+        }))
     }
 
     /// The label for a checkpoint write failure.

@@ -77,7 +77,7 @@ pub struct Settings {
     pub oidc: Option<std::sync::Arc<deliver::oidc::Oidc>>,
     /// Where a tenant's sink may not connect (the multi-tenant adapter's; None: anywhere, as
     /// the operator who configured the single source chose).
-    pub sink_guard: Option<sink::guard::Guard>,
+    pub sink_guard: Option<std::sync::Arc<sink::guard::Guard>>,
     /// Namespaces to watch (empty: all).
     pub namespaces: Vec<String>,
     /// Label selector of the ImageStreams.
@@ -164,6 +164,7 @@ pub async fn run_with_listed(
                 metrics.clone(),
                 health.clone(),
                 flushed.clone(),
+                || (),
             ));
             let settings = Arc::new(settings);
             let reports = flow::Reports {

@@ -95,7 +95,8 @@ pub const MAX_EPOCH: u64 = 1 << 53;
 
 #[derive(Debug)]
 pub struct Layout {
-    leaves: BTreeMap<Prefix, Leaf>,
+    // Boxed: most sources have one leaf, and a B-tree node holds room for eleven.
+    leaves: BTreeMap<Prefix, Box<Leaf>>,
     /// The deepest leaf's depth (a lookup tries each depth up to it).
     max_depth: u8,
     /// Shards in the cluster whose streams now live in leaves: deleted once every leaf is
@@ -111,7 +112,7 @@ pub struct Layout {
 impl Default for Layout {
     fn default() -> Self {
         Layout {
-            leaves: BTreeMap::from([(Prefix::ROOT, Leaf::new(1))]),
+            leaves: BTreeMap::from([(Prefix::ROOT, Box::new(Leaf::new(1)))]),
             max_depth: 0,
             obsolete: BTreeSet::new(),
             next_epoch: 2,
@@ -160,7 +161,7 @@ impl Layout {
 
     /// A leaf.
     pub fn leaf(&self, prefix: Prefix) -> Option<&Leaf> {
-        self.leaves.get(&prefix)
+        self.leaves.get(&prefix).map(|l| &**l)
     }
 
     /// The number of the last change made.
@@ -266,8 +267,8 @@ impl Layout {
             parts[half].insert_clean(k, v);
         }
         let [a, b] = parts;
-        self.leaves.insert(halves[0], a);
-        self.leaves.insert(halves[1], b);
+        self.leaves.insert(halves[0], Box::new(a));
+        self.leaves.insert(halves[1], Box::new(b));
         self.max_depth = self.max_depth.max(p.depth + 1);
         halves
     }
@@ -283,7 +284,7 @@ impl Layout {
             parent.insert_clean(k, v);
         }
         self.leaves
-            .insert(a.parent().unwrap_or(Prefix::ROOT), parent);
+            .insert(a.parent().unwrap_or(Prefix::ROOT), Box::new(parent));
     }
 
     /// What the next flush writes.
@@ -310,6 +311,10 @@ impl Layout {
             return;
         };
         leaf.dirty.retain(|_, change| *change > upto);
+        if leaf.dirty.is_empty() {
+            // Free the emptied node: a leaf is clean most of its life, in every source.
+            leaf.dirty = BTreeMap::new();
+        }
         if whole {
             leaf.written = true;
             self.obsolete.remove(&prefix);

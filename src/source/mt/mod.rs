@@ -82,7 +82,7 @@ pub async fn run(
                 cluster_domain: settings.cluster_domain,
                 api_server_url: settings.shared.api_server_url.clone(),
                 identity: settings.identity,
-                guard: settings.shared.guard.clone(),
+                guard: (*settings.shared.guard).clone(),
             };
             let reports = supervisor::Reports {
                 metrics,

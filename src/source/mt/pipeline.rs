@@ -58,6 +58,9 @@ pub struct Pipeline {
     pub metrics: Metrics,
     /// Told true once the first list of every one of its namespaces is recorded.
     pub listed: tokio::sync::watch::Sender<bool>,
+    /// Told its id once it has listed: the source is observed again, and its `Ready` turns
+    /// True.
+    pub relisted: mpsc::UnboundedSender<SourceId>,
     /// The Lease as the fence of its checkpoint's writes.
     pub fence: crate::leader::Fence,
     /// Told why its checkpoint cannot be served (past its cap), or None once it is loaded.
@@ -93,6 +96,12 @@ pub fn run(
             p.metrics.clone(),
             health,
             flushed.clone(),
+            {
+                let (relisted, id) = (p.relisted, p.id.clone());
+                move || {
+                    let _ = relisted.send(id);
+                }
+            },
         ));
         let mut filter = Filter::new(p.selector.clone());
         let scopes = p.scopes.len();

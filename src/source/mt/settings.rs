@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use kube::ResourceExt;
-use prometheus_client::metrics::gauge::Gauge;
 use serde_json::json;
 
 use crate::source::checkpoint::fit::fit;
@@ -34,7 +33,7 @@ pub struct Shared {
     /// The API server's URL (the `source` of resource and reference events).
     pub api_server_url: String,
     /// Where a tenant's sink may not point or connect.
-    pub guard: crate::source::sink::guard::Guard,
+    pub guard: std::sync::Arc<crate::source::sink::guard::Guard>,
     /// The adapter's own namespace (`POD_NAMESPACE`), where every source's checkpoint lives.
     pub checkpoint_namespace: String,
     /// The Lease as the fence of every checkpoint write ([`crate::leader::Fence`]).
@@ -160,13 +159,7 @@ pub fn owner(source: &ImageStreamSource) -> CheckpointOwner {
 /// set by each source in turn would show whichever wrote last); [`super::backlog`] adds them up
 /// into the process's.
 pub fn metrics(process: &Metrics) -> Metrics {
-    let mut m = process.clone();
-    m.queue_depth = Gauge::default();
-    m.checkpoint_pending = Gauge::default();
-    m.checkpoint_pending_age = Gauge::default();
-    m.checkpoint_shards = Gauge::default();
-    m.checkpoint_bytes = Gauge::default();
-    m
+    process.with_own_gauges()
 }
 
 #[cfg(test)]

@@ -199,7 +199,7 @@ impl Read {
                 }
             }
             if keep {
-                layout.leaves.insert(*prefix, leaf);
+                layout.leaves.insert(*prefix, Box::new(leaf));
             }
         }
         (layout, clean)
@@ -218,7 +218,7 @@ fn fill_gaps(
     let mut fresh = Vec::new();
     gaps(Prefix::ROOT, clean, &mut fresh);
     for p in &fresh {
-        layout.leaves.insert(*p, Leaf::new(epoch));
+        layout.leaves.insert(*p, Box::new(Leaf::new(epoch)));
     }
     layout.max_depth = layout.leaves.keys().map(|p| p.depth()).max().unwrap_or(0);
     if fresh.is_empty() {

@@ -60,6 +60,7 @@ impl Supervisor {
             counters: served.counters.clone(),
             metrics,
             listed,
+            relisted: self.relisted.clone(),
             fence: self.shared.fence.clone(),
             troubles: self.troubles.clone(),
         };
@@ -67,19 +68,8 @@ impl Supervisor {
         served.running = Some(Running {
             generation: served.source.metadata.generation,
             key,
-            listed: listed_rx.clone(),
+            listed: listed_rx,
             stop: stop.clone(),
-        });
-        // Once it has listed, the source is observed again, and its `Ready` turns True.
-        let (relisted, again, mut listed_rx) = (self.relisted.clone(), id.clone(), listed_rx);
-        let stopped = stop.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                () = stopped.cancelled() => {}
-                done = listed_rx.wait_for(|l| *l) => if done.is_ok() {
-                    let _ = relisted.send(again);
-                },
-            }
         });
         let client = self.ctx.client.clone();
         self.then(id, pipeline::run(client, pipeline, stop));
