@@ -10,6 +10,9 @@ use std::net::SocketAddr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::source::Mode;
+use crate::source::deliver::{BackoffPolicy, ContentMode};
+
 /// imagegate: validate-then-promote for OpenShift ImageStreams.
 #[derive(Debug, Parser)]
 #[command(name = "imagegate", version, about, long_about = None)]
@@ -153,12 +156,12 @@ pub struct SourceArgs {
 
     /// What to send: per-tag changes (`imagestreamtag`), or what Knative's ApiServerSource
     /// sends for ImageStreams (`resource`, `reference`).
-    #[arg(long, value_enum, default_value_t = SourceMode::Imagestreamtag)]
-    pub mode: SourceMode,
+    #[arg(long, value_enum, default_value_t = Mode::ImageStreamTag)]
+    pub mode: Mode,
 
     /// The CloudEvents HTTP content mode.
-    #[arg(long, value_enum, default_value_t = ContentModeArg::Binary)]
-    pub content_mode: ContentModeArg,
+    #[arg(long, value_enum, default_value_t = ContentMode::Binary)]
+    pub content_mode: ContentMode,
 
     /// Attempts after the first before the dead-letter sink (Knative's `retry`); without it,
     /// a change is retried until the sink takes it, with capped backoff.
@@ -166,8 +169,8 @@ pub struct SourceArgs {
     pub retry: Option<u32>,
 
     /// Knative's `backoffPolicy`.
-    #[arg(long, value_enum, default_value_t = BackoffPolicyArg::Exponential)]
-    pub backoff_policy: BackoffPolicyArg,
+    #[arg(long, value_enum, default_value_t = BackoffPolicy::Exponential)]
+    pub backoff_policy: BackoffPolicy,
 
     /// Knative's `backoffDelay`, an ISO-8601 duration.
     #[arg(long, default_value = "PT0.2S")]
@@ -222,35 +225,6 @@ const MULTI_TENANT_CONFLICTS: [&str; 16] = [
     "emit_existing",
     "checkpoint_prefix",
 ];
-
-/// `--mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SourceMode {
-    /// `dev.imagegate.imagestreamtag.*`: one event per tag change.
-    Imagestreamtag,
-    /// `dev.knative.apiserver.resource.*`: the ImageStream as data.
-    Resource,
-    /// `dev.knative.apiserver.ref.*`: a reference to the ImageStream as data.
-    Reference,
-}
-
-/// `--content-mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ContentModeArg {
-    /// Attributes in `ce-` headers, data as the body.
-    Binary,
-    /// The whole event as `application/cloudevents+json`.
-    Structured,
-}
-
-/// `--backoff-policy`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BackoffPolicyArg {
-    /// `delay * attempt`.
-    Linear,
-    /// `delay * 2^attempt`.
-    Exponential,
-}
 
 /// `imagegate controller`.
 #[derive(Debug, Args)]

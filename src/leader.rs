@@ -15,15 +15,20 @@
 //! `ReleaseOnCancel`) so a standby takes over at once.
 //!
 //! The decisions (who may acquire when, what to write) are pure functions over the Lease and
-//! the time; around them, `backon` retries a round every `retry_period` and the loop only logs.
+//! the time (`record`); around them, `backon` retries a round every `retry_period` and the
+//! loop only logs.
+//!
+//! Written here, not taken from a crate: kube-rs has no leader election, and `kubert`'s Lease
+//! (0.25, the linkerd policy controller's) is built on kube 1.1, not the kube 5 this crate
+//! uses, and decides expiry by comparing the holder's `renewTime` with the local wall clock,
+//! the rule that lets a standby whose clock runs ahead take a Lease that is still renewed
+//! (issue 30, F-11: `tests/it/leader.rs` runs such a standby 30 s ahead).
 
 use std::future::Future;
 use std::time::Duration;
 
 use backon::{ConstantBuilder, Retryable};
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -132,116 +137,8 @@ pub fn spawn(
     (rx, task)
 }
 
-/// What a candidate saw of the Lease: its record and when, on this process's monotonic clock,
-/// the record last changed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Observed {
-    record: String,
-    /// When the record was first seen as it is now.
-    pub at: Instant,
-}
-
-impl Observed {
-    /// Notes `lease` read at `now`: the time moves only when its record changed since `prev`.
-    pub fn note(prev: Option<&Observed>, lease: &Lease, now: Instant) -> Observed {
-        let record = serde_json::to_string(&lease.spec).unwrap_or_default();
-        match prev {
-            Some(p) if p.record == record => p.clone(),
-            _ => Observed { record, at: now },
-        }
-    }
-}
-
-/// Whether the Lease's holder has stopped renewing: its record has not changed for its
-/// `leaseDurationSeconds` since `observed_at` (when this process saw it change), at `now` on
-/// the same clock. A Lease without a spec is expired.
-pub fn is_expired(lease: &Lease, observed_at: Instant, now: Instant) -> bool {
-    let Some(spec) = &lease.spec else {
-        return true;
-    };
-    let secs = u64::try_from(spec.lease_duration_seconds.unwrap_or(0)).unwrap_or(0);
-    observed_at + Duration::from_secs(secs) <= now
-}
-
-/// The Lease's holder; `None` when it is free (never held, or released with an empty
-/// `holderIdentity`).
-pub fn holder(lease: &Lease) -> Option<&str> {
-    lease
-        .spec
-        .as_ref()?
-        .holder_identity
-        .as_deref()
-        .filter(|h| !h.is_empty())
-}
-
-/// Whether `identity` may write itself as the holder: the Lease is free, already its own
-/// (renewal, or a restart under the same identity), or `expired` ([`is_expired`]).
-pub fn may_acquire(lease: &Lease, identity: &str, expired: bool) -> bool {
-    match holder(lease) {
-        None => true,
-        Some(h) if h == identity => true,
-        Some(_) => expired,
-    }
-}
-
 /// What a candidate remembers between rounds.
 type Seen = std::sync::Mutex<Option<Observed>>;
-
-/// The Lease `cfg.identity` writes to hold it at `now`: a new one (transitions 0), a takeover
-/// (transitions + 1, new acquireTime) or a renewal (acquireTime and transitions kept). The
-/// metadata, resourceVersion included, is kept so the write is conditional.
-fn claimed(current: Option<&Lease>, cfg: &LeaderConfig, now: Timestamp) -> Lease {
-    let mut lease = current.cloned().unwrap_or_else(|| Lease {
-        metadata: ObjectMeta {
-            name: Some(cfg.lease_name.clone()),
-            namespace: Some(cfg.namespace.clone()),
-            ..ObjectMeta::default()
-        },
-        spec: None,
-    });
-    let old = lease.spec.take().unwrap_or_default();
-    let renewal = current.and_then(holder) == Some(cfg.identity.as_str());
-    let (acquire_time, transitions) = match current {
-        None => (MicroTime(now), 0),
-        Some(_) if renewal => (
-            old.acquire_time.clone().unwrap_or(MicroTime(now)),
-            old.lease_transitions.unwrap_or(0),
-        ),
-        Some(_) => (
-            MicroTime(now),
-            old.lease_transitions.unwrap_or(0).saturating_add(1),
-        ),
-    };
-    lease.spec = Some(LeaseSpec {
-        holder_identity: Some(cfg.identity.clone()),
-        lease_duration_seconds: Some(cfg.lease_duration_seconds()),
-        acquire_time: Some(acquire_time),
-        renew_time: Some(MicroTime(now)),
-        lease_transitions: Some(transitions),
-        ..old
-    });
-    lease
-}
-
-/// The Lease a leader writes when it steps down on shutdown (client-go's `ReleaseOnCancel`).
-fn released(current: &Lease, now: Timestamp) -> Lease {
-    let mut lease = current.clone();
-    let old = lease.spec.take().unwrap_or_default();
-    lease.spec = Some(LeaseSpec {
-        holder_identity: Some(String::new()),
-        lease_duration_seconds: Some(1),
-        acquire_time: Some(MicroTime(now)),
-        renew_time: Some(MicroTime(now)),
-        ..old
-    });
-    lease
-}
-
-/// The time, to the microsecond a `MicroTime` keeps.
-fn micro_now() -> Timestamp {
-    let now = Timestamp::now();
-    Timestamp::from_microsecond(now.as_microsecond()).unwrap_or(now)
-}
 
 /// What one try to acquire or renew found.
 #[derive(Debug)]
@@ -511,8 +408,11 @@ async fn release(api: &Api<Lease>, cfg: &LeaderConfig, held: (Lease, Instant)) {
 
 pub mod fence;
 pub mod preflight;
+mod record;
 
 pub use fence::Fence;
+pub use record::{Observed, holder, is_expired, may_acquire};
+use record::{claimed, micro_now, released};
 
 #[cfg(test)]
 mod tests;

@@ -6,9 +6,7 @@ use anyhow::{anyhow, bail};
 
 use std::sync::Arc;
 
-use crate::cli::{
-    BackoffPolicyArg, ContentModeArg, ControllerArgs, LeaderArgs, SourceArgs, SourceMode,
-};
+use crate::cli::{ControllerArgs, LeaderArgs, SourceArgs};
 use crate::leader::LeaderConfig;
 
 /// `imagegate crds`: the CustomResourceDefinitions imagegate owns, as YAML on stdout: every one
@@ -283,9 +281,7 @@ pub async fn shutdown_signal() {
 
 /// `imagegate source`: watch ImageStreams and deliver their tag changes until SIGTERM.
 pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
-    use crate::source::deliver::{
-        BackoffPolicy, ContentMode, DeliverySpec, parse_iso8601_duration,
-    };
+    use crate::source::deliver::{DeliverySpec, parse_iso8601_duration};
     if args.multi_tenant {
         return source_multi_tenant(args).await;
     }
@@ -340,21 +336,11 @@ pub async fn source(args: SourceArgs) -> anyhow::Result<()> {
         namespaces: dedup(&args.namespaces),
         selector: args.selector.clone(),
         tags: crate::source::state::TagFilter(args.tags.clone()),
-        mode: match args.mode {
-            SourceMode::Imagestreamtag => crate::source::Mode::ImageStreamTag,
-            SourceMode::Resource => crate::source::Mode::Resource,
-            SourceMode::Reference => crate::source::Mode::Reference,
-        },
-        content_mode: match args.content_mode {
-            ContentModeArg::Binary => ContentMode::Binary,
-            ContentModeArg::Structured => ContentMode::Structured,
-        },
+        mode: args.mode,
+        content_mode: args.content_mode,
         delivery: DeliverySpec {
             retry: args.retry,
-            backoff_policy: match args.backoff_policy {
-                BackoffPolicyArg::Linear => BackoffPolicy::Linear,
-                BackoffPolicyArg::Exponential => BackoffPolicy::Exponential,
-            },
+            backoff_policy: args.backoff_policy,
             backoff_delay,
             max_backoff: std::time::Duration::from_secs(300),
             dead_letter_sink,

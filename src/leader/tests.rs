@@ -2,6 +2,9 @@
 //! validation, and conflicts against the emulator.
 
 use super::*;
+use k8s_openapi::api::coordination::v1::LeaseSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
 
 fn ts(s: &str) -> Timestamp {
     s.parse().unwrap()

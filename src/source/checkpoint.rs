@@ -68,6 +68,7 @@ use crate::api::status_code as code;
 pub use self::config::{Cap, CheckpointConfig, DEFAULT_WRITE_BUDGET, MAX_PAUSE, pause};
 pub use self::entry::{StreamKey, data_key, decode_state, fnv1a64};
 pub use self::error::CheckpointError;
+pub use self::health::FailureKind;
 pub use self::layout::{MAX_SHARD_BYTES, MERGE_BELOW, SPLIT_ABOVE};
 pub(crate) use self::load::found_shard;
 pub use self::load::{Loaded, data_bytes};
@@ -81,7 +82,7 @@ pub const EPOCH_ANNOTATION: &str = "imagegate.dev/checkpoint-epoch";
 /// The marker's data key with the checkpoint format.
 pub const FORMAT_KEY: &str = "format";
 /// Tries per shard and flush; a flush that still fails keeps its changes for the next one.
-const WRITE_ATTEMPTS: u32 = 4;
+pub const WRITE_ATTEMPTS: u32 = 4;
 /// How many shards are written at once.
 const CONCURRENT_WRITES: usize = 4;
 /// A flush that takes longer counts as failed (kube's client retries 429, 503 and 504 itself,
@@ -351,9 +352,6 @@ impl Checkpoint {
         }
     }
 }
-
-#[cfg(test)]
-mod io_tests;
 
 #[cfg(test)]
 mod tests {

@@ -51,14 +51,31 @@ use self::event::EventSettings;
 use self::metrics::Metrics;
 use self::state::TagFilter;
 
-/// What the source sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// One enum for `--mode`, the ImageStreamSource's `spec.mode` (its doc is the CRD's
+// description) and the flow.
+/// What a source sends (the `--mode` of `imagegate source`).
+#[derive(
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+    clap::ValueEnum,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// One `dev.imagegate.imagestreamtag.*` event per tag change.
+    #[default]
+    #[serde(rename = "imagestreamtag")]
+    #[value(name = "imagestreamtag")]
     ImageStreamTag,
-    /// ApiServerSource's `dev.knative.apiserver.resource.*`.
+    /// ApiServerSource's `dev.knative.apiserver.resource.*`, the ImageStream as data.
     Resource,
-    /// ApiServerSource's `dev.knative.apiserver.ref.*`.
+    /// ApiServerSource's `dev.knative.apiserver.ref.*`, an ObjectReference as data.
     Reference,
 }
 

@@ -6,7 +6,7 @@
 pub mod guard;
 pub mod resolve;
 
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject};
 use serde_json::Value;
 
 use k8s_openapi::api::authorization::v1::ResourceAttributes;
@@ -65,7 +65,7 @@ pub async fn resolve_sink(
         let review = account.review(ResourceAttributes {
             namespace: Some(target.namespace.clone()),
             verb: Some(resolve::CROSS_NAMESPACE_VERB.to_owned()),
-            group: Some(target.group().to_owned()),
+            group: Some(target.gvk().group),
             resource: Some(target.plural.clone()),
             name: Some(target.name.clone()),
             ..Default::default()
@@ -110,7 +110,7 @@ pub async fn resolve_sink(
 
 /// The object `target` names as JSON; None when it (or its kind) does not exist.
 async fn read(client: &kube::Client, target: &Target) -> Result<Option<Value>, kube::Error> {
-    let gvk = GroupVersionKind::gvk(target.group(), target.version(), &target.kind);
+    let gvk = target.gvk();
     let resource = ApiResource::from_gvk_with_plural(&gvk, &target.plural);
     let api: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &target.namespace, &resource);
@@ -124,7 +124,7 @@ async fn read(client: &kube::Client, target: &Target) -> Result<Option<Value>, k
 }
 
 fn resource_name(target: &Target) -> String {
-    match target.group() {
+    match target.gvk().group.as_str() {
         "" => target.plural.clone(),
         group => format!("{}.{group}", target.plural),
     }

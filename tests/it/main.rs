@@ -48,6 +48,7 @@
 mod adopt;
 mod api_types;
 mod bad_config;
+mod checkpoint_io;
 mod cli;
 mod controller_cache;
 mod controller_chains;

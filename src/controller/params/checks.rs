@@ -189,6 +189,10 @@ enum QuantityError {
 
 /// Parses a Kubernetes quantity (`5Gi`, `500M`, `1.5G`, `12e6`, `1200000`) as bytes, rounding a
 /// fractional result up as `Quantity.Value()` does. Negative quantities are invalid here.
+///
+/// Written here: k8s-openapi's `Quantity` is only the string, and the one crate that parses it
+/// (`k8s_quantity_parser` 0.1, built on k8s-openapi 0.14) reads neither fractions (`1.5G`) nor
+/// exponents (`12e6`) and multiplies unchecked, so a large value from an inline spec overflows.
 fn parse_quantity_bytes(text: &str) -> Result<u64, QuantityError> {
     let number_len = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+'))

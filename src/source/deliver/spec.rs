@@ -11,8 +11,23 @@ use super::error::SendError;
 /// A cap on the waits: five minutes, used when the caller has no better one.
 pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(300);
 
-/// Knative's delivery spec `backoffPolicy`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+// One enum for `--backoff-policy`, the ImageStreamSource's `spec.delivery.backoffPolicy` (its
+// doc is the CRD's description) and the delivery.
+/// Knative's backoff policies.
+#[derive(
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+    clap::ValueEnum,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum BackoffPolicy {
     /// `backoffDelay * n` before the n-th retry.
     Linear,

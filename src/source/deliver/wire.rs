@@ -13,8 +13,23 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 use super::error::SendError;
 
-/// How the event travels over HTTP (CloudEvents HTTP binding).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+// One enum for `--content-mode`, the ImageStreamSource's `spec.contentMode` (its doc is the
+// CRD's description) and the delivery.
+/// How events are written on the wire.
+#[derive(
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+    clap::ValueEnum,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum ContentMode {
     /// Attributes in `ce-` headers, the data as the body (what Knative and Tekton expect).
     #[default]

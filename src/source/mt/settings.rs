@@ -6,16 +6,14 @@ use std::time::Duration;
 use kube::ResourceExt;
 use serde_json::json;
 
+use crate::source::Settings;
 use crate::source::checkpoint::fit::fit;
 use crate::source::checkpoint::{Cap, CheckpointConfig, CheckpointOwner, DEFAULT_WRITE_BUDGET};
-use crate::source::crd::{self, ImageStreamSource};
-use crate::source::deliver::{
-    BackoffPolicy, ContentMode, DEFAULT_MAX_BACKOFF, DeliverySpec, parse_iso8601_duration,
-};
+use crate::source::crd::ImageStreamSource;
+use crate::source::deliver::{DEFAULT_MAX_BACKOFF, DeliverySpec, parse_iso8601_duration};
 use crate::source::event::{EventSettings, override_extensions};
 use crate::source::metrics::Metrics;
 use crate::source::state::TagFilter;
-use crate::source::{Mode, Settings};
 
 /// The sink in a source's [`Settings`]: never sent to. Each delivery takes the sink from the
 /// source's route ([`crate::source::flow::Route`]), which follows the resolution.
@@ -109,21 +107,11 @@ pub fn of(source: &ImageStreamSource, shared: &Shared) -> Result<Settings, Strin
         namespaces: Vec::new(),
         selector: None,
         tags: TagFilter(spec.tags.clone()),
-        mode: match spec.mode.unwrap_or(crd::Mode::ImageStreamTag) {
-            crd::Mode::ImageStreamTag => Mode::ImageStreamTag,
-            crd::Mode::Resource => Mode::Resource,
-            crd::Mode::Reference => Mode::Reference,
-        },
-        content_mode: match spec.content_mode.unwrap_or(crd::ContentMode::Binary) {
-            crd::ContentMode::Binary => ContentMode::Binary,
-            crd::ContentMode::Structured => ContentMode::Structured,
-        },
+        mode: spec.mode.unwrap_or_default(),
+        content_mode: spec.content_mode.unwrap_or_default(),
         delivery: DeliverySpec {
             retry: delivery.retry.map(|r| r.max(0) as u32),
-            backoff_policy: match delivery.backoff_policy {
-                Some(crd::BackoffPolicy::Linear) => BackoffPolicy::Linear,
-                _ => BackoffPolicy::Exponential,
-            },
+            backoff_policy: delivery.backoff_policy.unwrap_or_default(),
             backoff_delay,
             max_backoff: DEFAULT_MAX_BACKOFF,
             // The route carries it, resolved.
@@ -175,7 +163,9 @@ mod tests {
         assert!(!cap.holds(9, 10), "one ConfigMap too many");
         assert!(!cap.holds(1, (1 << 20) + 1), "one byte too many");
     }
-    use crate::source::crd::{CloudEventOverrides, Delivery, Destination, ImageStreamSourceSpec};
+    use crate::source::crd::{
+        BackoffPolicy, CloudEventOverrides, Delivery, Destination, ImageStreamSourceSpec,
+    };
 
     fn source(spec: ImageStreamSourceSpec) -> ImageStreamSource {
         let mut s = ImageStreamSource::new("team-a", spec);
@@ -205,7 +195,7 @@ mod tests {
             },
             delivery: Some(Delivery {
                 retry: Some(2),
-                backoff_policy: Some(crd::BackoffPolicy::Linear),
+                backoff_policy: Some(BackoffPolicy::Linear),
                 backoff_delay: Some("PT1S".into()),
                 timeout: Some("PT3S".into()),
                 ..Default::default()

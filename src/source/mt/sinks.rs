@@ -30,18 +30,9 @@ pub struct SinkKind {
 }
 
 impl SinkKind {
-    /// The API group (empty for the core group).
-    pub fn group(&self) -> &str {
-        self.api_version
-            .rsplit_once('/')
-            .map_or("", |(group, _)| group)
-    }
-
-    /// The version.
-    pub fn version(&self) -> &str {
-        self.api_version
-            .rsplit_once('/')
-            .map_or(self.api_version.as_str(), |(_, v)| v)
+    /// Its group (empty for the core group), version and kind.
+    pub fn gvk(&self) -> kube::core::GroupVersionKind {
+        crate::source::sink::resolve::gvk(&self.api_version, &self.kind)
     }
 
     /// Whether its objects' address is their name (a core Service): only their existence counts.

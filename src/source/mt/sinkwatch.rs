@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use kube::ResourceExt;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -62,7 +62,7 @@ async fn run(
     tx: mpsc::UnboundedSender<SinkObject>,
     working: Arc<AtomicBool>,
 ) {
-    let gvk = GroupVersionKind::gvk(kind.group(), kind.version(), &kind.kind);
+    let gvk = kind.gvk();
     let resource = ApiResource::from_gvk_with_plural(&gvk, &kind.plural);
     let api: Api<DynamicObject> = Api::all_with(client, &resource);
     let mut events = watcher(api, watcher::Config::default())

@@ -15,6 +15,7 @@
 //! Every failure is an [`Unresolved`] with the reason the source's `SinkProvided` condition
 //! shows and a message that says what to change.
 
+use kube::core::{GroupVersion, GroupVersionKind};
 use serde_json::Value;
 
 use crate::source::crd::status::reason;
@@ -69,18 +70,9 @@ pub struct Target {
 }
 
 impl Target {
-    /// The API group (empty for the core group).
-    pub fn group(&self) -> &str {
-        self.api_version
-            .rsplit_once('/')
-            .map_or("", |(group, _)| group)
-    }
-
-    /// The version.
-    pub fn version(&self) -> &str {
-        self.api_version
-            .rsplit_once('/')
-            .map_or(self.api_version.as_str(), |(_, v)| v)
+    /// Its group (empty for the core group), version and kind.
+    pub fn gvk(&self) -> GroupVersionKind {
+        gvk(&self.api_version, &self.kind)
     }
 
     /// `Kind namespace/name`, as messages name it.
@@ -143,6 +135,16 @@ pub fn plan(dest: &Destination, source_namespace: &str) -> Result<Plan, Unresolv
             ),
         )),
     }
+}
+
+/// `kind` of `api_version`, read as kube reads an apiVersion (`group/version`, or a core
+/// group's `version`).
+pub fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
+    // kube's parse takes any string (the part before the first `/` is the group).
+    let gv = api_version
+        .parse::<GroupVersion>()
+        .unwrap_or_else(|_| GroupVersion::gv("", api_version));
+    gv.with_kind(kind)
 }
 
 fn target(r: &KReference, source_namespace: &str) -> Result<Target, Unresolved> {

@@ -74,10 +74,11 @@ fn a_broker_resolves_to_its_first_address_in_the_sources_namespace() {
     let Plan::Read(target) = plan(&dest, "ds").unwrap() else {
         panic!("a ref is read")
     };
+    let gvk = target.gvk();
     assert_eq!(
         (
-            target.group(),
-            target.version(),
+            gvk.group.as_str(),
+            gvk.version.as_str(),
             target.plural.as_str(),
             target.namespace.as_str()
         ),

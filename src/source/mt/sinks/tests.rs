@@ -65,9 +65,10 @@ fn a_source_references_its_sink_and_dead_letter_sink_in_its_own_namespace_by_def
         refs_of(&s),
         [obj(broker(), "ds", "default"), obj(service(), "ops", "dls")].into()
     );
-    assert_eq!(broker().group(), "eventing.knative.dev");
-    assert_eq!(service().group(), "");
-    assert_eq!(broker().version(), "v1");
+    assert_eq!(broker().gvk().group, "eventing.knative.dev");
+    assert_eq!(service().gvk().group, "");
+    assert_eq!(broker().gvk().version, "v1");
+    assert_eq!(service().gvk().version, "v1");
 }
 
 #[test]

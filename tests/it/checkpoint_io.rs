@@ -1,11 +1,18 @@
-//! The checkpoint against the emulator over HTTP: loading, flushing, growing and shrinking,
-//! crashes mid-split, lost shards and refused writes.
+//! The checkpoint against the emulator over HTTP, through its public interface: loading,
+//! flushing, growing and shrinking, crashes mid-split, lost shards and refused writes. (Under
+//! `tests/`, not `src/`: an emulator-backed suite is an integration test.)
 
-use super::health::FailureKind;
-use super::*;
-use crate::source::state::{TagState, TagStates};
+use std::sync::Arc;
+use std::time::Duration;
+
+use imagegate::admin::Health;
+use imagegate::source::checkpoint::*;
+use imagegate::source::metrics::Metrics;
+use imagegate::source::state::{StreamState, TagState, TagStates};
 use imagegate_emulator::control::Fault;
 use imagegate_emulator::{Config, Emulator};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use prometheus_client::registry::Registry;
 use serde_json::json;
@@ -184,7 +191,7 @@ async fn a_flush_sends_only_the_changed_keys() {
     let data = stored(&emu).await[shard].data.clone().unwrap();
     assert_eq!(data[&data_key(neighbour)], "marker");
     assert_eq!(
-        entry::decode_state(&data[&data_key(changed)]),
+        decode_state(&data[&data_key(changed)]),
         Some(state("uid-0", &[("latest", "d", 4)]))
     );
     // Nothing changed: nothing sent.
