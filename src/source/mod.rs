@@ -54,19 +54,9 @@ use self::state::TagFilter;
 // One enum for `--mode`, the ImageStreamSource's `spec.mode` (its doc is the CRD's
 // description) and the flow.
 /// What a source sends (the `--mode` of `imagegate source`).
-#[derive(
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-    clap::ValueEnum,
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-)]
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Mode {
     /// One `dev.imagegate.imagestreamtag.*` event per tag change.
     #[default]

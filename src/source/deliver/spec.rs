@@ -14,20 +14,9 @@ pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(300);
 // One enum for `--backoff-policy`, the ImageStreamSource's `spec.delivery.backoffPolicy` (its
 // doc is the CRD's description) and the delivery.
 /// Knative's backoff policies.
-#[derive(
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-    clap::ValueEnum,
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-)]
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum BackoffPolicy {
     /// `backoffDelay * n` before the n-th retry.
     Linear,

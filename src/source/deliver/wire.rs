@@ -16,20 +16,9 @@ use super::error::SendError;
 // One enum for `--content-mode`, the ImageStreamSource's `spec.contentMode` (its doc is the
 // CRD's description) and the delivery.
 /// How events are written on the wire.
-#[derive(
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-    clap::ValueEnum,
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-)]
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ContentMode {
     /// Attributes in `ce-` headers, the data as the body (what Knative and Tekton expect).
     #[default]
