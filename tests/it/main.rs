@@ -62,6 +62,7 @@ mod controller_signature;
 mod controller_trust;
 mod controller_verdicts;
 mod crd_drift;
+mod docs_facts;
 mod emulator_imports;
 mod interceptor;
 mod kube_clients;
