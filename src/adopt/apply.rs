@@ -21,11 +21,11 @@ use crate::api::ImageStream;
 use crate::api::status_code;
 
 /// How many times a write that conflicts with a concurrent change is planned again.
-pub const ATTEMPTS: usize = 3;
+pub(crate) const ATTEMPTS: usize = 3;
 
 /// Why `imagegate adopt` did not finish.
 #[derive(Debug, thiserror::Error)]
-pub enum AdoptError {
+pub(crate) enum AdoptError {
     /// The stream cannot be adopted, and why.
     #[error("cannot adopt ImageStream {stream}: {reason}")]
     Refused { stream: String, reason: String },
@@ -67,7 +67,7 @@ pub enum AdoptError {
 
 /// How a successful adopt ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Done {
+pub(crate) enum Done {
     /// The writes were made.
     Adopted,
     /// The stream was in the gated shape: nothing written.
@@ -78,7 +78,7 @@ pub enum Done {
 
 /// The streams `--check` looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// One namespace.
     Namespace(String),
     /// Every namespace (`-A`).
@@ -107,7 +107,7 @@ async fn read(
 
 /// Adopts `namespace/name` (or, with `dry_run`, prints what it would write), telling `out` what
 /// it did.
-pub async fn adopt(
+pub(crate) async fn adopt(
     client: &Client,
     namespace: &str,
     name: &str,
@@ -211,7 +211,7 @@ fn print_summary(out: &mut dyn std::io::Write, s: &Summary, verb: &str) -> Resul
 
 /// `--check`: every adopted or governed stream in `scope` in the gated shape, else each drift
 /// reported and [`AdoptError::Drifted`].
-pub async fn check(
+pub(crate) async fn check(
     client: &Client,
     scope: &Scope,
     out: &mut dyn std::io::Write,

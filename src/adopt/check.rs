@@ -15,7 +15,7 @@ use crate::controller::policy::governs;
 
 /// One way an adopted stream differs from its gated shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Drift {
+pub(crate) enum Drift {
     /// The stream no longer records which tags adopt gave it.
     RecordMissing,
     /// The candidate tag is gone from `spec.tags`.
@@ -32,7 +32,7 @@ pub enum Drift {
 
 impl Drift {
     /// Every kind, in the order reported.
-    pub const ALL: [Drift; 6] = [
+    pub(crate) const ALL: [Drift; 6] = [
         Drift::RecordMissing,
         Drift::CandidateMissing,
         Drift::CandidateNotScheduled,
@@ -42,7 +42,7 @@ impl Drift {
     ];
 
     /// The metric label (`drift`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Drift::RecordMissing => "record_missing",
             Drift::CandidateMissing => "candidate_missing",
@@ -54,7 +54,7 @@ impl Drift {
     }
 
     /// The Kubernetes Event reason.
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             Drift::RecordMissing => "AdoptionRecordMissing",
             Drift::CandidateMissing => "CandidateTagMissing",
@@ -68,18 +68,18 @@ impl Drift {
 
 /// A drift found, with the sentence that explains it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Found {
+pub(crate) struct Found {
     /// The kind.
-    pub drift: Drift,
+    pub(crate) drift: Drift,
     /// What is wrong, naming the tag.
-    pub message: String,
+    pub(crate) message: String,
     /// The command that repairs it; `None`: `imagegate adopt` restores the shape it gave.
-    pub remedy: Option<String>,
+    pub(crate) remedy: Option<String>,
 }
 
 /// The drifts of `is`; empty for a stream in the gated shape, and for a stream adopt never
 /// shaped (no [`names::MANAGED_LABEL`]).
-pub fn drift(is: &ImageStream) -> Vec<Found> {
+pub(crate) fn drift(is: &ImageStream) -> Vec<Found> {
     if !is_managed(is) {
         return Vec::new();
     }
@@ -169,7 +169,7 @@ pub fn drift(is: &ImageStream) -> Vec<Found> {
 ///   every user as soon as the tag imports (`begin` marks it only after that import).
 ///
 /// Empty for a stream no ImagePromotion governs.
-pub fn governed_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Found> {
+pub(crate) fn governed_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Found> {
     let listed = is
         .metadata
         .labels
@@ -262,7 +262,7 @@ fn not_scheduled(is: &ImageStream, candidate: &str, governor: &str) -> Option<Fo
 /// [`governed_drift`], each kind once.
 ///
 /// What repairs them ([`remedies`]) follows.
-pub fn all_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Found> {
+pub(crate) fn all_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Found> {
     let mut found = drift(is);
     for f in governed_drift(is, promotions) {
         if !found.iter().any(|d| d.drift == f.drift) {
@@ -274,7 +274,7 @@ pub fn all_drift(is: &ImageStream, promotions: &[ImagePromotion]) -> Vec<Found> 
 
 /// The lines that say how to repair `found` on `is`: each command a drift names, and
 /// `imagegate adopt <ns>/<name>` where adopt shaped the stream and a drift has no command.
-pub fn remedies(is: &ImageStream, found: &[Found]) -> Vec<String> {
+pub(crate) fn remedies(is: &ImageStream, found: &[Found]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for f in found {
         let line = match &f.remedy {

@@ -18,7 +18,7 @@ const SERVER_METADATA: &[&str] = &[
 const CONTEXT: usize = 3;
 
 /// The YAML adopt shows for an object: without `status` and the server's metadata.
-pub fn yaml(object: &Value) -> String {
+pub(crate) fn yaml(object: &Value) -> String {
     let mut shown = object.clone();
     if let Some(obj) = shown.as_object_mut() {
         obj.remove("status");
@@ -33,7 +33,7 @@ pub fn yaml(object: &Value) -> String {
 
 /// The unified diff from `before` (`None`: the object is created) to `after`, with headers
 /// `a/<label>` and `b/<label>`; empty when they render the same.
-pub fn unified(label: &str, before: Option<&Value>, after: &Value) -> String {
+pub(crate) fn unified(label: &str, before: Option<&Value>, after: &Value) -> String {
     let old = before.map(yaml).unwrap_or_default();
     let new = yaml(after);
     let old_name = if before.is_some() {
@@ -46,7 +46,7 @@ pub fn unified(label: &str, before: Option<&Value>, after: &Value) -> String {
 
 /// The unified diff of two texts, line by line (a longest common subsequence: the objects are a
 /// few hundred lines at most).
-pub fn lines_diff(old_name: &str, new_name: &str, old: &str, new: &str) -> String {
+pub(crate) fn lines_diff(old_name: &str, new_name: &str, old: &str, new: &str) -> String {
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
     let ops = edit_script(&a, &b);

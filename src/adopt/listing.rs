@@ -22,37 +22,37 @@ const PAGE: u32 = 500;
 
 /// A stream that drifted.
 #[derive(Clone, Debug)]
-pub struct Drifted {
+pub(crate) struct Drifted {
     /// Its namespace.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// Its name.
-    pub name: String,
+    pub(crate) name: String,
     /// The reference an Event names.
-    pub reference: ObjectReference,
+    pub(crate) reference: ObjectReference,
     /// What was found, in the order reported.
-    pub found: Vec<Found>,
+    pub(crate) found: Vec<Found>,
     /// The lines that say how to repair it ([`remedies`]).
-    pub remedies: Vec<String>,
+    pub(crate) remedies: Vec<String>,
 }
 
 /// What a drift check found.
 #[derive(Clone, Debug, Default)]
-pub struct Checked {
+pub(crate) struct Checked {
     /// How many streams were checked (adopted or gated), each once.
-    pub checked: usize,
+    pub(crate) checked: usize,
     /// The drifted ones, by namespace and name.
-    pub drifted: Vec<Drifted>,
+    pub(crate) drifted: Vec<Drifted>,
 }
 
 /// A list that failed: what was listed, and why.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot list {what}: {source}")]
-pub struct ListError {
+pub(crate) struct ListError {
     /// `ImagePromotions` or `ImageStreams`.
-    pub what: &'static str,
+    pub(crate) what: &'static str,
     /// The API's answer.
     #[source]
-    pub source: kube::Error,
+    pub(crate) source: kube::Error,
 }
 
 fn apis<K>(client: &Client, namespaces: &[String]) -> Vec<Api<K>>
@@ -93,7 +93,7 @@ async fn pages(
 /// Checks `namespaces` (every namespace when empty): the ImagePromotions (a missing CRD, 404,
 /// reads as none), then every stream of a namespace that has one (judged if adopted or gated),
 /// then the adopted streams of the other namespaces.
-pub async fn check(client: &Client, namespaces: &[String]) -> Result<Checked, ListError> {
+pub(crate) async fn check(client: &Client, namespaces: &[String]) -> Result<Checked, ListError> {
     let mut promotions: Vec<ImagePromotion> = Vec::new();
     for api in apis::<ImagePromotion>(client, namespaces) {
         match api.list(&ListParams::default()).await {

@@ -20,7 +20,7 @@ use crate::controller::decide::annotation::PREVIOUS_OF;
 
 /// What adopting a stream takes.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// The stream (or its gated copy) already has the gated shape: nothing to write.
     Adopted(Summary),
     /// The writes, in order.
@@ -29,18 +29,18 @@ pub enum Plan {
 
 /// One write of a plan.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Write {
+pub(crate) struct Write {
     /// How it is written.
-    pub kind: WriteKind,
+    pub(crate) kind: WriteKind,
     /// The object as read (`None` for a create).
-    pub before: Option<Value>,
+    pub(crate) before: Option<Value>,
     /// The object as it should be.
-    pub after: Value,
+    pub(crate) after: Value,
 }
 
 /// How a write is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteKind {
+pub(crate) enum WriteKind {
     /// A `PUT` of the whole stream carrying the resourceVersion read (409 if it changed since).
     Replace,
     /// A `POST` of the gated copy (409 if a stream of that name appeared since).
@@ -52,7 +52,7 @@ pub enum WriteKind {
 
 impl Write {
     /// `namespace/name` of the object written.
-    pub fn target(&self) -> String {
+    pub(crate) fn target(&self) -> String {
         let meta = &self.after["metadata"];
         format!(
             "{}/{}",
@@ -62,7 +62,7 @@ impl Write {
     }
 
     /// The merge patch of a [`WriteKind::HideOriginal`] write.
-    pub fn hide_patch(&self) -> Value {
+    pub(crate) fn hide_patch(&self) -> Value {
         let a = &self.after["metadata"]["annotations"];
         json!({"metadata": {"annotations": {
             names::ODH_IMAGE_HIDDEN: a[names::ODH_IMAGE_HIDDEN],
@@ -121,7 +121,11 @@ fn by_digest(event: &TagEvent, digest: &str) -> String {
 
 /// Plans the adoption of `stream`; `copy` is the stream named as its gated copy, when the stream
 /// is operator-shipped and that stream exists ([`copy_name`] names it).
-pub fn plan(stream: &Value, copy: Option<&Value>, options: &Options) -> Result<Plan, String> {
+pub(crate) fn plan(
+    stream: &Value,
+    copy: Option<&Value>,
+    options: &Options,
+) -> Result<Plan, String> {
     let is = parse(stream)?;
     if is_managed(&is) {
         let (after, summary) = gate(stream, &is, options, Pin::Stream)?;
@@ -145,7 +149,7 @@ pub fn plan(stream: &Value, copy: Option<&Value>, options: &Options) -> Result<P
 
 /// The name of the gated copy of an operator-shipped stream: `--copy-name`, else the copy the
 /// stream already names, else `<name>-gated`. `None` for a stream adopted in place.
-pub fn copy_name(stream: &Value, options: &Options) -> Option<String> {
+pub(crate) fn copy_name(stream: &Value, options: &Options) -> Option<String> {
     let is = parse(stream).ok()?;
     if is_managed(&is) || Kind::of(&is) != Kind::Shipped {
         return None;

@@ -13,7 +13,7 @@ use crate::controller::params::{DEFAULT_CANDIDATE_TAG, PREVIOUS_TAG_SUFFIX};
 
 /// Who shapes the stream's tags, which decides how it is adopted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Shipped and re-applied by the Open Data Hub operator: adopted as a gated copy.
     Shipped,
     /// A dashboard-created custom image: judged by `spec.tags[0]`, adopted in place.
@@ -24,7 +24,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kind of `is`.
-    pub fn of(is: &ImageStream) -> Kind {
+    pub(crate) fn of(is: &ImageStream) -> Kind {
         let labels = &is.metadata.labels;
         let label = |k: &str| labels.as_ref().and_then(|l| l.get(k)).map(String::as_str);
         let (byon_key, byon_value) = names::BYON_CREATED_BY;
@@ -44,13 +44,13 @@ impl Kind {
     }
 
     /// Whether the dashboard takes `spec.tags[0]` as the image (custom images).
-    pub fn judged_by_first_tag(self) -> bool {
+    pub(crate) fn judged_by_first_tag(self) -> bool {
         self == Kind::Custom
     }
 }
 
 /// A stream annotation.
-pub fn annotation<'a>(is: &'a ImageStream, key: &str) -> Option<&'a str> {
+pub(crate) fn annotation<'a>(is: &'a ImageStream, key: &str) -> Option<&'a str> {
     is.metadata
         .annotations
         .as_ref()?
@@ -59,7 +59,7 @@ pub fn annotation<'a>(is: &'a ImageStream, key: &str) -> Option<&'a str> {
 }
 
 /// Whether adopt shaped this stream (it carries [`names::MANAGED_LABEL`]).
-pub fn is_managed(is: &ImageStream) -> bool {
+pub(crate) fn is_managed(is: &ImageStream) -> bool {
     is.metadata
         .labels
         .as_ref()
@@ -68,7 +68,7 @@ pub fn is_managed(is: &ImageStream) -> bool {
 }
 
 /// A tag annotation.
-pub fn tag_annotation<'a>(is: &'a ImageStream, tag: &str, key: &str) -> Option<&'a str> {
+pub(crate) fn tag_annotation<'a>(is: &'a ImageStream, tag: &str, key: &str) -> Option<&'a str> {
     is.spec_tag(tag)?
         .annotations
         .as_ref()?
@@ -77,7 +77,7 @@ pub fn tag_annotation<'a>(is: &'a ImageStream, tag: &str, key: &str) -> Option<&
 }
 
 /// The served tag: the one asked for, the only tag, or the one tag Open Data Hub recommends.
-pub fn served_tag(is: &ImageStream, asked: Option<&str>) -> Result<String, String> {
+pub(crate) fn served_tag(is: &ImageStream, asked: Option<&str>) -> Result<String, String> {
     let tags: Vec<&str> = is.spec.tags.iter().map(|t| t.name.as_str()).collect();
     if tags.is_empty() {
         return Err("it has no spec tags: there is nothing served to gate".into());
@@ -115,7 +115,11 @@ pub fn served_tag(is: &ImageStream, asked: Option<&str>) -> Result<String, Strin
 /// `spec.tags[0]` whose served tag sorts after `candidate`, such as `latest`) `<served>-candidate`,
 /// which always sorts right after the served tag. Refuses a name that would sort first where that
 /// matters.
-pub fn candidate_tag(kind: Kind, served: &str, asked: Option<&str>) -> Result<String, String> {
+pub(crate) fn candidate_tag(
+    kind: Kind,
+    served: &str,
+    asked: Option<&str>,
+) -> Result<String, String> {
     let name = match asked {
         Some(asked) => asked.to_string(),
         None if !kind.judged_by_first_tag() || DEFAULT_CANDIDATE_TAG > served => {
@@ -144,12 +148,12 @@ pub fn candidate_tag(kind: Kind, served: &str, asked: Option<&str>) -> Result<St
 }
 
 /// The previous tag the controller writes by default: `<served>-previous`.
-pub fn previous_tag(served: &str) -> String {
+pub(crate) fn previous_tag(served: &str) -> String {
     format!("{served}{PREVIOUS_TAG_SUFFIX}")
 }
 
 /// Whether a tag `from` is pinned to one image (an `ImageStreamImage`, or a pull spec by digest).
-pub fn pinned_by_digest(from: Option<&Value>) -> bool {
+pub(crate) fn pinned_by_digest(from: Option<&Value>) -> bool {
     let Some(from) = from else { return false };
     let kind = from["kind"].as_str().unwrap_or_default();
     let name = from["name"].as_str().unwrap_or_default();
@@ -159,7 +163,7 @@ pub fn pinned_by_digest(from: Option<&Value>) -> bool {
 /// The tags that show the stream was gated by other means than adopt (by hand, or by an
 /// older shape): a tag with imagegate's candidate role or previous-of mark, or a served tag
 /// with an imagegate phase.
-pub fn gated_by_hand(is: &ImageStream) -> Option<String> {
+pub(crate) fn gated_by_hand(is: &ImageStream) -> Option<String> {
     use crate::controller::decide::annotation::{PHASE, PREVIOUS_OF};
     is.spec.tags.iter().find_map(|t| {
         let a = t.annotations.as_ref()?;
@@ -171,7 +175,7 @@ pub fn gated_by_hand(is: &ImageStream) -> Option<String> {
 }
 
 /// The spec tag `name` of a stream as JSON (every field the server sent, known to us or not).
-pub fn tag_value<'a>(stream: &'a Value, name: &str) -> Option<&'a Value> {
+pub(crate) fn tag_value<'a>(stream: &'a Value, name: &str) -> Option<&'a Value> {
     stream["spec"]["tags"]
         .as_array()?
         .iter()
@@ -180,7 +184,7 @@ pub fn tag_value<'a>(stream: &'a Value, name: &str) -> Option<&'a Value> {
 
 /// Replaces (or adds) the spec tag `tag["name"]`, keeping `spec.tags` sorted by name as the API
 /// server returns it.
-pub fn put_tag(stream: &mut Value, tag: Value) {
+pub(crate) fn put_tag(stream: &mut Value, tag: Value) {
     let spec = object(stream, "spec");
     let tags = spec.entry("tags").or_insert_with(|| json!([]));
     if !tags.is_array() {
@@ -197,13 +201,13 @@ pub fn put_tag(stream: &mut Value, tag: Value) {
 
 /// Sets `key: value` in the map `field` (`labels`, `annotations`) of `obj` (an object or its
 /// `metadata`), creating the map when it is missing or `null`.
-pub fn set_entry(obj: &mut Value, field: &str, key: &str, value: &str) {
+pub(crate) fn set_entry(obj: &mut Value, field: &str, key: &str, value: &str) {
     let map = object(obj, field);
     map.insert(key.to_string(), Value::String(value.to_string()));
 }
 
 /// The object at `obj[key]`, created when missing or `null`.
-pub fn object<'a>(obj: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
+pub(crate) fn object<'a>(obj: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
     if !obj.is_object() {
         *obj = json!({});
     }
@@ -220,7 +224,7 @@ pub fn object<'a>(obj: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
 
 /// The annotations a hidden tag (the candidate, the previous tag) carries: OpenShift's `hidden`
 /// and Open Data Hub's outdated mark, so no console or spawner offers it.
-pub fn hide_tag(tag: &mut Value) {
+pub(crate) fn hide_tag(tag: &mut Value) {
     use crate::controller::decide::annotation::HIDDEN;
     set_entry(tag, "annotations", HIDDEN, "true");
     set_entry(tag, "annotations", ODH_OUTDATED, "true");

@@ -24,9 +24,9 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
 /// How long a certificate is valid.
-pub const VALIDITY: SignedDuration = SignedDuration::from_hours(365 * 24);
+pub(crate) const VALIDITY: SignedDuration = SignedDuration::from_hours(365 * 24);
 /// How long before its end a certificate is replaced.
-pub const RENEW_BEFORE: SignedDuration = SignedDuration::from_hours(30 * 24);
+pub(crate) const RENEW_BEFORE: SignedDuration = SignedDuration::from_hours(30 * 24);
 /// The Secret annotation that says until when the certificate is valid (RFC 3339).
 const NOT_AFTER: &str = "imagegate.dev/not-after";
 /// The Secret annotation that lists the names the certificate is for.
@@ -34,21 +34,21 @@ const NAMES: &str = "imagegate.dev/names";
 
 /// A CA and the serving certificate it signed, in PEM.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Material {
+pub(crate) struct Material {
     /// The CA certificate (the ClusterInterceptor's `caBundle`).
-    pub ca: String,
+    pub(crate) ca: String,
     /// The serving certificate.
-    pub cert: String,
+    pub(crate) cert: String,
     /// Its key.
-    pub key: String,
+    pub(crate) key: String,
     /// Its end.
-    pub not_after: Timestamp,
+    pub(crate) not_after: Timestamp,
     /// The DNS names it is for.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
 }
 
 /// Makes a CA and a certificate for `names`, valid from `now` for [`VALIDITY`].
-pub fn issue(names: &[String], now: Timestamp) -> anyhow::Result<Material> {
+pub(crate) fn issue(names: &[String], now: Timestamp) -> anyhow::Result<Material> {
     use rcgen::{
         BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
         ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
@@ -91,13 +91,13 @@ pub fn issue(names: &[String], now: Timestamp) -> anyhow::Result<Material> {
 }
 
 /// Whether `m` is for `names` and valid past `now` + [`RENEW_BEFORE`].
-pub fn fresh(m: &Material, names: &[String], now: Timestamp) -> bool {
+pub(crate) fn fresh(m: &Material, names: &[String], now: Timestamp) -> bool {
     m.names == names && now.checked_add(RENEW_BEFORE).is_ok_and(|t| t < m.not_after)
 }
 
 /// The CA bundle of a renewal: the new CA, then the first certificate of the old bundle (the
 /// CA the replaced certificate was signed by; older ones are dropped).
-pub fn bundle(new_ca: &str, old_bundle: &str) -> String {
+pub(crate) fn bundle(new_ca: &str, old_bundle: &str) -> String {
     const END: &str = "-----END CERTIFICATE-----";
     let old_first = match old_bundle.find(END) {
         Some(i) => old_bundle[..i + END.len()].trim(),
@@ -156,7 +156,7 @@ fn from_secret(s: &Secret) -> Option<Material> {
 /// The material in Secret `name` of `namespace` if it is fresh, else a new one written there
 /// (created, or replaced at the resourceVersion read; when another replica wrote first, its
 /// material is used).
-pub async fn ensure(
+pub(crate) async fn ensure(
     client: Client,
     namespace: &str,
     name: &str,
@@ -216,7 +216,7 @@ fn cluster_interceptors(client: Client) -> Api<DynamicObject> {
 }
 
 /// Writes `ca` into ClusterInterceptor `name`'s `spec.clientConfig.caBundle` unless it is there.
-pub async fn publish_ca(client: Client, name: &str, ca: &str) -> anyhow::Result<()> {
+pub(crate) async fn publish_ca(client: Client, name: &str, ca: &str) -> anyhow::Result<()> {
     let api = cluster_interceptors(client);
     let ci = api.get(name).await.map_err(|e| {
         anyhow::anyhow!(
@@ -240,16 +240,16 @@ pub async fn publish_ca(client: Client, name: &str, ca: &str) -> anyhow::Result<
 
 /// Serves the newest certificate (replaced by [`Resolver::set`] when renewed).
 #[derive(Debug)]
-pub struct Resolver(RwLock<Arc<CertifiedKey>>);
+pub(crate) struct Resolver(RwLock<Arc<CertifiedKey>>);
 
 impl Resolver {
     /// A resolver serving `m`.
-    pub fn new(m: &Material) -> anyhow::Result<Resolver> {
+    pub(crate) fn new(m: &Material) -> anyhow::Result<Resolver> {
         Ok(Resolver(RwLock::new(certified(m)?)))
     }
 
     /// Serves `m` from now on.
-    pub fn set(&self, m: &Material) -> anyhow::Result<()> {
+    pub(crate) fn set(&self, m: &Material) -> anyhow::Result<()> {
         let key = certified(m)?;
         *self.0.write().unwrap_or_else(|p| p.into_inner()) = key;
         Ok(())

@@ -14,42 +14,42 @@ use crate::runkey::{self, Candidate, RunKey};
 use super::wire::{Claimed, code};
 
 /// The extensions key the interceptor writes under (`$(extensions.imagegate.<field>)`).
-pub const EXTENSION: &str = "imagegate";
+pub(crate) const EXTENSION: &str = "imagegate";
 
 /// Why an event is refused: a bounded reason (the metric's label), the gRPC code and a message.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refused {
+pub(crate) struct Refused {
     /// One of [`reason`].
-    pub reason: &'static str,
+    pub(crate) reason: &'static str,
     /// The gRPC code Triggers is answered.
-    pub code: u32,
+    pub(crate) code: u32,
     /// What was wrong, for the EventListener's log.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// The reasons an event is refused.
-pub mod reason {
+pub(crate) mod reason {
     /// Not a CloudEvent `updated` with every field.
-    pub const MALFORMED: &str = "malformed";
+    pub(crate) const MALFORMED: &str = "malformed";
     /// The request names no Trigger namespace, or the stream is of another namespace.
-    pub const OTHER_NAMESPACE: &str = "other_namespace";
+    pub(crate) const OTHER_NAMESPACE: &str = "other_namespace";
     /// The stream does not exist.
-    pub const NO_STREAM: &str = "no_stream";
+    pub(crate) const NO_STREAM: &str = "no_stream";
     /// No ImagePromotion governs the stream.
-    pub const NOT_GOVERNED: &str = "not_governed";
+    pub(crate) const NOT_GOVERNED: &str = "not_governed";
     /// The governing ImagePromotions name different candidate tags.
-    pub const POLICY_CONFLICT: &str = "policy_conflict";
+    pub(crate) const POLICY_CONFLICT: &str = "policy_conflict";
     /// The tag is not the policy's candidate tag.
-    pub const NOT_CANDIDATE_TAG: &str = "not_candidate_tag";
+    pub(crate) const NOT_CANDIDATE_TAG: &str = "not_candidate_tag";
     /// The digest is not what the candidate tag points at now.
-    pub const NOT_CURRENT: &str = "not_current";
+    pub(crate) const NOT_CURRENT: &str = "not_current";
     /// Every served tag the governing policies name already serves the digest: nothing to
     /// validate (the candidate tag `imagegate adopt` adds is imported at once on it).
-    pub const ALREADY_SERVED: &str = "already_served";
+    pub(crate) const ALREADY_SERVED: &str = "already_served";
     /// The API could not be read.
-    pub const API: &str = "api";
+    pub(crate) const API: &str = "api";
     /// Every reason, for the metric's series.
-    pub const ALL: [&str; 9] = [
+    pub(crate) const ALL: [&str; 9] = [
         MALFORMED,
         OTHER_NAMESPACE,
         NO_STREAM,
@@ -64,7 +64,7 @@ pub mod reason {
 
 impl Refused {
     /// A refusal.
-    pub fn new(reason: &'static str, code: u32, message: impl Into<String>) -> Refused {
+    pub(crate) fn new(reason: &'static str, code: u32, message: impl Into<String>) -> Refused {
         Refused {
             reason,
             code,
@@ -75,7 +75,7 @@ impl Refused {
 
 /// Whether the stream the event claims is of the Trigger's namespace (the PipelineRun is
 /// created there: a listener of one namespace never validates another's streams).
-pub fn namespace(claimed: &Claimed, trigger_namespace: Option<&str>) -> Result<(), Refused> {
+pub(crate) fn namespace(claimed: &Claimed, trigger_namespace: Option<&str>) -> Result<(), Refused> {
     match trigger_namespace {
         Some(ns) if ns == claimed.namespace => Ok(()),
         Some(ns) => Err(Refused::new(
@@ -96,16 +96,16 @@ pub fn namespace(claimed: &Claimed, trigger_namespace: Option<&str>) -> Result<(
 
 /// What passes: the extensions for the binding.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Passed {
+pub(crate) struct Passed {
     /// `{"imagegate": {...}}`.
-    pub extensions: Map<String, Value>,
+    pub(crate) extensions: Map<String, Value>,
     /// The run id (for the log).
-    pub run_id: String,
+    pub(crate) run_id: String,
 }
 
 /// Judges `claimed` against the stream as the API has it (`None`: there is none) and the
 /// ImagePromotions of its namespace.
-pub fn candidate(
+pub(crate) fn candidate(
     claimed: &Claimed,
     stream: Option<&ImageStream>,
     policies: &[ImagePromotion],

@@ -10,18 +10,18 @@ use super::judge::reason;
 
 /// The labels of `imagegate_interceptor_events_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// `passed` or `refused`.
-    pub verdict: &'static str,
+    pub(crate) verdict: &'static str,
     /// Why it was refused (one of `judge::reason`); empty when passed.
-    pub reason: &'static str,
+    pub(crate) reason: &'static str,
 }
 
 /// The interceptor's metrics.
 #[derive(Clone)]
 pub struct Metrics {
     /// `imagegate_interceptor_events_total{verdict, reason}`.
-    pub events: Family<Outcome, Counter>,
+    pub(crate) events: Family<Outcome, Counter>,
     /// `imagegate_interceptor_duration_seconds`: from the request to the answer (the API reads
     /// included).
     pub duration: Histogram,
@@ -56,7 +56,7 @@ impl Metrics {
     }
 
     /// The counter of passed events.
-    pub fn passed(&self) -> Counter {
+    pub(crate) fn passed(&self) -> Counter {
         self.events
             .get_or_create(&Outcome {
                 verdict: "passed",
@@ -66,7 +66,7 @@ impl Metrics {
     }
 
     /// The counter of events refused for `reason`.
-    pub fn refused(&self, reason: &'static str) -> Counter {
+    pub(crate) fn refused(&self, reason: &'static str) -> Counter {
         self.events
             .get_or_create(&Outcome {
                 verdict: "refused",

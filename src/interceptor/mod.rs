@@ -13,11 +13,11 @@
 //!
 //! Every replica serves (no leader election): it holds no state but the Secrets it shares.
 
-pub mod certs;
-pub mod judge;
+pub(crate) mod certs;
+pub(crate) mod judge;
 pub mod metrics;
-pub mod serve;
-pub mod wire;
+pub(crate) mod serve;
+pub(crate) mod wire;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -52,7 +52,7 @@ pub struct Settings {
 }
 
 /// The certificate's names for Service `service` of `namespace`: its short and full DNS names.
-pub fn service_names(service: &str, namespace: &str, cluster_domain: &str) -> Vec<String> {
+pub(crate) fn service_names(service: &str, namespace: &str, cluster_domain: &str) -> Vec<String> {
     vec![
         service.to_string(),
         format!("{service}.{namespace}"),

@@ -31,17 +31,17 @@ use super::metrics::Metrics;
 use super::wire::{self, InterceptorRequest, InterceptorResponse, Status, code};
 
 /// What a request needs.
-pub struct Context {
+pub(crate) struct Context {
     /// Reads streams and ImagePromotions.
-    pub client: kube::Client,
+    pub(crate) client: kube::Client,
     /// Names the runs.
-    pub key: RunKey,
+    pub(crate) key: RunKey,
     /// Counts.
-    pub metrics: Metrics,
+    pub(crate) metrics: Metrics,
 }
 
 /// The interceptor's routes.
-pub fn router(ctx: Arc<Context>) -> Router {
+pub(crate) fn router(ctx: Arc<Context>) -> Router {
     Router::new().route("/", post(intercept)).with_state(ctx)
 }
 
@@ -49,7 +49,7 @@ pub fn router(ctx: Arc<Context>) -> Router {
 const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// Serves `app` over TLS (`tls`) on `listener` until `shutdown` resolves.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,

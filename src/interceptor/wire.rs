@@ -11,42 +11,42 @@ use crate::source::event::types;
 
 /// An InterceptorRequest. Unknown fields are ignored, as Go's decoder ignores them.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct InterceptorRequest {
+pub(crate) struct InterceptorRequest {
     /// The event's body, as it came.
     #[serde(default)]
-    pub body: String,
+    pub(crate) body: String,
     /// Its headers, canonical names (Go's `http.Header`).
     #[serde(default)]
-    pub header: BTreeMap<String, Vec<String>>,
+    pub(crate) header: BTreeMap<String, Vec<String>>,
     /// What interceptors before this one added.
     #[serde(default)]
-    pub extensions: Map<String, Value>,
+    pub(crate) extensions: Map<String, Value>,
     /// The params the Trigger gives this interceptor.
     #[serde(default)]
-    pub interceptor_params: Map<String, Value>,
+    pub(crate) interceptor_params: Map<String, Value>,
     /// Where the event is processed.
     #[serde(default)]
-    pub context: Option<TriggerContext>,
+    pub(crate) context: Option<TriggerContext>,
 }
 
 /// The InterceptorRequest's context.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct TriggerContext {
+pub(crate) struct TriggerContext {
     /// The URL the event was posted to.
     #[serde(default)]
-    pub event_url: String,
+    pub(crate) event_url: String,
     /// Triggers' id of the event.
     #[serde(default)]
-    pub event_id: String,
+    pub(crate) event_id: String,
     /// `namespaces/<ns>/triggers/<name>`: the Trigger (and so the namespace its resources are
     /// created in).
     #[serde(default)]
-    pub trigger_id: String,
+    pub(crate) trigger_id: String,
 }
 
 impl TriggerContext {
     /// The namespace of the Trigger, from `trigger_id`.
-    pub fn namespace(&self) -> Option<&str> {
+    pub(crate) fn namespace(&self) -> Option<&str> {
         match self.trigger_id.split('/').collect::<Vec<_>>().as_slice() {
             ["namespaces", ns, _, _] if !ns.is_empty() => Some(ns),
             _ => None,
@@ -56,28 +56,28 @@ impl TriggerContext {
 
 /// An InterceptorResponse.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-pub struct InterceptorResponse {
+pub(crate) struct InterceptorResponse {
     /// Added to the Trigger's `extensions` (the binding reads `$(extensions.imagegate.*)`).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
-    pub extensions: Map<String, Value>,
+    pub(crate) extensions: Map<String, Value>,
     /// Whether the Trigger goes on.
     #[serde(rename = "continue")]
-    pub continue_: bool,
+    pub(crate) continue_: bool,
     /// Why not.
     #[serde(default)]
-    pub status: Status,
+    pub(crate) status: Status,
 }
 
 /// An InterceptorResponse's status: a gRPC code and a message.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-pub struct Status {
+pub(crate) struct Status {
     /// The gRPC status code (0: OK, 3: InvalidArgument, 9: FailedPrecondition, 14:
     /// Unavailable); absent when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub code: u32,
+    pub(crate) code: u32,
     /// What happened.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
+    pub(crate) message: String,
 }
 
 fn is_zero(c: &u32) -> bool {
@@ -85,33 +85,33 @@ fn is_zero(c: &u32) -> bool {
 }
 
 /// The gRPC codes this interceptor answers with.
-pub mod code {
+pub(crate) mod code {
     /// The event is not one the interceptor passes (malformed, not a candidate update).
-    pub const INVALID_ARGUMENT: u32 = 3;
+    pub(crate) const INVALID_ARGUMENT: u32 = 3;
     /// The event is well-formed but does not name the stream's current candidate.
-    pub const FAILED_PRECONDITION: u32 = 9;
+    pub(crate) const FAILED_PRECONDITION: u32 = 9;
     /// The API could not be read: refused, and the controller's ledger re-drives the candidate.
-    pub const UNAVAILABLE: u32 = 14;
+    pub(crate) const UNAVAILABLE: u32 = 14;
 }
 
 /// What an `updated` event claims.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Claimed {
+pub(crate) struct Claimed {
     /// The CloudEvent id.
-    pub id: String,
+    pub(crate) id: String,
     /// The stream's namespace.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// The stream.
-    pub imagestream: String,
+    pub(crate) imagestream: String,
     /// The tag.
-    pub tag: String,
+    pub(crate) tag: String,
     /// The digest.
-    pub digest: String,
+    pub(crate) digest: String,
 }
 
 /// The id the request's event claims (its `Ce-Id` header, or a structured event's `id`), for
 /// the log.
-pub fn event_id(r: &InterceptorRequest) -> Option<String> {
+pub(crate) fn event_id(r: &InterceptorRequest) -> Option<String> {
     let header = r
         .header
         .iter()
@@ -126,7 +126,7 @@ pub fn event_id(r: &InterceptorRequest) -> Option<String> {
 /// Reads the `dev.imagegate.imagestreamtag.updated` CloudEvent `r` carries, in binary content
 /// mode (attributes in `Ce-*` headers, the data the body) or structured (the body a
 /// `application/cloudevents+json` object); Err says why it is not one.
-pub fn claimed(r: &InterceptorRequest) -> Result<Claimed, String> {
+pub(crate) fn claimed(r: &InterceptorRequest) -> Result<Claimed, String> {
     let header = |name: &str| {
         r.header
             .iter()

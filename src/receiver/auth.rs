@@ -10,12 +10,12 @@ use ring::hmac;
 use ring::rand::SystemRandom;
 
 /// The shortest secret accepted: 16 bytes, 128 bits of a random token.
-pub const MIN_SECRET: usize = 16;
+pub(crate) const MIN_SECRET: usize = 16;
 
 /// Whether the secret in `text` (trimmed as [`Secret::new`] trims it) can be a URL's segment as
 /// it is: only RFC 3986's unreserved characters, so that no sender's or proxy's encoding of it
 /// differs from what is compared.
-pub fn url_safe(text: &str) -> bool {
+pub(crate) fn url_safe(text: &str) -> bool {
     text.trim()
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
@@ -23,7 +23,7 @@ pub fn url_safe(text: &str) -> bool {
 
 /// A sender's secret, held as its MAC under a key of this process, and as the key a sender that
 /// signs its bodies (GitHub) signs them with.
-pub struct Secret {
+pub(crate) struct Secret {
     key: hmac::Key,
     tag: hmac::Tag,
     signing: hmac::Key,
@@ -38,7 +38,7 @@ impl std::fmt::Debug for Secret {
 impl Secret {
     /// The secret of `text` (surrounding whitespace, a file's last newline, is not part of it);
     /// refused when shorter than [`MIN_SECRET`].
-    pub fn new(text: &str) -> Result<Secret, String> {
+    pub(crate) fn new(text: &str) -> Result<Secret, String> {
         let secret = text.trim();
         if secret.len() < MIN_SECRET {
             return Err(format!(
@@ -55,7 +55,7 @@ impl Secret {
 
     /// Whether `signature` (an `X-Hub-Signature-256` header: `sha256=` and the hex HMAC-SHA256
     /// of the body under the secret, as GitHub signs its webhooks) signs `body`.
-    pub fn signed(&self, body: &[u8], signature: Option<&str>) -> bool {
+    pub(crate) fn signed(&self, body: &[u8], signature: Option<&str>) -> bool {
         let Some(hex) = signature.and_then(|s| s.strip_prefix("sha256=")) else {
             return false;
         };
@@ -66,12 +66,12 @@ impl Secret {
     }
 
     /// Whether an `Authorization` header value is `Bearer <this secret>`.
-    pub fn admits(&self, authorization: Option<&str>) -> bool {
+    pub(crate) fn admits(&self, authorization: Option<&str>) -> bool {
         self.is(authorization.and_then(|h| h.strip_prefix("Bearer ")))
     }
 
     /// Whether `token` (a URL's last segment) is this secret.
-    pub fn is(&self, token: Option<&str>) -> bool {
+    pub(crate) fn is(&self, token: Option<&str>) -> bool {
         let Some(token) = token else {
             return false;
         };

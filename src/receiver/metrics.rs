@@ -8,34 +8,34 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 /// What became of a notification.
-pub mod outcome {
+pub(crate) mod outcome {
     /// Authenticated and parsed; its pushes are queued.
-    pub const ACCEPTED: &str = "accepted";
+    pub(crate) const ACCEPTED: &str = "accepted";
     /// No or a wrong secret (401).
-    pub const UNAUTHORIZED: &str = "unauthorized";
+    pub(crate) const UNAUTHORIZED: &str = "unauthorized";
     /// Not a notification of the sender's format, or too large (400, 413).
-    pub const MALFORMED: &str = "malformed";
+    pub(crate) const MALFORMED: &str = "malformed";
     /// The queue was full (503: the registry sends it again).
-    pub const BUSY: &str = "busy";
+    pub(crate) const BUSY: &str = "busy";
     /// Every outcome, for the series made at start.
-    pub const ALL: [&str; 4] = [ACCEPTED, UNAUTHORIZED, MALFORMED, BUSY];
+    pub(crate) const ALL: [&str; 4] = [ACCEPTED, UNAUTHORIZED, MALFORMED, BUSY];
 }
 
 /// What became of an import the receiver asked for.
-pub mod import {
+pub(crate) mod import {
     /// The import found a new digest: the candidate tag moved.
-    pub const CHANGED: &str = "changed";
+    pub(crate) const CHANGED: &str = "changed";
     /// The import found what the tag already had.
-    pub const UNCHANGED: &str = "unchanged";
+    pub(crate) const UNCHANGED: &str = "unchanged";
     /// The registry refused the import (the tag's `ImportSuccess=False` says why).
-    pub const REFUSED: &str = "refused";
+    pub(crate) const REFUSED: &str = "refused";
     /// The API server could not be asked (after retries; the scheduled import is left).
-    pub const FAILED: &str = "failed";
+    pub(crate) const FAILED: &str = "failed";
     /// Put off: the tag was imported less than the minimum interval ago (imported once the
     /// interval is over).
-    pub const DEFERRED: &str = "deferred";
+    pub(crate) const DEFERRED: &str = "deferred";
     /// Every outcome.
-    pub const ALL: [&str; 5] = [CHANGED, UNCHANGED, REFUSED, FAILED, DEFERRED];
+    pub(crate) const ALL: [&str; 5] = [CHANGED, UNCHANGED, REFUSED, FAILED, DEFERRED];
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -108,14 +108,14 @@ impl Metrics {
     }
 
     /// Counts a notification of `sender` with `outcome`.
-    pub fn notification(&self, sender: &'static str, outcome: &'static str) {
+    pub(crate) fn notification(&self, sender: &'static str, outcome: &'static str) {
         self.notifications
             .get_or_create(&Notification { sender, outcome })
             .inc();
     }
 
     /// Counts `n` pushes named by an accepted notification of `sender`.
-    pub fn pushes(&self, sender: &'static str, n: usize) {
+    pub(crate) fn pushes(&self, sender: &'static str, n: usize) {
         self.pushes
             .get_or_create(&Notification {
                 sender,
@@ -125,7 +125,7 @@ impl Metrics {
     }
 
     /// Counts an import with `outcome`.
-    pub fn import(&self, outcome: &'static str) {
+    pub(crate) fn import(&self, outcome: &'static str) {
         self.imports.get_or_create(&Import { outcome }).inc();
     }
 }

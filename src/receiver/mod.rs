@@ -17,12 +17,12 @@
 //! Stateless: a push queued when the process stops is left to the scheduled import, which the
 //! receiver only brings forward.
 
-pub mod auth;
+pub(crate) mod auth;
 pub mod metrics;
-pub mod nudge;
+pub(crate) mod nudge;
 pub mod serve;
-pub mod targets;
-pub mod wire;
+pub(crate) mod targets;
+pub(crate) mod wire;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -37,19 +37,19 @@ use crate::runtime::{self, Runtime};
 
 /// How the receiver runs.
 #[derive(Debug)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Where `/livez`, `/readyz` and `/metrics` are served.
-    pub admin_addr: SocketAddr,
+    pub(crate) admin_addr: SocketAddr,
     /// Where notifications are served (plain http).
-    pub addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     /// The senders served (names of [`serve::SENDERS`]) and their secrets.
-    pub senders: Vec<(&'static str, auth::Secret)>,
+    pub(crate) senders: Vec<(&'static str, auth::Secret)>,
     /// How pushes become imports.
-    pub nudge: nudge::Settings,
+    pub(crate) nudge: nudge::Settings,
 }
 
 /// Runs the receiver until `shutdown` resolves.
-pub async fn run(
+pub(crate) async fn run(
     client: kube::Client,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,

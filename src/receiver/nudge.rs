@@ -32,46 +32,46 @@ use super::wire::Push;
 
 /// How many notifications' pushes may wait for the worker (each names at most
 /// [`super::wire::MAX_EVENTS`]).
-pub const QUEUE: usize = 256;
+pub(crate) const QUEUE: usize = 256;
 /// Tries of one API request before the push is left to the scheduled import.
 const TRIES: u32 = 3;
 
 /// How the worker imports.
 #[derive(Clone, Debug)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The least time between two imports of one tag.
-    pub min_interval: Duration,
+    pub(crate) min_interval: Duration,
     /// The least time between two imports of any tags.
-    pub spacing: Duration,
+    pub(crate) spacing: Duration,
     /// The namespaces whose ImagePromotions are read; empty: every namespace.
-    pub namespaces: Vec<String>,
+    pub(crate) namespaces: Vec<String>,
 }
 
 /// When a tag last imported at `last` is imported again: now (None), or at the returned time.
-pub fn plan(now: Instant, last: Option<Instant>, min_interval: Duration) -> Option<Instant> {
+pub(crate) fn plan(now: Instant, last: Option<Instant>, min_interval: Duration) -> Option<Instant> {
     let next = last? + min_interval;
     (next > now).then_some(next)
 }
 
 /// The queue's sending side, held by the HTTP handler.
 #[derive(Clone)]
-pub struct Queue(mpsc::Sender<Vec<Push>>);
+pub(crate) struct Queue(mpsc::Sender<Vec<Push>>);
 
 impl Queue {
     /// A queue and the receiving side the worker takes.
-    pub fn new() -> (Queue, mpsc::Receiver<Vec<Push>>) {
+    pub(crate) fn new() -> (Queue, mpsc::Receiver<Vec<Push>>) {
         let (tx, rx) = mpsc::channel(QUEUE);
         (Queue(tx), rx)
     }
 
     /// Queues `pushes`; false when the queue is full (or the worker has stopped).
-    pub fn offer(&self, pushes: Vec<Push>) -> bool {
+    pub(crate) fn offer(&self, pushes: Vec<Push>) -> bool {
         self.0.try_send(pushes).is_ok()
     }
 }
 
 /// Runs the worker until `token` is cancelled.
-pub async fn run(
+pub(crate) async fn run(
     client: kube::Client,
     settings: Settings,
     metrics: Metrics,

@@ -34,43 +34,43 @@ use super::nudge::Queue;
 use super::wire;
 
 /// The largest notification body taken (registries send small batches).
-pub const MAX_BODY: usize = 1 << 20;
+pub(crate) const MAX_BODY: usize = 1 << 20;
 /// How long a client has to send a request's headers, and then its body: the port is open to
 /// anyone, so a client that trickles its request must not hold a connection for long.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The Distribution registry sender's name, in metrics, logs and its path.
-pub const DISTRIBUTION: &str = "distribution";
+pub(crate) const DISTRIBUTION: &str = "distribution";
 /// Harbor's.
-pub const HARBOR: &str = "harbor";
+pub(crate) const HARBOR: &str = "harbor";
 /// GitHub's (GitHub Container Registry's package events).
-pub const GITHUB: &str = "github";
+pub(crate) const GITHUB: &str = "github";
 /// Quay's (its repository notifications).
-pub const QUAY: &str = "quay";
+pub(crate) const QUAY: &str = "quay";
 /// Docker Hub's.
-pub const DOCKERHUB: &str = "dockerhub";
+pub(crate) const DOCKERHUB: &str = "dockerhub";
 /// Every sender the receiver knows.
 pub const SENDERS: [&str; 5] = [DISTRIBUTION, HARBOR, GITHUB, QUAY, DOCKERHUB];
 
 /// Whether `sender`'s secret is the last segment of its URL: its webhooks can be given a URL
 /// and nothing else (no header, no signature). A URL is kept by proxies and access logs where a
 /// header is not: docs/imports.md says so.
-pub fn secret_in_path(sender: &str) -> bool {
+pub(crate) fn secret_in_path(sender: &str) -> bool {
     matches!(sender, QUAY | DOCKERHUB)
 }
 
 /// What the handlers share.
-pub struct Context {
+pub(crate) struct Context {
     /// The configured senders (of [`SENDERS`]) and their secrets; only they have an endpoint.
-    pub senders: Vec<(&'static str, Secret)>,
+    pub(crate) senders: Vec<(&'static str, Secret)>,
     /// Where accepted pushes go.
-    pub queue: Queue,
+    pub(crate) queue: Queue,
     /// Counts.
-    pub metrics: Metrics,
+    pub(crate) metrics: Metrics,
 }
 
 /// The routes: `POST /v1/<sender>` for each configured sender.
-pub fn router(ctx: Arc<Context>) -> Router {
+pub(crate) fn router(ctx: Arc<Context>) -> Router {
     let mut router = Router::new();
     for (sender, _) in &ctx.senders {
         let sender: &'static str = sender;
@@ -103,7 +103,7 @@ pub fn router(ctx: Arc<Context>) -> Router {
 /// Serves `app` on `listener` (plain HTTP/1.1 only: registries send that, and an HTTP/2
 /// connection has no header-read timeout to cut off a client that opens one and says nothing)
 /// until `shutdown` resolves, each connection's request headers due within [`READ_TIMEOUT`].
-pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()>) {
+pub(crate) async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()>) {
     tokio::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {

@@ -14,13 +14,13 @@ use super::wire::Push;
 
 /// A candidate tag to import now.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Target {
+pub(crate) struct Target {
     /// The stream's namespace.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// The stream.
-    pub stream: String,
+    pub(crate) stream: String,
     /// The candidate tag.
-    pub tag: String,
+    pub(crate) tag: String,
 }
 
 /// `registry/repository:tag` of a pull spec as clients name it (`docker.io/library/x` for `x`);
@@ -38,7 +38,11 @@ fn named_tag(pull_spec: &str) -> Option<Push> {
 }
 
 /// The candidate tags `pushes` concern, each once, sorted.
-pub fn of(pushes: &[Push], promotions: &[ImagePromotion], streams: &[ImageStream]) -> Vec<Target> {
+pub(crate) fn of(
+    pushes: &[Push],
+    promotions: &[ImagePromotion],
+    streams: &[ImageStream],
+) -> Vec<Target> {
     let mut found = Vec::new();
     for stream in streams {
         let ns = stream.metadata.namespace.as_deref().unwrap_or_default();

@@ -11,7 +11,7 @@ const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 
 /// The `n`th YAML document of a fixture, as JSON.
-pub fn fixture(file: &str, n: usize) -> Value {
+pub(crate) fn fixture(file: &str, n: usize) -> Value {
     let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap();
     let docs: Vec<Value> = serde_norway::Deserializer::from_str(&text)
@@ -151,7 +151,7 @@ fn the_reference_policy_asked_for_is_set_on_every_tag_adopt_writes() {
 
 /// The dashboard-created custom image of the BYON import pipeline, its placeholders filled, as
 /// the import left it: one tag `latest`, no scheduled import.
-pub fn custom() -> Value {
+pub(crate) fn custom() -> Value {
     let mut stream = fixture(
         "byon_import-pipeline_imagestream_created-then-patched.yaml",
         0,
@@ -219,7 +219,7 @@ fn a_custom_image_refuses_a_candidate_that_would_sort_first() {
 
 /// The shipped jupyter-minimal-notebook manifest as the operator applies it: the placeholders
 /// replaced by digests, its ownership labels, and the imports done.
-pub fn shipped() -> Value {
+pub(crate) fn shipped() -> Value {
     let manifest = fixture(
         "odh-notebooks_jupyter-minimal-notebook_imagestream_manifest.yaml",
         0,

@@ -51,7 +51,7 @@ const MANIFEST_TYPES: [&str; 5] = [
 ];
 
 /// The pushes of a Distribution notification body, or why it is not one.
-pub fn distribution(body: &[u8]) -> Result<Parsed, String> {
+pub(crate) fn distribution(body: &[u8]) -> Result<Parsed, String> {
     let envelope: Envelope = serde_json::from_slice(body)
         .map_err(|e| format!("not a registry notification envelope: {e}"))?;
     if envelope.events.len() > MAX_EVENTS {

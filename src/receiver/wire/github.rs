@@ -7,7 +7,7 @@ use super::{Parsed, split_url};
 /// package. The push is the version's `package_url` (`ghcr.io/owner/name:tag`), or
 /// `ghcr.io/<owner>/<name>` and `container_metadata.tag.name` where it has none. Any other event
 /// (`ping` on creation included) names no push.
-pub fn github(body: &[u8], event: Option<&str>) -> Result<Parsed, String> {
+pub(crate) fn github(body: &[u8], event: Option<&str>) -> Result<Parsed, String> {
     let v: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("not a GitHub webhook payload: {e}"))?;
     let mut parsed = Parsed::default();

@@ -8,7 +8,7 @@ use super::{MAX_EVENTS, Parsed, split_url};
 /// structured with the same `resources` and `repository` under `data`, or binary with the type
 /// in `ce-type` and those as the body). Each resource pushed under a tag is a push; its
 /// `resource_url` (`harbor.example.com/project/repo:tag`) names the registry host clients use.
-pub fn harbor(body: &[u8], ce_type: Option<&str>) -> Result<Parsed, String> {
+pub(crate) fn harbor(body: &[u8], ce_type: Option<&str>) -> Result<Parsed, String> {
     let v: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("not a Harbor webhook payload: {e}"))?;
     let (kind, data) = if let Some(t) = ce_type {

@@ -8,7 +8,7 @@ use super::{DOCKER_HUB, MAX_EVENTS, Parsed, Push, split_url};
 /// `updated_tags`, each a push. Old Quay sent `updated_tags` as an object of tag to image id;
 /// its keys are the tags. A notification without tags (another event sent to this endpoint) names
 /// no push.
-pub fn quay(body: &[u8]) -> Result<Parsed, String> {
+pub(crate) fn quay(body: &[u8]) -> Result<Parsed, String> {
     let v: serde_json::Value = serde_json::from_slice(body)
         .map_err(|e| format!("not a Quay repository notification: {e}"))?;
     let Some(url) = v["docker_url"].as_str() else {
@@ -48,7 +48,7 @@ pub fn quay(body: &[u8]) -> Result<Parsed, String> {
 /// A Docker Hub repository webhook (<https://docs.docker.com/docker-hub/repos/manage/webhooks/>):
 /// one push, `push_data.tag` of `repository.repo_name` on Docker Hub (`docker.io`; a name without
 /// a namespace is an official image, `library/<name>`). Docker Hub sends nothing else.
-pub fn dockerhub(body: &[u8]) -> Result<Parsed, String> {
+pub(crate) fn dockerhub(body: &[u8]) -> Result<Parsed, String> {
     let v: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("not a Docker Hub webhook: {e}"))?;
     let Some(name) = v["repository"]["repo_name"].as_str() else {

@@ -8,25 +8,25 @@ mod github;
 mod harbor;
 mod hub;
 
-pub use distribution::distribution;
-pub use github::github;
-pub use harbor::harbor;
-pub use hub::{dockerhub, quay};
+pub(crate) use distribution::distribution;
+pub(crate) use github::github;
+pub(crate) use harbor::harbor;
+pub(crate) use hub::{dockerhub, quay};
 
 /// One pushed tag: `registry/repository:tag`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Push {
+pub(crate) struct Push {
     /// The registry host as clients name it (`quay.io`, `registry.example.com:5000`).
-    pub registry: String,
+    pub(crate) registry: String,
     /// The repository path (`org/notebook`).
-    pub repository: String,
+    pub(crate) repository: String,
     /// The tag pushed.
-    pub tag: String,
+    pub(crate) tag: String,
 }
 
 /// Why an event of a notification named no push.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ignored {
+pub(crate) enum Ignored {
     /// Not a push (a pull, a mount, a delete).
     NotAPush,
     /// A blob, not a manifest.
@@ -37,22 +37,22 @@ pub enum Ignored {
 
 /// What a notification body said: the pushes, and how many events named none.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     /// Each tag pushed, once, in order.
-    pub pushes: Vec<Push>,
+    pub(crate) pushes: Vec<Push>,
     /// Events that moved no tag.
-    pub ignored: usize,
+    pub(crate) ignored: usize,
 }
 
 /// The most events one notification may carry (the registry sends them in small batches).
-pub const MAX_EVENTS: usize = 1024;
+pub(crate) const MAX_EVENTS: usize = 1024;
 
 /// Docker Hub's registry as pushes and pull specs are compared.
-pub const DOCKER_HUB: &str = "docker.io";
+pub(crate) const DOCKER_HUB: &str = "docker.io";
 
 /// A registry host as pushes and pull specs are compared: lower case, and Docker Hub's other
 /// names (`index.docker.io`, `registry-1.docker.io`, `registry.hub.docker.com`) as `docker.io`.
-pub fn canonical_registry(host: &str) -> String {
+pub(crate) fn canonical_registry(host: &str) -> String {
     let host = host.to_ascii_lowercase();
     match host.as_str() {
         "index.docker.io" | "registry-1.docker.io" | "registry.hub.docker.com" => DOCKER_HUB.into(),
