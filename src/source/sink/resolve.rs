@@ -147,6 +147,27 @@ pub fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
     gv.with_kind(kind)
 }
 
+/// Whether `api_version` is `version` or `group/version` as Kubernetes names them: a group is a
+/// lowercase DNS subdomain, a version a lowercase DNS label. It is a tenant's text that the
+/// adapter puts into the path it reads with its own identity and into the group its
+/// cross-namespace review asks about, so anything else (dot segments, more slashes) is refused
+/// before either is made; kube's parse takes any text (all after the first `/` is the version).
+fn is_api_version(api_version: &str) -> bool {
+    let label = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    match api_version.split_once('/') {
+        None => label(api_version),
+        Some((group, version)) => {
+            group.len() <= 253 && group.split('.').all(label) && label(version)
+        }
+    }
+}
+
 fn target(r: &KReference, source_namespace: &str) -> Result<Target, Unresolved> {
     for (field, value) in [
         ("apiVersion", &r.api_version),
@@ -159,6 +180,16 @@ fn target(r: &KReference, source_namespace: &str) -> Result<Target, Unresolved> 
                 format!("spec.sink.ref.{field} is empty: set it"),
             ));
         }
+    }
+    if !is_api_version(&r.api_version) {
+        return Err(Unresolved::new(
+            reason::SINK_INVALID,
+            format!(
+                "spec.sink.ref.apiVersion {:?} is not `version` or `group/version` (a lowercase \
+                 DNS name and a version such as `v1`)",
+                r.api_version
+            ),
+        ));
     }
     let namespace = r
         .namespace

@@ -351,3 +351,36 @@ fn a_ref_to_another_namespace_is_refused_before_any_read_unless_the_platform_all
         "defaulted to the source's"
     );
 }
+
+#[test]
+fn a_ref_whose_api_version_is_not_group_slash_version_is_refused_before_anything_is_read() {
+    // A tenant's apiVersion goes into the path the adapter reads with its own identity and into
+    // the group its cross-namespace review asks about: dot segments or extra slashes would read
+    // another path than the one reviewed.
+    for bad in [
+        "eventing.knative.dev/v1/../../../api/v1",
+        "eventing.knative.dev/../v1",
+        "a/b/c",
+        "/v1",
+        "eventing.knative.dev/",
+        "Eventing.knative.dev/v1",
+        "eventing..knative.dev/v1",
+        "",
+    ] {
+        let dest = to(reference(bad, "Broker", "default"));
+        match plan(&dest, "ds") {
+            Err(e) => assert_eq!(e.reason, reason::SINK_INVALID, "{bad:?}: {}", e.message),
+            Ok(_) => panic!("{bad:?} was planned to be read"),
+        }
+    }
+    for good in [
+        "v1",
+        "eventing.knative.dev/v1",
+        "serving.knative.dev/v1beta1",
+    ] {
+        assert!(
+            plan(&to(reference(good, "Broker", "default")), "ds").is_ok(),
+            "{good:?}"
+        );
+    }
+}
