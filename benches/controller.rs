@@ -293,7 +293,7 @@ fn report_phases(floor: &[f64], p: &Phases, runs_n: usize, paced_n: usize) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     let runs_n: usize = std::env::var("RUNS")
         .ok()
         .and_then(|s| s.parse().ok())

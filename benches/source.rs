@@ -370,7 +370,7 @@ fn spawn_source(kubeconfig: &std::path::Path, sink: &str, admin: u16) -> Child {
 }
 
 fn main() {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     if let Ok(sink) = std::env::var("BENCH_POSTER") {
         return poster(&sink);
     }

@@ -155,7 +155,7 @@ async fn bench() {
     let (rss_idle, rss_single_idle) = (rss(&mt), rss(&single));
     // Idle: what the adapter asks of the API server while nothing changes, once the delivery
     // counters of the priming changes are written (at most every 30 s per source).
-    tokio::time::sleep(imagegate::source::mt::counters::INTERVAL + Duration::from_secs(3)).await;
+    tokio::time::sleep(imagegate::adapter::counters::INTERVAL + Duration::from_secs(3)).await;
     let before_idle = mt_requests(&emu);
     tokio::time::sleep(Duration::from_secs(idle_for as u64)).await;
     let idle = delta(&before_idle, &mt_requests(&emu));

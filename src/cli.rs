@@ -94,7 +94,7 @@ pub struct SourceArgs {
     /// source takes no changes until its queue has drained to half, then catches up with a
     /// list of its namespaces (nothing is lost; one tenant's dead sink holds about this many
     /// events in memory, never more).
-    #[arg(long, value_name = "EVENTS", default_value_t = crate::source::mt::join::DEFAULT_BOUND,
+    #[arg(long, value_name = "EVENTS", default_value_t = crate::adapter::join::DEFAULT_BOUND,
           value_parser = clap::builder::TypedValueParser::map(
               clap::value_parser!(u64).range(2..=1_000_000), |n| n as usize),
           requires = "multi_tenant")]

@@ -12,33 +12,33 @@
 //! - [`api`]: Rust types for the APIs imagegate talks to but does not own (ImageStream,
 //!   ImageStreamTag, ImageStreamImage, Image, CustomRun), only the fields we use.
 //! - [`cli`]: the command line (one clap struct per subcommand).
-//! - [`telemetry`]: logging setup (`tracing`, human or JSON, `RUST_LOG`).
 //! - [`run`]: the entry points of the subcommands (the binary's edge, `anyhow` errors).
-//! - [`tls`]: the one rustls crypto provider of the binary.
-//! - [`admin`]: the admin HTTP server of both programs (`/livez`, `/readyz`, `/metrics`).
-//! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease (client-go semantics).
-//! - [`runtime`]: what both programs run inside: the admin server, the Lease wait and loss,
-//!   and shutdown, on a cancellation token.
+//! - [`runtime`]: what every program runs inside: the admin server (`/livez`, `/readyz`,
+//!   `/metrics`), leader election on a `coordination.k8s.io/v1` Lease (client-go semantics),
+//!   shutdown on a cancellation token, what a watch does with an error, logging, and the one
+//!   rustls crypto provider.
 //! - [`source`]: `imagegate source`, ImageStream tag changes as CloudEvents.
+//! - [`adapter`]: `imagegate source --multi-tenant`, the ImageStreamSource custom resource, its
+//!   reconciler, and one process running the source's flow for every source.
 //! - [`controller`]: `imagegate controller`, the ImagePromotion Tekton custom task.
 //! - [`adopt`]: `imagegate adopt`, an existing ImageStream turned into the gated shape, and the
 //!   drift check of adopted streams.
-//! - [`odh`]: what Open Data Hub reads on notebook ImageStreams, and a model of its dashboard.
+//! - [`interceptor`]: `imagegate interceptor`, the Tekton Triggers ClusterInterceptor that lets
+//!   an event start validation only for a governed candidate; [`runkey`] names those runs.
+//! - [`receiver`]: `imagegate receiver`, registries' push notifications turned into imports.
+//! - [`odh`]: what Open Data Hub reads on notebook ImageStreams.
 //! - [`ops`]: the operator commands (`status`, `promote`, `rollback`, `reject`, `import`), also
 //!   the kubectl plugin `kubectl imagegate`.
 //! - [`untrusted`]: every parser of outside input behind one function of bytes (the fuzz
 //!   targets' and the property test's entry points).
-//! - [`watch_errors`]: what both programs' watches do with an error: a backoff that grows while
-//!   errors keep coming, and a refusal mid-run (RBAC revoked, a CRD removed) on `/readyz`.
 
 pub mod access;
-pub mod admin;
+pub mod adapter;
 pub mod adopt;
 pub mod api;
 pub mod cli;
 pub mod controller;
 pub mod interceptor;
-pub mod leader;
 pub mod odh;
 pub mod ops;
 pub mod receiver;
@@ -46,7 +46,4 @@ pub mod run;
 pub mod runkey;
 pub mod runtime;
 pub mod source;
-pub mod telemetry;
-pub mod tls;
 pub mod untrusted;
-pub mod watch_errors;

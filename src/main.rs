@@ -25,8 +25,8 @@ fn main() -> ExitCode {
         Command::Ops(_) => "warn",
         _ => "info",
     };
-    imagegate::telemetry::init(cli.log_format, level);
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::telemetry::init(cli.log_format, level);
+    imagegate::runtime::tls::install_crypto_provider();
     // The source waits on the network almost all the time: one thread keeps its memory small
     // (one allocator arena, one stack). The controller uses all cores.
     let runtime = match cli.command {
@@ -84,8 +84,8 @@ fn main() -> ExitCode {
 /// `kubectl imagegate ...`: the operator commands alone, errors as one line on stderr.
 fn plugin_main() -> ExitCode {
     let cli = imagegate::cli::ops::KubectlImagegate::parse();
-    imagegate::telemetry::init(LogFormat::Human, "warn");
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::telemetry::init(LogFormat::Human, "warn");
+    imagegate::runtime::tls::install_crypto_provider();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -7,14 +7,14 @@ use anyhow::{anyhow, bail};
 use std::sync::Arc;
 
 use crate::cli::{ControllerArgs, LeaderArgs, SourceArgs};
-use crate::leader::LeaderConfig;
+use crate::runtime::leader::LeaderConfig;
 
 /// `imagegate crds`: the CustomResourceDefinitions imagegate owns, as YAML on stdout: every one
 /// (separated by `---`), or the one whose plural `args.resource` names.
 pub fn crds(args: &crate::cli::CrdsArgs) -> anyhow::Result<()> {
     let all = [
         ("imagepromotions", crate::controller::crd::crd_yaml()),
-        ("imagestreamsources", crate::source::crd::crd_yaml()),
+        ("imagestreamsources", crate::adapter::crd::crd_yaml()),
     ];
     let chosen: Vec<&String> = all
         .iter()
@@ -371,17 +371,17 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
     let api_server_url = config.cluster_url.to_string();
     let api_server_host = config.cluster_url.host().map(|h| h.to_ascii_lowercase());
     let client = kube_client(config)?;
-    let settings = crate::source::mt::MtSettings {
+    let settings = crate::adapter::MtSettings {
         admin_addr: args.admin_addr,
         leader: leader_config(&args.leader, "source-multi-tenant"),
         cluster_domain: args
             .cluster_domain
             .clone()
-            .unwrap_or_else(|| crate::source::sink::resolve::DEFAULT_CLUSTER_DOMAIN.to_owned()),
-        shared: crate::source::mt::settings::Shared {
+            .unwrap_or_else(|| crate::adapter::sink::resolve::DEFAULT_CLUSTER_DOMAIN.to_owned()),
+        shared: crate::adapter::settings::Shared {
             events,
             api_server_url,
-            guard: std::sync::Arc::new(crate::source::sink::guard::Guard {
+            guard: std::sync::Arc::new(crate::source::deliver::guard::Guard {
                 api_server_host: api_server_host.clone(),
                 allowed: args
                     .allow_sink_hosts
@@ -389,13 +389,13 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
                     .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
                     .collect(),
                 cluster_domain: args.cluster_domain.clone().unwrap_or_else(|| {
-                    crate::source::sink::resolve::DEFAULT_CLUSTER_DOMAIN.to_owned()
+                    crate::adapter::sink::resolve::DEFAULT_CLUSTER_DOMAIN.to_owned()
                 }),
                 cross_namespace: args.allow_cross_namespace_sinks,
             }),
             checkpoint_namespace: args.checkpoint_namespace.clone(),
             max_queued: args.max_queued_per_source,
-            checkpoint_cap: crate::source::mt::settings::checkpoint_cap(
+            checkpoint_cap: crate::adapter::settings::checkpoint_cap(
                 args.max_checkpoint_bytes_per_source,
             ),
             // Set by the runtime, which follows the Lease.
@@ -409,7 +409,7 @@ async fn source_multi_tenant(args: SourceArgs) -> anyhow::Result<()> {
             )
         }),
     };
-    crate::source::mt::run(client, settings, shutdown_signal()).await
+    crate::adapter::run(client, settings, shutdown_signal()).await
 }
 
 /// `imagegate adopt`: adopt one stream (or print the diff), or `--check` the adopted streams.

@@ -8,6 +8,12 @@
 //! and the admin server. A lost Lease is the error [`LostLease`], so that the binary exits
 //! non-zero and restarts as a standby, as client-go's leader election does.
 
+pub mod admin;
+pub mod leader;
+pub mod telemetry;
+pub mod tls;
+pub mod watch_errors;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,8 +27,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::admin::{self, Health};
-use crate::leader::{self, LeaderConfig};
+use admin::Health;
+use leader::LeaderConfig;
 
 /// What the runtime serves and contends for.
 #[derive(Clone, Debug)]

@@ -132,29 +132,29 @@ pub fn imagestreamsource(data: &[u8]) -> bool {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Input {
-        source: crate::source::crd::ImageStreamSource,
+        source: crate::adapter::crd::ImageStreamSource,
         #[serde(default)]
         sink_object: Option<serde_json::Value>,
     }
-    use crate::source::sink::resolve::{DEFAULT_CLUSTER_DOMAIN, Plan, plan, resolve};
+    use crate::adapter::sink::resolve::{DEFAULT_CLUSTER_DOMAIN, Plan, plan, resolve};
     let Ok(input) = serde_json::from_slice::<Input>(data) else {
         return false;
     };
     let source = &input.source;
-    if crate::source::reconcile::invalid(&source.spec).is_some() {
+    if crate::adapter::reconcile::invalid(&source.spec).is_some() {
         return false;
     }
-    let shared = crate::source::mt::settings::Shared {
+    let shared = crate::adapter::settings::Shared {
         events: crate::source::event::EventSettings::new("https://imagegate.dev/schemas/")
             .expect("the default schema base"),
         api_server_url: "https://api.example:6443".into(),
         guard: Default::default(),
         checkpoint_namespace: "imagegate-system".into(),
-        max_queued: crate::source::mt::join::DEFAULT_BOUND,
-        checkpoint_cap: crate::source::mt::settings::DEFAULT_CHECKPOINT_CAP,
+        max_queued: crate::adapter::join::DEFAULT_BOUND,
+        checkpoint_cap: crate::adapter::settings::DEFAULT_CHECKPOINT_CAP,
         fence: Default::default(),
     };
-    let settings = crate::source::mt::settings::of(source, &shared).is_ok();
+    let settings = crate::adapter::settings::of(source, &shared).is_ok();
     let namespace = source.metadata.namespace.as_deref().unwrap_or("ns");
     let sink = match plan(&source.spec.sink, namespace) {
         Ok(Plan::Uri(_)) => true,

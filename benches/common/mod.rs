@@ -14,7 +14,7 @@ pub use shared::*;
 /// Runs a benchmark's body on the two-thread runtime every benchmark here measures on, with the
 /// TLS provider installed first.
 pub fn run<F: std::future::Future>(bench: F) -> F::Output {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

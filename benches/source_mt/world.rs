@@ -130,7 +130,7 @@ pub async fn seed(emu: &Emulator, teams: usize, sources: usize, sink: &str, nois
         "customresourcedefinitions",
     );
     let crd: DynamicObject =
-        serde_json::from_value(serde_json::to_value(imagegate::source::crd::crd()).unwrap())
+        serde_json::from_value(serde_json::to_value(imagegate::adapter::crd::crd()).unwrap())
             .unwrap();
     Api::<DynamicObject>::all_with(emu.client().unwrap(), &crds)
         .create(&PostParams::default(), &crd)

@@ -267,7 +267,7 @@ mod tests {
     #[tokio::test]
     async fn the_error_policy_requeues_a_waiting_run_soon_then_later_and_counts_no_error() {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        crate::tls::install_crypto_provider();
+        crate::runtime::tls::install_crypto_provider();
         let client = kube::Client::try_from(config).unwrap();
         let mut registry = prometheus_client::registry::Registry::default();
         let ctx = Arc::new(Context {

@@ -39,7 +39,7 @@ pub struct Metrics {
     /// `imagegate_controller_status_writes_total`.
     pub status_writes: Counter,
     /// `imagegate_controller_watch_restarts_total`: CustomRun watch errors (each followed by a
-    /// resume or a re-list, after [`crate::watch_errors::WatchBackoff`]).
+    /// resume or a re-list, after [`crate::runtime::watch_errors::WatchBackoff`]).
     pub watch_restarts: Counter,
     /// `imagegate_controller_import_to_promotion_seconds`: from the import that brought a
     /// digest into the candidate tag to the write that serves it ([`import_to_promotion`]).

@@ -56,11 +56,11 @@ use kube::runtime::events::{Recorder, Reporter};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-use crate::admin::Health;
 use crate::api::CustomRun;
-use crate::leader::LeaderConfig;
+use crate::runtime::admin::Health;
+use crate::runtime::leader::LeaderConfig;
+use crate::runtime::watch_errors::Refusals;
 use crate::runtime::{self, Runtime};
-use crate::watch_errors::Refusals;
 
 use self::context::{Clock, Context};
 use self::metrics::Metrics;

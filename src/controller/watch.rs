@@ -12,7 +12,7 @@
 //! `Controller::for_stream` takes the stream as it is, so the backoff is added here: without it
 //! a watch the API server refuses (RBAC revoked mid-run) is retried at once, forever. Each error
 //! is counted (`imagegate_controller_watch_restarts_total`) and a refusal is reported on
-//! `/readyz` ([`crate::watch_errors`]) until the watch delivers again.
+//! `/readyz` ([`crate::runtime::watch_errors`]) until the watch delivers again.
 
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ use kube::runtime::watcher::{self, Event};
 use prometheus_client::metrics::counter::Counter;
 
 use crate::api::CustomRun;
-use crate::watch_errors::{Refusals, WatchBackoff};
+use crate::runtime::watch_errors::{Refusals, WatchBackoff};
 
 use super::runs::{RunKey, RunStates};
 

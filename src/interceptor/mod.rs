@@ -28,7 +28,7 @@ use anyhow::Context as _;
 use prometheus_client::registry::Registry;
 use tracing::{info, warn};
 
-use crate::admin::Health;
+use crate::runtime::admin::Health;
 use crate::runtime::{self, Runtime};
 
 /// How the interceptor runs.
@@ -71,7 +71,7 @@ pub async fn run(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    crate::tls::install_crypto_provider();
+    crate::runtime::tls::install_crypto_provider();
     let mut registry = Registry::default();
     let metrics = metrics::Metrics::register(&mut registry);
     let health = Health::new();

@@ -32,7 +32,7 @@ use anyhow::Context as _;
 use prometheus_client::registry::Registry;
 use tracing::info;
 
-use crate::admin::Health;
+use crate::runtime::admin::Health;
 use crate::runtime::{self, Runtime};
 
 /// How the receiver runs.
@@ -54,7 +54,7 @@ pub(crate) async fn run(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    crate::tls::install_crypto_provider();
+    crate::runtime::tls::install_crypto_provider();
     let mut registry = Registry::default();
     let senders: Vec<&'static str> = settings.senders.iter().map(|(s, _)| *s).collect();
     let metrics = metrics::Metrics::register(&mut registry, &senders);

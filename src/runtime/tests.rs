@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 /// A client that is never called (no election): building one connects to nothing.
 fn client() -> kube::Client {
-    crate::tls::install_crypto_provider();
+    super::tls::install_crypto_provider();
     let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
     kube::Client::try_from(config).unwrap()
 }

@@ -62,8 +62,8 @@ use self::health::{Persistence, Say};
 use self::layout::Layout;
 use super::metrics::Metrics;
 use super::state::StreamState;
-use crate::admin::Health;
 use crate::api::status_code as code;
+use crate::runtime::admin::Health;
 
 pub use self::config::{Cap, CheckpointConfig, DEFAULT_WRITE_BUDGET, MAX_PAUSE, pause};
 pub use self::entry::{StreamKey, data_key, decode_state, fnv1a64};
@@ -105,14 +105,14 @@ pub struct Checkpoint {
     written: std::sync::atomic::AtomicU64,
     /// Every write goes through it: none after this process stopped leading, none that could
     /// land after another replica may have taken over (F-11).
-    fence: crate::leader::Fence,
+    fence: crate::runtime::leader::Fence,
 }
 
 impl Checkpoint {
     /// Fences every write of this checkpoint by the Lease `fence` follows
-    /// ([`crate::leader::Fence`]): a replica that lost it, or could not renew it in time, writes
+    /// ([`crate::runtime::leader::Fence`]): a replica that lost it, or could not renew it in time, writes
     /// nothing that could overwrite a newer leader's checkpoint.
-    pub fn set_fence(&mut self, fence: crate::leader::Fence) {
+    pub fn set_fence(&mut self, fence: crate::runtime::leader::Fence) {
         self.fence = fence;
     }
 

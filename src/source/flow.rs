@@ -23,7 +23,7 @@ use super::tracker::{self, Decision, Tracker};
 use super::watch::{self, Seen, decode};
 use super::{Mode, Settings, ack};
 use crate::api::ImageStream;
-use crate::watch_errors::Refusals;
+use crate::runtime::watch_errors::Refusals;
 
 mod send;
 

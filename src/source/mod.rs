@@ -8,26 +8,21 @@
 //! (retries, backoff, dead-letter sink) -> [`ack`] (the delivered state) -> [`checkpoint`]
 //! (persisted in the cluster). [`apiserver`] holds the modes that send what Knative's
 //! ApiServerSource sends. [`flow`] wires the steps; [`run`] adds leader election, the admin
-//! server and shutdown. [`crd`] is the ImageStreamSource custom resource, a source a team
-//! `kubectl apply`s.
+//! server and shutdown. The ImageStreamSource custom resource, a source a team `kubectl apply`s,
+//! and the multi-tenant adapter that runs this flow for each of them are [`crate::adapter`].
 
 pub mod ack;
 pub mod apiserver;
 pub mod change;
 pub mod checkpoint;
-pub mod crd;
 pub mod deliver;
 pub mod diff;
 pub mod event;
 pub mod flow;
 pub mod metrics;
-pub mod mt;
 pub mod pending;
-pub mod permissions;
 pub mod preflight;
 pub mod queue;
-pub mod reconcile;
-pub mod sink;
 pub mod state;
 pub mod tracker;
 pub mod watch;
@@ -40,10 +35,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::admin::Health;
-use crate::leader::LeaderConfig;
+use crate::runtime::admin::Health;
+use crate::runtime::leader::LeaderConfig;
+use crate::runtime::watch_errors::Refusals;
 use crate::runtime::{self, Runtime};
-use crate::watch_errors::Refusals;
 
 use self::checkpoint::{Checkpoint, CheckpointConfig};
 use self::deliver::{ContentMode, DeliverySpec};
@@ -84,7 +79,7 @@ pub struct Settings {
     pub oidc: Option<std::sync::Arc<deliver::oidc::Oidc>>,
     /// Where a tenant's sink may not connect (the multi-tenant adapter's; None: anywhere, as
     /// the operator who configured the single source chose).
-    pub sink_guard: Option<std::sync::Arc<sink::guard::Guard>>,
+    pub sink_guard: Option<std::sync::Arc<deliver::guard::Guard>>,
     /// Namespaces to watch (empty: all).
     pub namespaces: Vec<String>,
     /// Label selector of the ImageStreams.

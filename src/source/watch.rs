@@ -8,7 +8,7 @@
 //! error is counted and the watcher resumes from its last resourceVersion, or re-lists when
 //! that expired (410), after a backoff that grows while errors keep coming
 //! ([`WatchBackoff`]); a refusal (a 400, 401, 403 or 404: RBAC revoked mid-run) is also
-//! reported on `/readyz` ([`crate::watch_errors`]) until the watch delivers again.
+//! reported on `/readyz` ([`crate::runtime::watch_errors`]) until the watch delivers again.
 
 pub mod decode;
 
@@ -24,7 +24,7 @@ use self::decode::{Reading, Watched};
 use super::checkpoint::StreamKey;
 use super::metrics::Metrics;
 use crate::api::ImageStream;
-use crate::watch_errors::{Refusals, WatchBackoff};
+use crate::runtime::watch_errors::{Refusals, WatchBackoff};
 
 /// Streams per list page. A page is held as text and as objects until its last stream is
 /// diffed, and that is the peak of the first list: larger pages raise it more than they save.

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use imagegate::admin::Health;
+use imagegate::runtime::admin::Health;
 use imagegate::source::checkpoint::*;
 use imagegate::source::metrics::Metrics;
 use imagegate::source::state::{StreamState, TagState, TagStates};

@@ -53,8 +53,8 @@ async fn the_watch_keeps_and_hands_on_only_this_tasks_runs() {
 
     let reporting = Reporting {
         namespace: None,
-        refusals: imagegate::watch_errors::Refusals::new(
-            imagegate::admin::Health::new(),
+        refusals: imagegate::runtime::watch_errors::Refusals::new(
+            imagegate::runtime::admin::Health::new(),
             "CustomRun",
         ),
         restarts: Default::default(),

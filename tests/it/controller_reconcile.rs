@@ -27,7 +27,7 @@ struct Harness {
 }
 
 async fn harness() -> Harness {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     let emu = Emulator::start(Config::default()).await.unwrap();
     crate::support::upstream::install_released_customrun_crd(emu.client().unwrap()).await;
     emu.seed_str(&imagegate::controller::crd::crd_yaml())
@@ -380,8 +380,8 @@ async fn remembered(h: &Harness, name: &str) {
 fn reporting(h: &Harness) -> watch::Reporting {
     watch::Reporting {
         namespace: None,
-        refusals: imagegate::watch_errors::Refusals::new(
-            imagegate::admin::Health::new(),
+        refusals: imagegate::runtime::watch_errors::Refusals::new(
+            imagegate::runtime::admin::Health::new(),
             "CustomRun",
         ),
         restarts: h.ctx.metrics.watch_restarts.clone(),

@@ -46,7 +46,7 @@ fn the_committed_crd_matches_the_rust_types() {
     assert_committed(
         COMMITTED_SOURCE,
         "imagestreamsources",
-        &imagegate::source::crd::crd_yaml(),
+        &imagegate::adapter::crd::crd_yaml(),
     );
 }
 
@@ -57,11 +57,11 @@ fn the_committed_crd_parses_as_a_crd_of_the_same_shape() {
     assert_eq!(parsed, ImagePromotion::crd());
     let committed = std::fs::read_to_string(committed_path(COMMITTED_SOURCE)).unwrap();
     let parsed: CustomResourceDefinition = serde_norway::from_str(&committed).unwrap();
-    assert_eq!(parsed, imagegate::source::crd::crd());
+    assert_eq!(parsed, imagegate::adapter::crd::crd());
 }
 
 async fn start() -> (Emulator, kube::Client) {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     let emu = Emulator::start(Config::default()).await.unwrap();
     emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ci\n")
         .unwrap();
@@ -155,8 +155,8 @@ async fn a_field_of_the_wrong_type_is_refused_by_the_crd_schema() {
 
 #[tokio::test]
 async fn an_image_stream_source_and_its_status_round_trip_through_the_registered_crd() {
-    use imagegate::source::crd::{self, ImageStreamSource, ImageStreamSourceSpec};
-    imagegate::tls::install_crypto_provider();
+    use imagegate::adapter::crd::{self, ImageStreamSource, ImageStreamSourceSpec};
+    imagegate::runtime::tls::install_crypto_provider();
     let emu = Emulator::start(Config::default()).await.unwrap();
     emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ds\n")
         .unwrap();

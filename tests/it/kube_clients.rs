@@ -21,7 +21,7 @@ fn stream_body(name: &str) -> serde_json::Value {
 }
 
 async fn start() -> (Emulator, kube::Client) {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     let emu = Emulator::start(Config::default()).await.unwrap();
     emu.seed_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ds\n")
         .unwrap();
@@ -32,7 +32,7 @@ async fn start() -> (Emulator, kube::Client) {
 
 #[test]
 fn https_clients_build_with_one_crypto_provider() {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
@@ -42,7 +42,7 @@ fn https_clients_build_with_one_crypto_provider() {
             .build()
             .expect("reqwest builds an HTTPS client");
     });
-    // Two providers are compiled in (aws-lc-rs comes with sigstore, src/tls.rs says why): the one
+    // Two providers are compiled in (aws-lc-rs comes with sigstore, src/runtime/tls.rs says why): the one
     // installed, and so used by every client above, is ring.
     let installed = rustls::crypto::CryptoProvider::get_default().expect("a provider is installed");
     let ring = rustls::crypto::ring::default_provider();

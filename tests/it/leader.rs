@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use imagegate::leader::{self, LeaderConfig};
+use imagegate::runtime::leader::{self, LeaderConfig};
 use imagegate_emulator::control::Fault;
 use imagegate_emulator::{Config, Emulator};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -77,7 +77,7 @@ impl Contender {
 }
 
 async fn start_emulator() -> Emulator {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     Emulator::start(Config::default()).await.unwrap()
 }
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use imagegate::admin::Health;
-use imagegate::leader::LeaderConfig;
+use imagegate::runtime::admin::Health;
+use imagegate::runtime::leader::LeaderConfig;
 use imagegate::runtime::{Ended, LostLease, Runtime, Settings};
 use imagegate_emulator::{Config, Emulator};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -115,7 +115,7 @@ impl Program {
 }
 
 async fn start_emulator() -> Emulator {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     Emulator::start(Config::default()).await.unwrap()
 }
 

@@ -3,9 +3,9 @@
 //! written to their status as their controllers write them, and SubjectAccessReviews answered
 //! from the stored RBAC. Each test reads back the status the real `reconcile` wrote.
 
-use imagegate::source::crd::status::{condition, reason};
-use imagegate::source::crd::{ImageStreamSource, ImageStreamSourceStatus};
-use imagegate::source::reconcile::{self, Context};
+use imagegate::adapter::crd::status::{condition, reason};
+use imagegate::adapter::crd::{ImageStreamSource, ImageStreamSourceStatus};
+use imagegate::adapter::reconcile::{self, Context};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
@@ -33,7 +33,7 @@ async fn setup() -> (EmulatorServer, Context) {
         cluster_domain: "cluster.local".into(),
         api_server_url: API_SERVER.into(),
         identity: None,
-        guard: imagegate::source::sink::guard::Guard {
+        guard: imagegate::source::deliver::guard::Guard {
             allowed: vec!["127.0.0.1".into()],
             ..Default::default()
         },

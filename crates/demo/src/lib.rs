@@ -486,7 +486,7 @@ impl World {
             loop {
                 let ev = tokio::select! {
                     ev = events.next() => ev,
-                    _ = imagegate::leader::until(&mut stop, true) => return,
+                    _ = imagegate::runtime::leader::until(&mut stop, true) => return,
                 };
                 let stream = match ev {
                     Some(Ok(watcher::Event::Apply(s) | watcher::Event::InitApply(s))) => s,

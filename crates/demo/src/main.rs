@@ -35,8 +35,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The demo prints its own timeline; the programs' logs would drown it (RUST_LOG brings them
     // back).
-    imagegate::telemetry::init(cli.log_format, "error");
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::telemetry::init(cli.log_format, "error");
+    imagegate::runtime::tls::install_crypto_provider();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -31,14 +31,14 @@ pub async fn admin_ready(addr: SocketAddr, timeout: Duration) -> Result<(), Stri
 mod tests {
     use std::sync::Arc;
 
-    use imagegate::admin::{Health, router, serve};
+    use imagegate::runtime::admin::{Health, router, serve};
     use tokio::net::TcpListener;
 
     use super::*;
 
     #[tokio::test]
     async fn it_reports_the_reason_until_the_program_is_ready() {
-        imagegate::tls::install_crypto_provider();
+        imagegate::runtime::tls::install_crypto_provider();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let health = Health::new();

@@ -26,8 +26,8 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    imagegate::telemetry::init(imagegate::cli::LogFormat::Human, "error");
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::telemetry::init(imagegate::cli::LogFormat::Human, "error");
+    imagegate::runtime::tls::install_crypto_provider();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -136,7 +136,7 @@ mod tests {
 
     /// ClusterInterceptors behind an API server nobody listens at.
     fn unreachable() -> ClusterInterceptors {
-        imagegate::tls::install_crypto_provider();
+        imagegate::runtime::tls::install_crypto_provider();
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         ClusterInterceptors::new(kube::Client::try_from(config).unwrap())
     }

@@ -256,7 +256,7 @@ async fn keep_running_leaves_the_loop_up_for_kubectl_until_sigterm() {
         .await
         .unwrap();
     let server = config.cluster_url.to_string();
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     let client = kube::Client::try_from(config).unwrap();
     let streams: Api<ImageStream> = Api::namespaced(client.clone(), "notebooks");
     assert_eq!(

@@ -146,7 +146,7 @@ impl Checkpoint {
             persistence: Mutex::new(Persistence::new(Instant::now())),
             flushing: tokio::sync::Mutex::new(()),
             written: std::sync::atomic::AtomicU64::new(0),
-            fence: crate::leader::Fence::default(),
+            fence: crate::runtime::leader::Fence::default(),
         };
         let loaded = Loaded {
             states: restored.states,

@@ -279,7 +279,7 @@ impl Checkpoint {
     }
 
     /// Runs one write only while the Lease fences it open, and abandons it if it has not landed
-    /// by the time another replica could take the Lease ([`crate::leader::fence`]). A fenced
+    /// by the time another replica could take the Lease ([`crate::runtime::leader::fence`]). A fenced
     /// write is a 412 (never retried: this process no longer leads), an abandoned one a 504
     /// (retried, through the fence again).
     async fn through_fence<T>(

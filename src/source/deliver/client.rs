@@ -33,7 +33,7 @@ pub enum DeliverError {
 type SharedKey = (
     Option<Duration>,
     Option<String>,
-    Option<crate::source::sink::guard::Guard>,
+    Option<crate::source::deliver::guard::Guard>,
 );
 type SharedClients = std::sync::Mutex<HashMap<SharedKey, std::sync::Weak<reqwest::Client>>>;
 
@@ -86,7 +86,7 @@ impl SinkClient {
     fn build(
         timeout: Option<Duration>,
         ca_pem: Option<&str>,
-        guard: Option<&crate::source::sink::guard::Guard>,
+        guard: Option<&crate::source::deliver::guard::Guard>,
     ) -> Result<Self, DeliverError> {
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
@@ -133,7 +133,7 @@ impl SinkClient {
     pub fn shared_guarded(
         timeout: Option<Duration>,
         ca_pem: Option<&str>,
-        guard: Option<&crate::source::sink::guard::Guard>,
+        guard: Option<&crate::source::deliver::guard::Guard>,
     ) -> Result<Self, DeliverError> {
         let key = (timeout, ca_pem.map(str::to_string), guard.cloned());
         let mut clients = shared_clients().lock().unwrap_or_else(|p| p.into_inner());
@@ -230,8 +230,8 @@ impl SinkClient {
 /// Resolves a tenant's sink names, keeping only the addresses [`address_allowed`] allows
 /// (none left: the connection is refused, with why).
 ///
-/// [`address_allowed`]: crate::source::sink::guard::address_allowed
-struct GuardedResolver(crate::source::sink::guard::Guard);
+/// [`address_allowed`]: crate::source::deliver::guard::address_allowed
+struct GuardedResolver(crate::source::deliver::guard::Guard);
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
@@ -245,7 +245,7 @@ impl reqwest::dns::Resolve for GuardedResolver {
             }
             let kept: Vec<std::net::SocketAddr> = addrs
                 .into_iter()
-                .filter(|a| crate::source::sink::guard::address_allowed(a.ip()))
+                .filter(|a| crate::source::deliver::guard::address_allowed(a.ip()))
                 .collect();
             if kept.is_empty() {
                 return Err(format!(

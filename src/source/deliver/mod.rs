@@ -16,6 +16,7 @@
 
 mod client;
 mod error;
+pub mod guard;
 pub mod oidc;
 mod spec;
 mod wire;

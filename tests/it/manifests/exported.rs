@@ -6,9 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use imagegate::adapter::metrics::MtMetrics;
 use imagegate::controller::metrics::{ErrorLabels, Metrics as ControllerMetrics, OutcomeLabels};
 use imagegate::source::metrics::Metrics as SourceMetrics;
-use imagegate::source::mt::metrics::MtMetrics;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 

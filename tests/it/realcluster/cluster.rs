@@ -215,7 +215,7 @@ impl ControlPlane {
 
     /// A kube client as admin (the `system:masters` certificate).
     pub async fn client(&self) -> kube::Client {
-        imagegate::tls::install_crypto_provider();
+        imagegate::runtime::tls::install_crypto_provider();
         let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).unwrap();
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await

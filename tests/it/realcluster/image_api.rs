@@ -10,7 +10,7 @@ use super::cluster::{ControlPlane, SOURCE_SA};
 /// A client of the image API's own port, presenting the certificate `name` of the control
 /// plane's pki/ (None: no certificate).
 fn direct(cp: &ControlPlane, name: Option<&str>) -> reqwest::Client {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     let pki = cp.dir().join("pki");
     let ca = std::fs::read(pki.join("ca.crt")).unwrap();
     let mut b = reqwest::Client::builder()

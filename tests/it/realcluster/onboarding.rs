@@ -109,7 +109,7 @@ async fn the_default_install_writes_nowhere_a_namespace_did_not_opt_in_to() {
     ]);
 
     // What the server says each account of config/ may write (kubectl auth can-i --list).
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     let ca = std::fs::read(c.cp.ca_file()).unwrap();
     let http = reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())

@@ -155,7 +155,7 @@ pub(super) fn image_api() -> EmulatorServer {
         .next_back()
         .expect("the cluster's env names the image API's port");
     block_on(async {
-        imagegate::tls::install_crypto_provider();
+        imagegate::runtime::tls::install_crypto_provider();
         let config = kube::config::Kubeconfig::read_from(&c.kubeconfig).unwrap();
         let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
             .await

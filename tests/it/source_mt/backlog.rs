@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::harness::{Adapter, World, accepted, changes, quiet, until};
 use crate::support::sink::Sink;
-use imagegate::source::crd::status::reason;
+use imagegate::adapter::crd::status::reason;
 
 const DEPTH: &str = "imagegate_source_queue_depth";
 const BACKLOGGED: &str = "imagegate_source_multi_tenant_sources_backlogged";

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::harness::{ADAPTER_USER, Adapter, World, accepted, changes};
 use crate::support::sink::Sink;
-use imagegate::source::crd::status::reason;
+use imagegate::adapter::crd::status::reason;
 
 /// The cap the adapter runs with here, and what the seeded checkpoint holds.
 const CAP: usize = 65_536;

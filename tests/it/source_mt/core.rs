@@ -2,7 +2,7 @@
 //! from one watch of every namespace, each source taking its own namespaces; sources come and go without a restart (a deleted
 //! one's checkpoint goes with it); a restart delivers what changed meanwhile, once.
 
-use imagegate::source::crd::ImageStreamSource;
+use imagegate::adapter::crd::ImageStreamSource;
 use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
 

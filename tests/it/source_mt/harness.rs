@@ -14,8 +14,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use imagegate::source::crd::status::condition;
-use imagegate::source::crd::{ImageStreamSource, ImageStreamSourceStatus};
+use imagegate::adapter::crd::status::condition;
+use imagegate::adapter::crd::{ImageStreamSource, ImageStreamSourceStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::PostParams;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};

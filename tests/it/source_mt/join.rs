@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use imagegate::admin::Health;
+use imagegate::adapter::feed::Feed;
+use imagegate::adapter::join::{self, Lister, Room};
+use imagegate::runtime::admin::Health;
+use imagegate::runtime::watch_errors::Refusals;
 use imagegate::source::metrics::Metrics;
-use imagegate::source::mt::feed::Feed;
-use imagegate::source::mt::join::{self, Lister, Room};
 use imagegate::source::watch::Seen;
 use imagegate::source::watch::decode::TagsAndLabels;
-use imagegate::watch_errors::Refusals;
 use imagegate_emulator::control::Fault;
 use tokio::sync::Semaphore;
 

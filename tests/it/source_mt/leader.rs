@@ -19,7 +19,7 @@ use serde_json::json;
 use super::harness::{ADAPTER_USER, Adapter, World, accepted, changes, quiet, until};
 use crate::support::lease_holder;
 use crate::support::sink::Sink;
-use imagegate::source::crd::status::reason;
+use imagegate::adapter::crd::status::reason;
 
 /// The Lease of the multi-tenant adapter.
 const LEASE: &str = "imagegate-source-multi-tenant";

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::harness::{Adapter, World, accepted, ext, quiet};
 use crate::support::sink::Sink;
-use imagegate::source::crd::status::reason;
+use imagegate::adapter::crd::status::reason;
 
 /// How many events of each `(type, subject stream)` `sink` took after the first `from`.
 fn tally(sink: &Sink, from: usize) -> BTreeMap<(String, String), usize> {

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::harness::{ADAPTER_USER, Adapter, World, accepted, changes, cond, quiet};
 use crate::support::sink::Sink;
-use imagegate::source::crd::status::{condition, reason};
+use imagegate::adapter::crd::status::{condition, reason};
 
 /// How long a grant or a revocation may take to be seen: the settle time, the reviews, the
 /// status write, with room for a loaded machine; far below the old 30 s resync.

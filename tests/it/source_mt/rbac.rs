@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::harness::{ADAPTER_USER, Adapter, World, accepted, changes, until};
 use crate::support::sink::Sink;
-use imagegate::source::crd::status::reason;
+use imagegate::adapter::crd::status::reason;
 
 #[tokio::test]
 async fn the_adapter_makes_only_the_calls_config_grants_and_uses_every_grant() {

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::harness::{Adapter, World, accepted, cond, ext};
 use crate::support::sink::Sink;
-use imagegate::source::crd::status::{condition, reason};
+use imagegate::adapter::crd::status::{condition, reason};
 use imagegate_emulator::control::Fault;
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::harness::{Adapter, World, accepted, changes, quiet};
 use crate::support::sink::Sink;
-use imagegate::source::crd::status::reason;
+use imagegate::adapter::crd::status::reason;
 
 type Change = (String, String, String);
 

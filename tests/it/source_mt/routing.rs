@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use imagegate::source::crd::ImageStreamSource;
-use imagegate::source::crd::status::condition;
+use imagegate::adapter::crd::ImageStreamSource;
+use imagegate::adapter::crd::status::condition;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::json;

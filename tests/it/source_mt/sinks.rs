@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::harness::{Adapter, World, accepted, changes, cond, quiet, until};
 use crate::support::sink::Sink;
-use imagegate::source::crd::status::{condition, reason};
+use imagegate::adapter::crd::status::{condition, reason};
 
 const BROKER: &str = "eventing.knative.dev/v1";
 const LISTENER: &str = "triggers.tekton.dev/v1beta1";

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::harness::{ADAPTER_USER, Adapter, World, accepted, changes, cond, quiet, until};
 use crate::support::sink::Sink;
-use imagegate::source::crd::status::{condition, reason};
+use imagegate::adapter::crd::status::{condition, reason};
 
 #[tokio::test]
 async fn a_source_not_permitted_in_one_namespace_says_where_and_gets_nothing_from_it() {

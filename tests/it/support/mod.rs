@@ -108,7 +108,7 @@ impl EmulatorServer {
 
     /// Starts the emulator configured by `config` and writes its kubeconfig.
     pub async fn start_with(config: Config) -> EmulatorServer {
-        imagegate::tls::install_crypto_provider();
+        imagegate::runtime::tls::install_crypto_provider();
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         let (ready, started) = oneshot::channel::<String>();
@@ -159,7 +159,7 @@ impl EmulatorServer {
         kubeconfig: PathBuf,
         admin: kube::Client,
     ) -> EmulatorServer {
-        imagegate::tls::install_crypto_provider();
+        imagegate::runtime::tls::install_crypto_provider();
         let http = reqwest::Client::builder()
             .add_root_certificate(reqwest::Certificate::from_pem(ca_pem).unwrap())
             .build()
@@ -177,7 +177,7 @@ impl EmulatorServer {
 
     /// A kube client authenticated as `user` (the token `user:<name>` names it in the log).
     pub fn client_as(&self, user: &str) -> kube::Client {
-        imagegate::tls::install_crypto_provider();
+        imagegate::runtime::tls::install_crypto_provider();
         let mut config = kube::Config::new(self.url.parse().unwrap());
         config.auth_info.token = Some(format!("user:{user}").into());
         kube::Client::try_from(config).unwrap()

@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use cloudevents::AttributesReader;
-use imagegate::source::crd::{self, ImageStreamSource};
+use imagegate::adapter::crd::{self, ImageStreamSource};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use kube::core::GroupVersionKind;

@@ -158,7 +158,7 @@ pub async fn kubectl(kubeconfig: &Path, args: &[&str], stdin: &str) -> anyhow::R
 
 /// A kube client from a kubeconfig file.
 pub async fn client_from(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     let config = kube::config::Kubeconfig::read_from(kubeconfig)
         .with_context(|| format!("cannot read {}", kubeconfig.display()))?;
     let config = kube::Config::from_custom_kubeconfig(config, &Default::default()).await?;

@@ -145,7 +145,7 @@ impl Observer {
                 loop {
                     let ev = tokio::select! {
                         ev = events.next() => ev,
-                        _ = imagegate::leader::until(&mut stop, true) => return,
+                        _ = imagegate::runtime::leader::until(&mut stop, true) => return,
                     };
                     match ev {
                         Some(Ok(obj)) => match serde_json::to_value(&obj) {
@@ -170,7 +170,7 @@ impl Observer {
             loop {
                 let ev = tokio::select! {
                     ev = events.next() => ev,
-                    _ = imagegate::leader::until(&mut stop, true) => return,
+                    _ = imagegate::runtime::leader::until(&mut stop, true) => return,
                 };
                 match ev {
                     Some(Ok(watcher::Event::Apply(s) | watcher::Event::InitApply(s))) => {

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use crate::source::deliver::client::SinkClient;
+use crate::source::deliver::guard::Guard;
 use crate::source::deliver::{ContentMode, Encoded};
-use crate::source::sink::guard::Guard;
 
 async fn listener() -> u16 {
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -222,7 +222,7 @@ async fn every_verb_of_config_is_sufficient_and_needed_on_the_real_authorizer() 
     cp.install();
     fixtures(&cp).await;
 
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     let ca = std::fs::read(cp.ca_file()).unwrap();
     let http = reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())

@@ -278,7 +278,7 @@ fn install(k: &Kubectl) {
 
 /// A client of the shared cluster, as admin.
 async fn admin_client() -> kube::Client {
-    imagegate::tls::install_crypto_provider();
+    imagegate::runtime::tls::install_crypto_provider();
     let config = kube::config::Kubeconfig::read_from(&cluster().kubeconfig).unwrap();
     let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
         .await
