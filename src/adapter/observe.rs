@@ -12,7 +12,7 @@ use crate::adapter::crd::ImageStreamSource;
 use crate::adapter::permissions::Scope;
 use crate::adapter::reconcile::{self, Context, status::Facts};
 use crate::adapter::sink;
-use crate::source::flow::Route;
+use crate::source::deliver::job::Route;
 
 /// What an observation found.
 #[derive(Debug)]

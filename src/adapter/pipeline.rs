@@ -21,11 +21,12 @@ use super::index::SourceId;
 use super::join::{self, Lister, Room};
 use crate::adapter::crd::LabelSelector;
 use crate::runtime::admin::Health;
+use crate::source::Settings;
 use crate::source::checkpoint::{Cap, Checkpoint, CheckpointError, CheckpointOwner, Loaded};
-use crate::source::flow::{self, Input, Routes};
+use crate::source::deliver::job::{Routes, Tally};
+use crate::source::flow::{self, Input};
 use crate::source::metrics::Metrics;
 use crate::source::watch::decode;
-use crate::source::{Settings, flow::Tally};
 
 /// The longest wait before reading a checkpoint again.
 const MAX_RETRY: Duration = Duration::from_secs(60);

@@ -16,7 +16,7 @@ use crate::source::metrics::Metrics;
 use crate::source::state::TagFilter;
 
 /// The sink in a source's [`Settings`]: never sent to. Each delivery takes the sink from the
-/// source's route ([`crate::source::flow::Route`]), which follows the resolution.
+/// source's route ([`crate::source::deliver::job::Route`]), which follows the resolution.
 pub const NO_SINK: &str = "http://sink.resolved.per.delivery.invalid/";
 /// Deliveries in flight per source.
 pub const CONCURRENCY: usize = 8;

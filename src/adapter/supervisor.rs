@@ -57,7 +57,7 @@ use crate::adapter::crd::ImageStreamSource;
 use crate::adapter::reconcile::{Context, RESYNC};
 use crate::runtime::admin::Health;
 use crate::runtime::watch_errors::Refusals;
-use crate::source::flow::Route;
+use crate::source::deliver::job::Route;
 use crate::source::metrics::Metrics;
 
 /// Observations in flight at once. Each asks the API server a few requests (three

@@ -6,14 +6,11 @@
 use std::sync::Arc;
 
 use super::checkpoint::{Checkpoint, StreamKey};
-use super::deliver::{Delivered, Stopped};
+use super::deliver::job::Outcome;
 use super::metrics::Metrics;
 use super::pending::Pending;
-use super::queue::Done;
+use super::queue::{Finish, Job};
 use super::state::StreamState;
-
-/// How a queued job's delivery ended.
-pub type Outcome = Result<Delivered, Stopped>;
 
 /// What the checkpoint records once `pending` is delivered, given the state `recorded` for
 /// its stream: the stream and its new state (None: nothing is left of it). None when nothing
@@ -34,18 +31,26 @@ pub fn acknowledged(
     Some((stream, state))
 }
 
-/// The queue's [`Done`] for the tag modes: records each finished delivery into `checkpoint`
-/// (a stopped one records nothing) and keeps the queue-depth gauge.
-pub fn recorder(checkpoint: Arc<Checkpoint>, metrics: Metrics) -> Done<Pending, Outcome> {
-    Box::new(move |job, outcome, left| {
-        metrics.queue_depth.set(left as i64);
+/// The queue's [`Finish`]: records each finished delivery into the checkpoint (a stopped one
+/// records nothing; the ApiServerSource modes record nothing) and keeps the queue-depth gauge.
+pub struct Recorder {
+    /// Where the delivered state is recorded.
+    pub checkpoint: Arc<Checkpoint>,
+    /// The queue-depth gauge's.
+    pub metrics: Metrics,
+}
+
+impl Finish<Pending, Outcome> for Recorder {
+    fn finished(&mut self, job: Job<Pending>, outcome: Outcome, left: usize) {
+        self.metrics.queue_depth.set(left as i64);
         if outcome.is_err() {
             return;
         }
+        let checkpoint = &self.checkpoint;
         if let Some((stream, state)) = acknowledged(|key| checkpoint.get(key), job.item) {
             checkpoint.record(stream, state);
         }
-    })
+    }
 }
 
 #[cfg(test)]

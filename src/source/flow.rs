@@ -1,5 +1,5 @@
 //! The source's flow, wired: [`watch`] -> [`tracker`] (state and diff, or the ApiServerSource
-//! modes' [`apiserver`]) -> [`queue`] -> [`deliver`] -> [`ack`] -> checkpoint. The watch never
+//! modes' [`apiserver`]) -> [`queue`] -> [`deliver::job`](super::deliver::job) -> [`ack`] -> checkpoint. The watch never
 //! waits on the sink: it only waits while the queue's hand-off channel is full.
 
 use std::collections::HashSet;
@@ -13,7 +13,8 @@ use tracing::{debug, error, info, warn};
 
 use super::apiserver::{self, Announced, Shape, WatchAction};
 use super::checkpoint::{Checkpoint, Loaded, StreamKey};
-use super::deliver::{self, Delivered, SinkClient};
+use super::deliver::SinkClient;
+use super::deliver::job::{Route, Routes, Sender, Tally};
 use super::diff;
 use super::event;
 use super::metrics::Metrics;
@@ -25,10 +26,6 @@ use super::{Mode, Settings, ack};
 use crate::api::ImageStream;
 use crate::runtime::watch_errors::Refusals;
 
-mod send;
-
-use self::send::Sender;
-
 /// The bounded hand-off between the watch and the queue's dispatcher, in jobs.
 const HANDOFF: usize = 10_000;
 
@@ -39,28 +36,6 @@ pub struct Reports {
     /// The refusals of the ImageStream watches.
     pub refusals: Arc<Refusals>,
 }
-
-/// Where the events go now: the sink and the dead-letter sink. The single source's never
-/// changes; the multi-tenant adapter re-resolves a source's while its flow runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Route {
-    /// The sink.
-    pub sink: reqwest::Url,
-    /// The dead-letter sink, if any.
-    pub dead_letter_sink: Option<reqwest::Url>,
-    /// The OIDC tokens the sink takes (None: it has no audience).
-    pub auth: Option<Arc<deliver::oidc::Oidc>>,
-    /// Whether the sink's refusal bodies are kept (`knativeerrordata`): not for a tenant's
-    /// raw-URI sink.
-    pub error_bodies: bool,
-}
-
-/// The route of each delivery, read when it starts: None holds deliveries (they wait in the
-/// queue) until a route is sent.
-pub type Routes = tokio::sync::watch::Receiver<Option<Route>>;
-
-/// Told of every delivery that ended (the multi-tenant adapter's per-source counters).
-pub type Tally = Arc<dyn Fn(&Delivered) + Send + Sync>;
 
 /// What a flow follows: the stream of what its watch sees over `scopes` watch scopes, and
 /// where its events go.
@@ -138,7 +113,7 @@ pub fn serve(
             settings.ca_pem.as_deref(),
             settings.sink_guard.as_deref(),
         )?);
-        let deliver = Sender {
+        let sender = Sender {
             settings: settings.clone(),
             sink,
             metrics: metrics.clone(),
@@ -149,8 +124,11 @@ pub fn serve(
         let (queue, dispatcher) = queue::start(
             HANDOFF,
             settings.concurrency,
-            deliver.into_deliver(),
-            ack::recorder(checkpoint.clone(), metrics.clone()),
+            Arc::new(sender),
+            ack::Recorder {
+                checkpoint: checkpoint.clone(),
+                metrics: metrics.clone(),
+            },
         );
         let tracking = match Shape::of(settings.mode) {
             None => Tracking::Tags(Tracker::new(

@@ -5,12 +5,11 @@
 //! Jobs travel boxed on the hand-off channel: a tokio channel allocates its slots 32 at a time,
 //! at its creation and for as long as it lives, and a job is a few hundred bytes. Unboxed, the
 //! channels of an idle queue allocated some 27 KiB; the multi-tenant adapter runs a queue per
-//! source (BENCHMARKS.md, issue 15). Finished jobs go to the owner's [`Done`], called on the
-//! dispatcher's task, rather than back over a channel to a task of their own.
+//! source (BENCHMARKS.md, issue 15). Finished jobs go to the owner's [`Finish`], called on
+//! the dispatcher's task, rather than back over a channel to a task of their own.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -30,14 +29,36 @@ pub struct Job<A> {
     pub seen: Instant,
 }
 
-/// How a delivery ended, as the queue's owner reports it.
-pub type Deliver<A, O> =
-    Arc<dyn Fn(Job<A>) -> Pin<Box<dyn Future<Output = (Job<A>, O)> + Send>> + Send + Sync>;
+/// What the queue runs for each job: its delivery (the source's is
+/// [`crate::source::deliver::job::Sender`]). The job comes back with how its delivery ended.
+pub trait Work<A, O>: Send + Sync + 'static {
+    /// Delivers `job`, on a task of its own.
+    fn work(self: Arc<Self>, job: Job<A>) -> impl Future<Output = (Job<A>, O)> + Send + 'static;
+}
+
+impl<A, O, F, Fut> Work<A, O> for F
+where
+    F: Fn(Job<A>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = (Job<A>, O)> + Send + 'static,
+{
+    fn work(self: Arc<Self>, job: Job<A>) -> impl Future<Output = (Job<A>, O)> + Send + 'static {
+        (self)(job)
+    }
+}
 
 /// Told of each job whose delivery ended, how, and how many jobs are left undelivered; in
-/// completion order, on the dispatcher's task (it must not wait: the acknowledgement step
-/// records into the checkpoint's memory).
-pub type Done<A, O> = Box<dyn FnMut(Job<A>, O, usize) + Send>;
+/// completion order, on the dispatcher's task (it must not wait: the acknowledgement step,
+/// [`crate::source::ack::Recorder`], records into the checkpoint's memory).
+pub trait Finish<A, O>: Send + 'static {
+    /// `job` ended with `outcome`; `left` jobs are still queued or in flight.
+    fn finished(&mut self, job: Job<A>, outcome: O, left: usize);
+}
+
+impl<A, O, F: FnMut(Job<A>, O, usize) + Send + 'static> Finish<A, O> for F {
+    fn finished(&mut self, job: Job<A>, outcome: O, left: usize) {
+        self(job, outcome, left)
+    }
+}
 
 /// A handle to enqueue jobs.
 pub struct Queue<A> {
@@ -71,43 +92,47 @@ impl<A: Send + 'static> Queue<A> {
     }
 }
 
-/// Starts the dispatcher: at most `concurrency` keys in flight, one job per key at a time.
-/// Each finished job is handed to `done`, in completion order. The dispatcher (the returned
+/// Starts the dispatcher: at most `concurrency` keys in flight, one job per key at a time, each
+/// delivered by `work`. Each finished job is handed to `finish`, in completion order. The dispatcher (the returned
 /// task) ends when every [`Queue`] handle is dropped and all jobs are done.
 ///
 /// One task per queue, and no channel back: the multi-tenant adapter runs a queue per source
 /// (BENCHMARKS.md, issue 15).
-pub fn start<A, O>(
+pub fn start<A, O, W, F>(
     capacity: usize,
     concurrency: usize,
-    deliver: Deliver<A, O>,
-    done: Done<A, O>,
+    work: Arc<W>,
+    finish: F,
 ) -> (Queue<A>, JoinHandle<()>)
 where
     A: Send + 'static,
     O: Send + 'static,
+    W: Work<A, O>,
+    F: Finish<A, O>,
 {
     let (tx, rx) = mpsc::channel(capacity.max(1));
     let depth = Arc::new(AtomicUsize::new(0));
     let dispatcher = tokio::spawn(dispatch(
         rx,
         concurrency.max(1),
-        deliver,
-        done,
+        work,
+        finish,
         depth.clone(),
     ));
     (Queue { tx, depth }, dispatcher)
 }
 
-async fn dispatch<A, O>(
+async fn dispatch<A, O, W, F>(
     mut rx: mpsc::Receiver<Box<Job<A>>>,
     concurrency: usize,
-    deliver: Deliver<A, O>,
-    mut done: Done<A, O>,
+    work: Arc<W>,
+    mut finish: F,
     depth: Arc<AtomicUsize>,
 ) where
     A: Send + 'static,
     O: Send + 'static,
+    W: Work<A, O>,
+    F: Finish<A, O>,
 {
     let mut queues: HashMap<Arc<str>, VecDeque<Box<Job<A>>>> = HashMap::new();
     let mut waiting: VecDeque<Arc<str>> = VecDeque::new();
@@ -127,7 +152,7 @@ async fn dispatch<A, O>(
                 continue;
             };
             in_flight.insert(key);
-            running.spawn((deliver)(*job));
+            running.spawn(work.clone().work(*job));
         }
         if running.is_empty() && queues.values().all(VecDeque::is_empty) {
             if !open {
@@ -168,7 +193,7 @@ async fn dispatch<A, O>(
                     } else {
                         queues.remove(&key);
                     }
-                    done(job, outcome, left);
+                    finish.finished(job, outcome, left);
                 }
             }
         }
@@ -181,11 +206,11 @@ mod tests {
     use std::sync::Mutex;
     use std::time::Duration;
 
-    /// A [`Done`] that records the jobs left as each finished job is told.
-    fn recorded<A, O>() -> (Done<A, O>, Arc<Mutex<Vec<usize>>>) {
+    /// A [`Finish`] that records the jobs left as each finished job is told.
+    fn recorded<A, O>() -> (impl Finish<A, O>, Arc<Mutex<Vec<usize>>>) {
         let lefts = Arc::new(Mutex::new(Vec::new()));
         let l = lefts.clone();
-        let done = Box::new(move |_: Job<A>, _: O, left: usize| l.lock().unwrap().push(left));
+        let done = move |_: Job<A>, _: O, left: usize| l.lock().unwrap().push(left);
         (done, lefts)
     }
 
@@ -193,16 +218,16 @@ mod tests {
     async fn each_key_is_delivered_in_order_while_keys_run_in_parallel() {
         let log = Arc::new(std::sync::Mutex::new(Vec::new()));
         let l = log.clone();
-        let deliver: Deliver<u32, ()> = Arc::new(move |job: Job<u32>| {
+        let deliver = Arc::new(move |job: Job<u32>| {
             let l = l.clone();
-            Box::pin(async move {
+            async move {
                 // Key "slow" takes longer: "fast" must not wait for it.
                 if &*job.key == "slow" {
                     tokio::time::sleep(Duration::from_millis(30)).await;
                 }
                 l.lock().unwrap().push((job.key.to_string(), job.item));
                 (job, ())
-            })
+            }
         });
         let (done, lefts) = recorded();
         let (q, dispatcher) = start(4, 8, deliver, done);
@@ -257,12 +282,12 @@ mod tests {
         // as before, each key in order.
         let log = Arc::new(Mutex::new(Vec::new()));
         let l = log.clone();
-        let deliver: Deliver<u32, ()> = Arc::new(move |job: Job<u32>| {
+        let deliver = Arc::new(move |job: Job<u32>| {
             let l = l.clone();
-            Box::pin(async move {
+            async move {
                 l.lock().unwrap().push((job.key.to_string(), job.item));
                 (job, ())
-            })
+            }
         });
         let (done, lefts) = recorded();
         let (q, dispatcher) = start(8, 4, deliver, done);
@@ -318,15 +343,15 @@ mod tests {
         let peak = Arc::new(AtomicUsize::new(0));
         let (gate, gate_rx) = tokio::sync::watch::channel(false);
         let (c, p) = (current.clone(), peak.clone());
-        let deliver: Deliver<(), ()> = Arc::new(move |job| {
+        let deliver = Arc::new(move |job: Job<()>| {
             let (c, p, mut gate) = (c.clone(), p.clone(), gate_rx.clone());
-            Box::pin(async move {
+            async move {
                 let now = c.fetch_add(1, Ordering::SeqCst) + 1;
                 p.fetch_max(now, Ordering::SeqCst);
                 let _ = gate.wait_for(|open| *open).await;
                 c.fetch_sub(1, Ordering::SeqCst);
                 (job, ())
-            })
+            }
         });
         let (done, lefts) = recorded();
         let (q, dispatcher) = start(20, 3, deliver, done);

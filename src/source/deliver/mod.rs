@@ -12,11 +12,14 @@
 //! CloudEvent) is never routed anywhere.
 //!
 //! [`spec`] is the delivery spec, [`wire`] the encoding, [`client`] one attempt; this module
-//! runs the attempts and the dead-letter sink.
+//! runs the attempts and the dead-letter sink; [`job`] is what the queue runs for each job (the
+//! route of the moment, the rounds while the sink refuses, the counts). [`guard`] is which
+//! addresses a tenant's sink may resolve to.
 
 mod client;
 mod error;
 pub mod guard;
+pub mod job;
 pub mod oidc;
 mod spec;
 mod wire;

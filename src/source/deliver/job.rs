@@ -1,6 +1,7 @@
-//! One job of the queue, sent: the event built once from the change, delivered with retries
-//! along the route of the moment (waiting while there is none), counted; what became of it goes
-//! back to the queue for the acknowledgement ([`crate::source::ack`]).
+//! One job of the queue, delivered: the queue's [`Work`] for the source. The event is built
+//! once from the change, delivered with retries along the route of the moment (waiting while
+//! there is none), held and sent again while the sink refuses it, and counted; what became of
+//! it goes on to the acknowledgement ([`crate::source::ack::Recorder`]).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,42 +9,68 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, warn};
 
-use super::{Route, Routes, Tally};
+use crate::source::Settings;
 use crate::source::deliver::{self, Delivered, DeliverySpec, SinkClient, Stopped};
 use crate::source::metrics::Metrics;
 use crate::source::pending::Pending;
-use crate::source::queue::{self, Job};
-use crate::source::{Settings, ack};
+use crate::source::queue::{Job, Work};
+
+/// How a job's delivery ended: delivered (to the sink or the dead-letter sink), or stopped.
+pub type Outcome = Result<Delivered, Stopped>;
+
+/// Where the events go now: the sink and the dead-letter sink. The single source's never
+/// changes; the multi-tenant adapter re-resolves a source's while its flow runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// The sink.
+    pub sink: reqwest::Url,
+    /// The dead-letter sink, if any.
+    pub dead_letter_sink: Option<reqwest::Url>,
+    /// The OIDC tokens the sink takes (None: it has no audience).
+    pub auth: Option<Arc<deliver::oidc::Oidc>>,
+    /// Whether the sink's refusal bodies are kept (`knativeerrordata`): not for a tenant's
+    /// raw-URI sink.
+    pub error_bodies: bool,
+}
+
+/// The route of each delivery, read when it starts: None holds deliveries (they wait in the
+/// queue) until a route is sent.
+pub type Routes = tokio::sync::watch::Receiver<Option<Route>>;
+
+/// Told of every delivery that ended (the multi-tenant adapter's per-source counters).
+pub type Tally = Arc<dyn Fn(&Delivered) + Send + Sync>;
 
 /// What the queue runs for each job: the event built once, delivered with retries along the
 /// route of the moment (waiting while there is none), counted.
-pub(super) struct Sender {
-    pub(super) settings: Arc<Settings>,
-    pub(super) sink: Arc<SinkClient>,
-    pub(super) metrics: Metrics,
-    pub(super) routes: Routes,
-    pub(super) tally: Option<Tally>,
-    pub(super) stop: CancellationToken,
+pub struct Sender {
+    /// The source's settings: the events' attributes, the delivery spec, the content mode.
+    pub settings: Arc<Settings>,
+    /// The HTTP client of the sinks.
+    pub sink: Arc<SinkClient>,
+    /// Where deliveries are counted.
+    pub metrics: Metrics,
+    /// The route of each delivery, read when it starts.
+    pub routes: Routes,
+    /// Told of every delivery that ended, if anyone asked.
+    pub tally: Option<Tally>,
+    /// Cancelled on shutdown: a delivery in flight ends [`Stopped`].
+    pub stop: CancellationToken,
+}
+
+impl Work<Pending, Outcome> for Sender {
+    async fn work(self: Arc<Self>, job: Job<Pending>) -> (Job<Pending>, Outcome) {
+        let outcome = self.deliver(&job).await;
+        (job, outcome)
+    }
 }
 
 impl Sender {
-    pub(super) fn into_deliver(self) -> queue::Deliver<Pending, ack::Outcome> {
-        let this = Arc::new(self);
-        Arc::new(move |job: Job<Pending>| {
-            let this = this.clone();
-            Box::pin(async move {
-                let outcome = this.deliver(&job).await;
-                (job, outcome)
-            })
-        })
-    }
-
     /// Delivers the job's event until the sink or the dead-letter sink takes it: a round that
     /// ends [`Delivered::Failed`] (refused, no dead-letter sink took it) is counted, and the
     /// event is held (not acknowledged, its stream's later changes behind it) and sent again
     /// after [`deliver::hold_delay`], along the route of that moment. Only a stop ends it
     /// otherwise, unacknowledged, so the next start sends it again.
-    async fn deliver(&self, job: &Job<Pending>) -> ack::Outcome {
+    async fn deliver(&self, job: &Job<Pending>) -> Outcome {
         let mut held: Option<HeldGauge> = None;
         let mut round = 0u32;
         loop {
@@ -68,7 +95,7 @@ impl Sender {
 
     /// One round of delivery: the event built once, delivered with retries along the route of
     /// the moment (waiting while there is none), counted.
-    async fn deliver_once(&self, job: &Job<Pending>) -> ack::Outcome {
+    async fn deliver_once(&self, job: &Job<Pending>) -> Outcome {
         let route = self.route().await?;
         let settings = &self.settings;
         let make = || {
