@@ -226,6 +226,28 @@ impl LabelSelector {
         Ok(query)
     }
 
+    /// The selector to match streams' labels with, as the API server matches it: kube's
+    /// [`kube::core::Selector`], once [`Self::to_query`] has found it one the API would take
+    /// (kube's conversion alone takes `In` without values and `Exists` with some, and checks no
+    /// key or value).
+    pub fn matcher(&self) -> Result<kube::core::Selector, String> {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+        self.to_query()?;
+        let selector = meta::LabelSelector {
+            match_labels: Some(self.match_labels.clone()),
+            match_expressions: Some(
+                (self.match_expressions.iter())
+                    .map(|r| meta::LabelSelectorRequirement {
+                        key: r.key.clone(),
+                        operator: r.operator.clone(),
+                        values: Some(r.values.clone()),
+                    })
+                    .collect(),
+            ),
+        };
+        kube::core::Selector::try_from(selector).map_err(|e| e.to_string())
+    }
+
     /// Selects everything (no labels, no expressions).
     pub fn is_empty(&self) -> bool {
         self.match_labels.is_empty() && self.match_expressions.is_empty()

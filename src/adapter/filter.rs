@@ -6,18 +6,32 @@
 //! (re-)list holds only the streams that match, so one that stopped matching while the
 //! adapter was down is found gone, as in single-source mode.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::index::selects;
+use kube::core::{Selector, SelectorExt};
+
 use crate::adapter::crd::LabelSelector;
 use crate::source::checkpoint::StreamKey;
 use crate::source::tracker::key_of;
 use crate::source::watch::Seen;
 
+/// What a source's selector lets through.
+#[derive(Debug, Default)]
+enum Selects {
+    /// Every stream, as it is (no selector).
+    #[default]
+    All,
+    /// The streams whose labels it matches.
+    Matching(Selector),
+    /// None: a selector the API would refuse (the reconciler says `InvalidSpec`, so a source's
+    /// flow does not run with one; should it, it sees nothing rather than everything).
+    Nothing,
+}
+
 /// One source's view through its selector.
 #[derive(Debug, Default)]
 pub struct Filter {
-    selector: Option<LabelSelector>,
+    selects: Selects,
     /// The streams that matched when last seen.
     matching: HashSet<StreamKey>,
     /// Per scope, the streams of the list in progress that did not match.
@@ -26,16 +40,33 @@ pub struct Filter {
 
 impl Filter {
     /// A filter of `selector` (None: every stream passes as it is).
-    pub fn new(selector: Option<LabelSelector>) -> Filter {
+    pub fn new(selector: Option<&LabelSelector>) -> Filter {
+        let selects = match selector.map(LabelSelector::matcher) {
+            None => Selects::All,
+            Some(Ok(selector)) => Selects::Matching(selector),
+            Some(Err(_)) => Selects::Nothing,
+        };
         Filter {
-            selector,
+            selects,
             ..Filter::default()
+        }
+    }
+
+    /// Whether a stream with `labels` is one the source sees.
+    fn selects(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        match &self.selects {
+            Selects::All => true,
+            Selects::Matching(selector) => match labels {
+                Some(labels) => selector.matches(labels),
+                None => selector.matches(&BTreeMap::new()),
+            },
+            Selects::Nothing => false,
         }
     }
 
     /// What the source sees of `seen`, if anything.
     pub fn pass(&mut self, seen: Seen) -> Option<Seen> {
-        if self.selector.is_none() {
+        if matches!(self.selects, Selects::All) {
             return Some(seen);
         }
         match seen {
@@ -45,7 +76,7 @@ impl Filter {
                 scope,
             } => {
                 let key = key_of(&stream);
-                if selects(self.selector.as_ref(), stream.metadata.labels.as_ref()) {
+                if self.selects(stream.metadata.labels.as_ref()) {
                     self.matching.insert(key);
                     return Some(Seen::Applied {
                         stream,
@@ -86,6 +117,7 @@ impl Filter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::crd::LabelSelectorRequirement;
     use crate::api::ImageStream;
 
     fn stream(name: &str, team: &str) -> Box<ImageStream> {
@@ -104,7 +136,7 @@ mod tests {
     }
 
     fn team_a() -> Filter {
-        Filter::new(Some(LabelSelector {
+        Filter::new(Some(&LabelSelector {
             match_labels: [("team".to_string(), "a".to_string())].into(),
             ..Default::default()
         }))
@@ -159,5 +191,62 @@ mod tests {
             last: None,
         };
         assert!(f.pass(deleted).is_some());
+    }
+
+    #[test]
+    fn selectors_match_labels_as_the_api_server_does() {
+        let labels: BTreeMap<String, String> = [
+            ("team".to_string(), "a".to_string()),
+            ("tier".into(), "gold".into()),
+        ]
+        .into();
+        let req = |key: &str, op: &str, values: &[&str]| LabelSelectorRequirement {
+            key: key.into(),
+            operator: op.into(),
+            values: values.iter().map(|s| s.to_string()).collect(),
+        };
+        let sel = |labels: &[(&str, &str)], exprs: Vec<LabelSelectorRequirement>| LabelSelector {
+            match_labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            match_expressions: exprs,
+        };
+        let selects = |selector: Option<&LabelSelector>,
+                       labels: Option<&BTreeMap<String, String>>| {
+            Filter::new(selector).selects(labels)
+        };
+        assert!(selects(None, None));
+        assert!(selects(Some(&sel(&[], vec![])), None), "empty selects all");
+        assert!(selects(Some(&sel(&[("team", "a")], vec![])), Some(&labels)));
+        assert!(!selects(
+            Some(&sel(&[("team", "b")], vec![])),
+            Some(&labels)
+        ));
+        assert!(!selects(Some(&sel(&[("team", "a")], vec![])), None));
+        let cases = [
+            (req("tier", "In", &["gold", "silver"]), true),
+            (req("tier", "In", &["bronze"]), false),
+            (req("tier", "NotIn", &["bronze"]), true),
+            (req("zone", "NotIn", &["x"]), true),
+            (req("tier", "Exists", &[]), true),
+            (req("zone", "Exists", &[]), false),
+            (req("zone", "DoesNotExist", &[]), true),
+            (req("team", "DoesNotExist", &[]), false),
+            // What the API refuses selects nothing: an unknown operator, In without values,
+            // Exists with some, a key that is no label key.
+            (req("team", "Gt", &["1"]), false),
+            (req("team", "In", &[]), false),
+            (req("team", "Exists", &["a"]), false),
+            (req("not a key", "DoesNotExist", &[]), false),
+        ];
+        for (r, want) in cases {
+            let what = format!("{r:?}");
+            assert_eq!(
+                selects(Some(&sel(&[], vec![r])), Some(&labels)),
+                want,
+                "{what}"
+            );
+        }
     }
 }

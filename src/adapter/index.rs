@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::adapter::crd::{LabelSelector, Mode};
+use crate::adapter::crd::Mode;
 use crate::adapter::permissions::Scope;
 
 /// A source: its namespace and name.
@@ -74,35 +74,6 @@ pub fn watch_key(scope: Option<&Scope>, denied: &[String], mode: Mode) -> Option
     Some(WatchKey { namespaces, whole })
 }
 
-/// Whether `selector` (None: every stream) selects a stream with `labels`, as the API server
-/// matches a label selector.
-pub fn selects(
-    selector: Option<&LabelSelector>,
-    labels: Option<&BTreeMap<String, String>>,
-) -> bool {
-    let Some(selector) = selector else {
-        return true;
-    };
-    let empty = BTreeMap::new();
-    let labels = labels.unwrap_or(&empty);
-    let labelled = selector
-        .match_labels
-        .iter()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    labelled
-        && selector.match_expressions.iter().all(|r| {
-            let value = labels.get(&r.key);
-            match r.operator.as_str() {
-                "In" => value.is_some_and(|v| r.values.contains(v)),
-                "NotIn" => value.is_none_or(|v| !r.values.contains(v)),
-                "Exists" => value.is_some(),
-                "DoesNotExist" => value.is_none(),
-                // The reconciler refuses any other operator (InvalidSpec): select nothing.
-                _ => false,
-            }
-        })
-}
-
 /// Which feeds start and stop after a change of the index: a feed reads whole streams
 /// (`true`) or their tags and labels (`false`).
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -156,7 +127,6 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adapter::crd::LabelSelectorRequirement;
 
     fn id(name: &str) -> SourceId {
         ("ds".into(), name.into())
@@ -251,53 +221,5 @@ mod tests {
             watch_key(Some(&Scope::All), &[String::new()], Mode::ImageStreamTag),
             None
         );
-    }
-
-    #[test]
-    fn selectors_match_labels_as_the_api_server_does() {
-        let labels: BTreeMap<String, String> = [
-            ("team".to_string(), "a".to_string()),
-            ("tier".into(), "gold".into()),
-        ]
-        .into();
-        let req = |key: &str, op: &str, values: &[&str]| LabelSelectorRequirement {
-            key: key.into(),
-            operator: op.into(),
-            values: values.iter().map(|s| s.to_string()).collect(),
-        };
-        let sel = |labels: &[(&str, &str)], exprs: Vec<LabelSelectorRequirement>| LabelSelector {
-            match_labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            match_expressions: exprs,
-        };
-        assert!(selects(None, None));
-        assert!(selects(Some(&sel(&[], vec![])), None), "empty selects all");
-        assert!(selects(Some(&sel(&[("team", "a")], vec![])), Some(&labels)));
-        assert!(!selects(
-            Some(&sel(&[("team", "b")], vec![])),
-            Some(&labels)
-        ));
-        assert!(!selects(Some(&sel(&[("team", "a")], vec![])), None));
-        let cases = [
-            (req("tier", "In", &["gold", "silver"]), true),
-            (req("tier", "In", &["bronze"]), false),
-            (req("tier", "NotIn", &["bronze"]), true),
-            (req("zone", "NotIn", &["x"]), true),
-            (req("tier", "Exists", &[]), true),
-            (req("zone", "Exists", &[]), false),
-            (req("zone", "DoesNotExist", &[]), true),
-            (req("team", "DoesNotExist", &[]), false),
-            (req("team", "Gt", &["1"]), false),
-        ];
-        for (r, want) in cases {
-            let what = format!("{r:?}");
-            assert_eq!(
-                selects(Some(&sel(&[], vec![r])), Some(&labels)),
-                want,
-                "{what}"
-            );
-        }
     }
 }

@@ -104,7 +104,7 @@ pub fn run(
                 }
             },
         ));
-        let mut filter = Filter::new(p.selector.clone());
+        let mut filter = Filter::new(p.selector.as_ref());
         let scopes = p.scopes.len();
         let seen = if p.whole {
             join::follow::<decode::Whole>(p.fed, p.room, p.scopes, p.lister).boxed()

@@ -2,6 +2,13 @@
 //! `labels.Parse`), so that a selector it would refuse with 400 is refused before connecting:
 //! comma-separated requirements, each `key`, `!key`, `key=value`, `key==value`, `key!=value`,
 //! `key in (v1,v2)`, `key notin (v1,v2)`, `key>n` or `key<n`.
+//!
+//! Ours, with a reason: kube's `Selector` (which the adapter matches with) parses the structure
+//! of a `LabelSelector` but checks no key or value, and has no parser of the query syntax. The
+//! single source could leave a bad `--selector` to the API server's 400 at its first list, but
+//! the multi-tenant adapter lists and watches without the sources' selectors (one watch serves
+//! them all) and matches them itself: a selector the API would refuse must be refused here
+//! (`InvalidSpec`), not match nothing in silence.
 
 /// Checks `selector`; the error says which requirement is wrong and why.
 pub fn check(selector: &str) -> Result<(), String> {
