@@ -10,7 +10,7 @@ mod actions;
 mod gates;
 mod odh;
 mod served;
-mod way_back;
+mod rollback;
 
 use serde_json::Value;
 

@@ -143,7 +143,7 @@ pub async fn promote(
 /// The outcome of the run's own write if it already landed on the served tag (read back
 /// from the ImageStream), else `fallback`. A cancelled or timed-out run whose promotion was
 /// written must not report that nothing happened.
-pub async fn landed_or(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Outcome {
+pub async fn promoted_else(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Outcome {
     let Some(target) = Target::recorded(run) else {
         return fallback;
     };

@@ -57,7 +57,7 @@ async fn reconcile_ours(run: &CustomRun, ctx: &Context) -> Result<Action, Error>
     if run.is_cancelled() {
         let message = run.spec.status_message.clone().unwrap_or_default();
         let cancelled = Outcome::failed(reason::CANCELLED, message);
-        let outcome = promote::landed_or(run, ctx, cancelled).await;
+        let outcome = promote::promoted_else(run, ctx, cancelled).await;
         return report::finish(run, ctx, outcome, now).await;
     }
     if let Some(outcome) = timed_out(run, ctx, now).await {
@@ -77,7 +77,7 @@ async fn reconcile_ours(run: &CustomRun, ctx: &Context) -> Result<Action, Error>
     };
     if let Some(forbidden) = authorize::authorize(run, ctx, &judged).await? {
         // A write of this run that landed before its permission went is still reported.
-        let outcome = promote::landed_or(run, ctx, forbidden).await;
+        let outcome = promote::promoted_else(run, ctx, forbidden).await;
         return report::finish(run, ctx, outcome, now).await;
     }
     let (run, target) = match Target::recorded(run) {
@@ -105,7 +105,7 @@ async fn timed_out(run: &CustomRun, ctx: &Context, now: Timestamp) -> Option<Out
                 run.spec.timeout.as_deref().unwrap_or("1h0m0s, the default")
             );
             let timed_out = Outcome::failed(reason::TIMED_OUT, message);
-            Some(promote::landed_or(run, ctx, timed_out).await)
+            Some(promote::promoted_else(run, ctx, timed_out).await)
         }
         Ok(_) => None,
     }

@@ -119,7 +119,7 @@ pub fn after(before: Option<&TagState>, told: Told<'_>) -> Option<TagState> {
 
 /// The tag states after each change of a batch of one stream, in order: [`after`] folded
 /// from the stream's state `before`. What each change's acknowledgement records.
-pub fn afters(before: Option<&StreamState>, changes: &[TagChange]) -> Vec<Option<TagState>> {
+pub fn states_after(before: Option<&StreamState>, changes: &[TagChange]) -> Vec<Option<TagState>> {
     let mut now: BTreeMap<&str, Option<TagState>> = BTreeMap::new();
     changes
         .iter()
@@ -281,7 +281,7 @@ mod tests {
             change(ChangeKind::Deleted, "old", Some("z"), 1),
         ];
         assert_eq!(
-            afters(Some(&before), &changes),
+            states_after(Some(&before), &changes),
             [
                 told(Some("b"), 3, Some(1)),
                 told(Some("b"), 3, Some(4)),

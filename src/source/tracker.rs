@@ -1,7 +1,7 @@
 //! Mode `imagestreamtag`: what to send for each stream the watch sees. The tracker keeps, per
 //! stream, the state receivers will have once everything queued so far is delivered, and diffs
 //! each stream seen against it ([`super::diff`]): the changes, in order, each with the tag
-//! state its acknowledgement records ([`super::state::afters`]).
+//! state its acknowledgement records ([`super::state::states_after`]).
 //!
 //! A stream's first sight decides how it is diffed:
 //! - with its state recorded in the checkpoint (or queued earlier): against that state, which
@@ -86,7 +86,7 @@ impl Tracker {
             diff::diff(&stream, self.enqueued.get(&key), Some(is), &self.filter)
         };
         let before = self.enqueued.insert(key, now);
-        decision.send = with_afters(before.as_ref(), changes);
+        decision.send = with_states_after(before.as_ref(), changes);
         decision
     }
 
@@ -96,7 +96,7 @@ impl Tracker {
         let stream = ObjectRef::<ImageStream>::new(&key.1).within(&key.0);
         let changes = diff::diff(&stream, before.as_ref(), None, &self.filter);
         Decision {
-            send: with_afters(before.as_ref(), changes),
+            send: with_states_after(before.as_ref(), changes),
             ..Decision::default()
         }
     }
@@ -113,11 +113,11 @@ impl Tracker {
     }
 }
 
-fn with_afters(
+fn with_states_after(
     before: Option<&StreamState>,
     changes: Vec<TagChange>,
 ) -> Vec<(TagChange, Option<TagState>)> {
-    let afters = state::afters(before, &changes);
+    let afters = state::states_after(before, &changes);
     changes.into_iter().zip(afters).collect()
 }
 

@@ -12,7 +12,7 @@ use super::served::{
     MovedPast, already_serving, candidate_moved, current_digest, display, mark, mark_failed,
     moved_past, outcome, patch, pin, pinned_digest, served_annotations,
 };
-use super::way_back::{
+use super::rollback::{
     gate_served, keep_previous, kept_previous, rolled_back, with_promoted, with_rolled_back,
     without_rolled_back,
 };

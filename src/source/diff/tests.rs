@@ -694,7 +694,7 @@ fn a_lost_record_of_a_single_import_and_a_standing_failure_resends_both() {
 /// The state the receiver is in once every change of `changes` was acknowledged, each through
 /// the acknowledgement step itself: what the checkpoint holds after a delivery.
 fn acknowledged(before: Option<&StreamState>, changes: &[TagChange]) -> StreamState {
-    let afters = crate::source::state::afters(before, changes);
+    let afters = crate::source::state::states_after(before, changes);
     let mut recorded = before.cloned();
     for (change, after) in changes.iter().cloned().zip(afters) {
         let pending = crate::source::pending::Pending::Tag {

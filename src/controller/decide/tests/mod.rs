@@ -3,7 +3,7 @@
 mod odh;
 mod proof;
 mod signature;
-mod way_back;
+mod rollback;
 
 use super::*;
 use crate::controller::crd::Checks;

@@ -1,4 +1,4 @@
-//! The way back. At each promotion the digest served before is kept in a hidden spec tag, the
+//! The way back (rollback). At each promotion the digest served before is kept in a hidden spec tag, the
 //! previous tag (`<served>-previous`), pinned as an ImageStreamImage by digest: pruning keeps the
 //! images that tags point at, so the rollback target survives however short the served tag's
 //! history is kept. Each rollback records the digest it left on the served tag
