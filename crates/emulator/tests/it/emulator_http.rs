@@ -145,6 +145,37 @@ async fn pages_come_from_the_first_pages_snapshot_and_field_selectors_filter() {
     emu.shutdown().await;
 }
 
+/// openshift-apiserver takes only `metadata.name` and `metadata.namespace` in a field selector
+/// of its image API, and says so in its own words (recorded: `69-list-is-bad-fieldselector`);
+/// a field kube-apiserver would take on a core kind is refused there too.
+#[tokio::test]
+async fn the_image_api_takes_only_name_and_namespace_field_selectors_as_openshift_does() {
+    let (emu, http) = start().await;
+    let base = "/apis/image.openshift.io/v1/namespaces/ds/imagestreams";
+    let (code, _) = get(
+        &http,
+        &emu,
+        &format!("{base}?fieldSelector=metadata.name%3Dnb"),
+    )
+    .await;
+    assert_eq!(code, 200);
+    for field in [
+        "spec.dockerImageRepository",
+        "status.dockerImageRepository",
+        "spec.tags",
+    ] {
+        let (code, err) = get(&http, &emu, &format!("{base}?fieldSelector={field}%3Dx")).await;
+        assert_eq!(code, 400, "{field}");
+        assert_eq!(
+            err["message"],
+            format!(
+                r#""{field}" is not a known field selector: only "metadata.name", "metadata.namespace""#
+            ),
+        );
+    }
+    emu.shutdown().await;
+}
+
 /// Reads a watch response line by line until `stop` says enough, or the stream ends. Every
 /// line must open with `type`, as the API server writes them (clients decode the object
 /// straight into its type only when they know the type first).
