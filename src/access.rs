@@ -9,11 +9,11 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::{Api, PostParams};
 
 /// The service account used when an object names none (Kubernetes' and Tekton's default).
-pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
+pub(crate) const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 
 /// A service account, by namespace and name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServiceAccount {
+pub(crate) struct ServiceAccount {
     /// Its namespace.
     pub namespace: String,
     /// Its name.
@@ -22,7 +22,7 @@ pub struct ServiceAccount {
 
 impl ServiceAccount {
     /// `name` in `namespace`, or `default` when `name` is None or empty.
-    pub fn or_default(namespace: &str, name: Option<&str>) -> ServiceAccount {
+    pub(crate) fn or_default(namespace: &str, name: Option<&str>) -> ServiceAccount {
         ServiceAccount {
             namespace: namespace.to_owned(),
             name: name
@@ -33,18 +33,18 @@ impl ServiceAccount {
     }
 
     /// Its user name, `system:serviceaccount:NAMESPACE:NAME`.
-    pub fn user(&self) -> String {
+    pub(crate) fn user(&self) -> String {
         format!("system:serviceaccount:{}:{}", self.namespace, self.name)
     }
 
     /// `NAMESPACE/NAME`, as messages name it.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
     }
 
     /// The groups its token carries, so that bindings to them count as they would for its
     /// requests.
-    pub fn groups(&self) -> Vec<String> {
+    pub(crate) fn groups(&self) -> Vec<String> {
         vec![
             "system:serviceaccounts".to_string(),
             format!("system:serviceaccounts:{}", self.namespace),
@@ -53,7 +53,7 @@ impl ServiceAccount {
     }
 
     /// The review asking whether it may do `attributes`.
-    pub fn review(&self, attributes: ResourceAttributes) -> SubjectAccessReview {
+    pub(crate) fn review(&self, attributes: ResourceAttributes) -> SubjectAccessReview {
         SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
                 user: Some(self.user()),
@@ -67,13 +67,13 @@ impl ServiceAccount {
 }
 
 /// Whether an answered review allows the request (allowed, and not explicitly denied).
-pub fn allowed(status: &SubjectAccessReviewStatus) -> bool {
+pub(crate) fn allowed(status: &SubjectAccessReviewStatus) -> bool {
     status.allowed && status.denied != Some(true)
 }
 
 /// What the API server said about a refusal (its reason and evaluation error, the non-empty
 /// ones), to quote in a message.
-pub fn said(status: &SubjectAccessReviewStatus) -> Vec<&str> {
+pub(crate) fn said(status: &SubjectAccessReviewStatus) -> Vec<&str> {
     [&status.reason, &status.evaluation_error]
         .into_iter()
         .flatten()
@@ -84,7 +84,7 @@ pub fn said(status: &SubjectAccessReviewStatus) -> Vec<&str> {
 
 /// Asks `review`; the answer's status (an empty one, which allows nothing, if the API server
 /// sent none).
-pub async fn ask(
+pub(crate) async fn ask(
     client: &kube::Client,
     review: &SubjectAccessReview,
 ) -> Result<SubjectAccessReviewStatus, kube::Error> {

@@ -12,8 +12,6 @@ pub mod key {
     pub const CREATED_BY: &str = "app.kubernetes.io/created-by";
     /// The value of [`CREATED_BY`] on custom images.
     pub const BYON: &str = "byon";
-    /// Stream annotation: the display name.
-    pub const IMAGE_NAME: &str = "opendatahub.io/notebook-image-name";
     /// Stream annotation: the description (no per-tag description exists).
     pub const IMAGE_DESC: &str = "opendatahub.io/notebook-image-desc";
     /// Stream annotation: `"true"` hides a shipped (OOTB) stream from the spawners.
@@ -22,8 +20,6 @@ pub mod key {
     pub const TAG_OUTDATED: &str = "opendatahub.io/image-tag-outdated";
     /// Tag annotation: `"true"` sorts the tag first and labels it Latest (Recommended).
     pub const RECOMMENDED: &str = "opendatahub.io/workbench-image-recommended";
-    /// Tag annotation: the fallback default tag.
-    pub const DEFAULT_IMAGE: &str = "opendatahub.io/default-image";
     /// Tag annotation: JSON list shown as "Software".
     pub const SOFTWARE: &str = "opendatahub.io/notebook-software";
     /// Tag annotation: JSON list shown as "Packages included".
@@ -31,9 +27,4 @@ pub mod key {
     /// Tag annotation: the build's commit; a workbench whose commit no spec tag carries any more
     /// shows Deprecated.
     pub const BUILD_COMMIT: &str = "opendatahub.io/notebook-build-commit";
-    /// Notebook annotation: `<imagestream>:<tag>` chosen at creation.
-    pub const LAST_IMAGE_SELECTION: &str = "notebooks.opendatahub.io/last-image-selection";
-    /// Notebook annotation: the chosen tag's `notebook-build-commit` at creation.
-    pub const LAST_COMMIT_SELECTION: &str =
-        "notebooks.opendatahub.io/last-image-version-git-commit-selection";
 }

@@ -21,7 +21,7 @@ use ring::hmac;
 /// The Secret's default name.
 pub const DEFAULT_SECRET: &str = "imagegate-run-key";
 /// The Secret's data key.
-pub const DATA_KEY: &str = "key";
+pub(crate) const DATA_KEY: &str = "key";
 /// How many bytes a key has.
 const KEY_LEN: usize = 32;
 
@@ -66,7 +66,7 @@ impl RunKey {
 
     /// The id of the PipelineRun that validates `c` when its event arrives: 40 lowercase hex
     /// characters (the TriggerTemplate names the run `imagegate-<id>`).
-    pub fn run_id(&self, c: &Candidate) -> String {
+    pub(crate) fn run_id(&self, c: &Candidate) -> String {
         self.id(&["run", c.namespace, c.imagestream, c.tag, c.digest, c.since])
     }
 
@@ -111,7 +111,11 @@ pub fn since(created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Ti
 
 /// Reads the key from Secret `name` of `namespace`, creating it (32 random bytes) when there is
 /// none. The error is one line naming the Secret.
-pub async fn ensure(client: kube::Client, namespace: &str, name: &str) -> anyhow::Result<RunKey> {
+pub(crate) async fn ensure(
+    client: kube::Client,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<RunKey> {
     let api: Api<Secret> = Api::namespaced(client, namespace);
     let read = |s: Secret| -> anyhow::Result<RunKey> {
         let bytes = s

@@ -19,12 +19,12 @@ use super::metrics::MtMetrics;
 use crate::source::metrics::Metrics;
 
 /// How often the gauges are set from the sources'.
-pub const INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const INTERVAL: Duration = Duration::from_secs(1);
 
 /// Since when a source has had events waiting with no delivery ending, and how many of its
 /// deliveries had ended then.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stall {
+pub(crate) struct Stall {
     /// When it was first seen waiting, or last seen to move.
     pub since: Instant,
     /// Its deliveries ended (sink, dead-letter sink, failed) at that time.
@@ -34,7 +34,7 @@ pub struct Stall {
 /// The stall of a source whose queue holds `depth` events and whose deliveries ended number
 /// `ended`, seen at `now`, given what it was (`before`): none while nothing waits; it starts
 /// again whenever a delivery ends.
-pub fn stall(before: Option<Stall>, depth: i64, ended: i64, now: Instant) -> Option<Stall> {
+pub(crate) fn stall(before: Option<Stall>, depth: i64, ended: i64, now: Instant) -> Option<Stall> {
     if depth <= 0 {
         return None;
     }
@@ -46,7 +46,7 @@ pub fn stall(before: Option<Stall>, depth: i64, ended: i64, now: Instant) -> Opt
 
 /// One source's backlog as read at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// Events not yet delivered.
     pub depth: i64,
     /// How long it has been stalled ([`stall`]).
@@ -63,7 +63,7 @@ pub struct Sample {
 
 /// What the process gauges say about all the sources.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Totals {
+pub(crate) struct Totals {
     /// Events not yet delivered, summed.
     pub depth: i64,
     /// Sources with events not yet delivered.
@@ -81,7 +81,7 @@ pub struct Totals {
 }
 
 /// Adds up `samples`.
-pub fn totals(samples: impl IntoIterator<Item = Sample>) -> Totals {
+pub(crate) fn totals(samples: impl IntoIterator<Item = Sample>) -> Totals {
     samples.into_iter().fold(Totals::default(), |t, s| Totals {
         depth: t.depth + s.depth,
         backlogged: t.backlogged + i64::from(s.depth > 0),
@@ -101,11 +101,11 @@ struct Entry {
 
 /// The running pipelines' gauges, by source.
 #[derive(Clone, Default)]
-pub struct Backlogs(Arc<Mutex<BTreeMap<SourceId, Entry>>>);
+pub(crate) struct Backlogs(Arc<Mutex<BTreeMap<SourceId, Entry>>>);
 
 impl Backlogs {
     /// The pipeline of `id` now reports to `metrics` (its own gauges) and `counters`.
-    pub fn insert(&self, id: &SourceId, metrics: &Metrics, counters: Arc<Counters>) {
+    pub(crate) fn insert(&self, id: &SourceId, metrics: &Metrics, counters: Arc<Counters>) {
         let entry = Entry {
             metrics: metrics.clone(),
             counters,
@@ -115,12 +115,12 @@ impl Backlogs {
     }
 
     /// `id` runs no pipeline any more.
-    pub fn remove(&self, id: &SourceId) {
+    pub(crate) fn remove(&self, id: &SourceId) {
         self.lock().remove(id);
     }
 
     /// Reads every source's gauges at `now`, moving their stalls on.
-    pub fn sample(&self, now: Instant) -> Vec<Sample> {
+    pub(crate) fn sample(&self, now: Instant) -> Vec<Sample> {
         let mut entries = self.lock();
         (entries.values_mut())
             .map(|e| {
@@ -151,7 +151,12 @@ impl Backlogs {
 }
 
 /// Sets the gauges from `backlogs` every [`INTERVAL`] until `stop`, and a last time then.
-pub async fn run(backlogs: Backlogs, metrics: Metrics, mt: MtMetrics, stop: CancellationToken) {
+pub(crate) async fn run(
+    backlogs: Backlogs,
+    metrics: Metrics,
+    mt: MtMetrics,
+    stop: CancellationToken,
+) {
     let mut tick = tokio::time::interval(INTERVAL);
     loop {
         let stopping = tokio::select! {
@@ -166,7 +171,7 @@ pub async fn run(backlogs: Backlogs, metrics: Metrics, mt: MtMetrics, stop: Canc
 }
 
 /// Sets the process gauges to `t`.
-pub fn set(metrics: &Metrics, mt: &MtMetrics, t: Totals) {
+pub(crate) fn set(metrics: &Metrics, mt: &MtMetrics, t: Totals) {
     metrics.queue_depth.set(t.depth);
     metrics.checkpoint_pending.set(t.pending);
     metrics.checkpoint_pending_age.set(t.pending_age);

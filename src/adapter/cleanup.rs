@@ -18,7 +18,7 @@ use crate::source::checkpoint::{MANAGED_BY, OWNER_LABEL, OWNER_NAMESPACE_LABEL, 
 /// Whether a checkpoint ConfigMap labelled for the source `owner` (its name, fit to a label
 /// value) of `namespace`, with the uid `owner_uid` (None: unlabelled), belongs to no source of
 /// `sources` (namespace and name to uid).
-pub fn orphaned(
+pub(crate) fn orphaned(
     namespace: &str,
     owner: &str,
     owner_uid: Option<&str>,
@@ -46,7 +46,7 @@ fn selector(source: Option<&SourceId>) -> String {
 }
 
 /// Deletes the checkpoint ConfigMaps, in `namespace` (the adapter's), of the source `id`.
-pub async fn delete(
+pub(crate) async fn delete(
     client: &kube::Client,
     namespace: &str,
     id: &SourceId,
@@ -68,7 +68,7 @@ pub async fn delete(
 
 /// Deletes every checkpoint ConfigMap in `namespace` (the adapter's) of a source not in
 /// `sources`.
-pub async fn sweep(
+pub(crate) async fn sweep(
     client: &kube::Client,
     namespace: &str,
     sources: &BTreeMap<SourceId, String>,

@@ -28,13 +28,13 @@ const TICK: Duration = Duration::from_secs(1);
 
 /// Whether counters last written at `last` (None: never by this process) may be written at
 /// `now` (pure).
-pub fn due(last: Option<Instant>, now: Instant) -> bool {
+pub(crate) fn due(last: Option<Instant>, now: Instant) -> bool {
     last.is_none_or(|at| now.duration_since(at) >= INTERVAL)
 }
 
 /// One source's counters.
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     delivered: AtomicI64,
     dead_lettered: AtomicI64,
     failed: AtomicI64,
@@ -46,7 +46,7 @@ pub struct Counters {
 
 impl Counters {
     /// Counters that go on from `status` (what the source's status holds).
-    pub fn from_status(status: Option<&Deliveries>) -> Counters {
+    pub(crate) fn from_status(status: Option<&Deliveries>) -> Counters {
         let d = status.cloned().unwrap_or_default();
         Counters {
             delivered: AtomicI64::new(d.delivered),
@@ -59,7 +59,7 @@ impl Counters {
     }
 
     /// Counts a delivery that ended at `now`.
-    pub fn tally(&self, delivered: &Delivered, now: chrono::DateTime<chrono::Utc>) {
+    pub(crate) fn tally(&self, delivered: &Delivered, now: chrono::DateTime<chrono::Utc>) {
         match delivered {
             Delivered::Sink { .. } => {
                 self.delivered.fetch_add(1, Ordering::Relaxed);
@@ -80,7 +80,7 @@ impl Counters {
     }
 
     /// The counters now.
-    pub fn snapshot(&self) -> Deliveries {
+    pub(crate) fn snapshot(&self) -> Deliveries {
         Deliveries {
             delivered: self.delivered.load(Ordering::Relaxed),
             dead_lettered: self.dead_lettered.load(Ordering::Relaxed),
@@ -104,11 +104,11 @@ impl Counters {
 }
 
 /// The counters of every source served, by source.
-pub type Board = Arc<Mutex<BTreeMap<SourceId, Arc<Counters>>>>;
+pub(crate) type Board = Arc<Mutex<BTreeMap<SourceId, Arc<Counters>>>>;
 
 /// Writes the counters that changed and are [`due`], every [`TICK`], until `stop`; every one
 /// that changed once more at the end.
-pub async fn run(client: kube::Client, board: Board, stop: CancellationToken) {
+pub(crate) async fn run(client: kube::Client, board: Board, stop: CancellationToken) {
     loop {
         let stopping = tokio::select! {
             () = stop.cancelled() => true,

@@ -142,13 +142,13 @@ impl Feed {
     }
 
     /// `id` no longer takes changes.
-    pub fn leave(&self, id: SourceId) {
+    pub(crate) fn leave(&self, id: SourceId) {
         let _ = self.commands.send(Box::new(Command::Leave(id)));
     }
 }
 
 /// For the log and the metric's help: what a feed reads of each stream.
-pub fn reading(whole: bool) -> &'static str {
+pub(crate) fn reading(whole: bool) -> &'static str {
     if whole { "whole" } else { "tags" }
 }
 
@@ -207,7 +207,7 @@ async fn fan_out(
 }
 
 /// The namespace of the stream a change is about.
-pub fn namespace_of(seen: &Seen) -> &str {
+pub(crate) fn namespace_of(seen: &Seen) -> &str {
     match seen {
         Seen::Applied { stream, .. } => stream.metadata.namespace.as_deref().unwrap_or_default(),
         Seen::Deleted { key, .. } => &key.0,

@@ -30,7 +30,7 @@ enum Selects {
 
 /// One source's view through its selector.
 #[derive(Debug, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     selects: Selects,
     /// The streams that matched when last seen.
     matching: HashSet<StreamKey>,
@@ -40,7 +40,7 @@ pub struct Filter {
 
 impl Filter {
     /// A filter of `selector` (None: every stream passes as it is).
-    pub fn new(selector: Option<&LabelSelector>) -> Filter {
+    pub(crate) fn new(selector: Option<&LabelSelector>) -> Filter {
         let selects = match selector.map(LabelSelector::matcher) {
             None => Selects::All,
             Some(Ok(selector)) => Selects::Matching(selector),
@@ -65,7 +65,7 @@ impl Filter {
     }
 
     /// What the source sees of `seen`, if anything.
-    pub fn pass(&mut self, seen: Seen) -> Option<Seen> {
+    pub(crate) fn pass(&mut self, seen: Seen) -> Option<Seen> {
         if matches!(self.selects, Selects::All) {
             return Some(seen);
         }

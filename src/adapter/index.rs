@@ -11,17 +11,17 @@
 //! its own namespaces; its `selector` is matched against the stream labels after that
 //! ([`super::filter`]), and `tags` by the source's own tracker.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::adapter::crd::Mode;
 use crate::adapter::permissions::Scope;
 
 /// A source: its namespace and name.
-pub type SourceId = (String, String);
+pub(crate) type SourceId = (String, String);
 
 /// What a source is served: its namespaces, and how its feed reads the streams.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct WatchKey {
+pub(crate) struct WatchKey {
     /// The namespaces, sorted (None: every namespace).
     pub namespaces: Option<Vec<String>>,
     /// Whether the whole stream is read (modes resource and reference).
@@ -30,7 +30,7 @@ pub struct WatchKey {
 
 impl WatchKey {
     /// The watch scopes: one cluster-wide, or one per namespace.
-    pub fn scopes(&self) -> Vec<Option<String>> {
+    pub(crate) fn scopes(&self) -> Vec<Option<String>> {
         match &self.namespaces {
             None => vec![None],
             Some(names) => names.iter().cloned().map(Some).collect(),
@@ -38,7 +38,7 @@ impl WatchKey {
     }
 
     /// For the log: `all` or `a,b`, and what is read.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let names = match &self.namespaces {
             None => "all".to_owned(),
             Some(names) => names.join(","),
@@ -51,7 +51,7 @@ impl WatchKey {
 /// The watch that serves a source in `mode` selecting `scope` (None: its spec is invalid), of
 /// which its service account may not read `denied` (`""`: cluster-wide). None: nothing is
 /// served (every selected namespace is denied, or none is selected).
-pub fn watch_key(scope: Option<&Scope>, denied: &[String], mode: Mode) -> Option<WatchKey> {
+pub(crate) fn watch_key(scope: Option<&Scope>, denied: &[String], mode: Mode) -> Option<WatchKey> {
     let whole = mode != Mode::ImageStreamTag;
     let namespaces = match scope? {
         // A cluster-wide watch needs the cluster-wide grant: all or nothing.
@@ -77,7 +77,7 @@ pub fn watch_key(scope: Option<&Scope>, denied: &[String], mode: Mode) -> Option
 /// Which feeds start and stop after a change of the index: a feed reads whole streams
 /// (`true`) or their tags and labels (`false`).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     /// The feed to start (no source read streams so before).
     pub start: Option<bool>,
     /// The feed to stop (no source reads streams so now).
@@ -86,14 +86,14 @@ pub struct Change {
 
 /// The watch of every source served.
 #[derive(Debug, Default)]
-pub struct Index {
+pub(crate) struct Index {
     keys: BTreeMap<SourceId, WatchKey>,
 }
 
 impl Index {
     /// Sets the watch of `id` (None: it is not served, or gone); says which watches start and
     /// stop.
-    pub fn set(&mut self, id: &SourceId, key: Option<WatchKey>) -> Change {
+    pub(crate) fn set(&mut self, id: &SourceId, key: Option<WatchKey>) -> Change {
         let old = match &key {
             Some(k) => self.keys.insert(id.clone(), k.clone()),
             None => self.keys.remove(id),
@@ -109,17 +109,19 @@ impl Index {
     }
 
     /// The watch serving `id`.
-    pub fn get(&self, id: &SourceId) -> Option<&WatchKey> {
+    #[cfg(test)]
+    pub(crate) fn get(&self, id: &SourceId) -> Option<&WatchKey> {
         self.keys.get(id)
     }
 
     /// How many sources read whole streams (`whole`), or their tags and labels.
-    pub fn readers(&self, whole: bool) -> usize {
+    pub(crate) fn readers(&self, whole: bool) -> usize {
         self.keys.values().filter(|k| k.whole == whole).count()
     }
 
     /// Every feed needed (whole or not).
-    pub fn feeds(&self) -> BTreeSet<bool> {
+    #[cfg(test)]
+    pub(crate) fn feeds(&self) -> std::collections::BTreeSet<bool> {
         self.keys.values().map(|k| k.whole).collect()
     }
 }

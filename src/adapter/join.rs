@@ -50,7 +50,7 @@ use crate::source::watch::{PAGE_SIZE, Seen, failed};
 pub const LISTS_IN_FLIGHT: usize = 16;
 
 /// The default bound of a source, in events (`--max-queued-per-source`).
-pub const DEFAULT_BOUND: usize = 1_000;
+pub(crate) const DEFAULT_BOUND: usize = 1_000;
 
 /// How often a shedding source looks whether its queue has drained.
 const DRAIN_POLL: Duration = Duration::from_millis(200);
@@ -73,13 +73,13 @@ pub struct Room {
 
 /// Whether a source with `depth` events not yet delivered and `queued` changes from the feed
 /// is past its `bound` (pure).
-pub fn over(depth: i64, queued: usize, bound: usize) -> bool {
+pub(crate) fn over(depth: i64, queued: usize, bound: usize) -> bool {
     usize::try_from(depth).unwrap_or(0) >= bound || queued >= bound
 }
 
 /// Whether a shedding source's queue has drained enough to take changes again (pure): to half
 /// its bound, so that it does not shed again at the next change.
-pub fn drained(depth: i64, bound: usize) -> bool {
+pub(crate) fn drained(depth: i64, bound: usize) -> bool {
     usize::try_from(depth).unwrap_or(0) <= bound / 2
 }
 
@@ -101,7 +101,7 @@ impl Drop for Shedding {
 
 /// Which changes pass to the source (pure): those of its namespaces, newer than their lists.
 #[derive(Debug)]
-pub struct Gate {
+pub(crate) struct Gate {
     scopes: Vec<Option<String>>,
     /// Per scope, the version of its last list (None: not listed, or not a number).
     listed_at: Vec<Option<u64>>,
@@ -109,7 +109,7 @@ pub struct Gate {
 
 impl Gate {
     /// The gate of `scopes` (a namespace each, or one None: every namespace).
-    pub fn new(scopes: Vec<Option<String>>) -> Gate {
+    pub(crate) fn new(scopes: Vec<Option<String>>) -> Gate {
         let listed_at = vec![None; scopes.len()];
         Gate { scopes, listed_at }
     }
@@ -122,13 +122,13 @@ impl Gate {
     }
 
     /// `scope` was listed at `version`.
-    pub fn listed(&mut self, scope: usize, version: Option<u64>) {
+    pub(crate) fn listed(&mut self, scope: usize, version: Option<u64>) {
         self.listed_at[scope] = version;
     }
 
     /// What the source is given of a change made at `version`, if anything: with the scope it
     /// is in for the source.
-    pub fn pass(&self, version: Option<u64>, seen: Seen) -> Option<Seen> {
+    pub(crate) fn pass(&self, version: Option<u64>, seen: Seen) -> Option<Seen> {
         let scope = self.scope_of(namespace_of(&seen))?;
         if let (Some(v), Some(at)) = (version, self.listed_at[scope])
             && v <= at

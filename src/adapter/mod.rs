@@ -48,7 +48,7 @@ use self::metrics::MtMetrics;
 
 /// What the adapter runs with.
 #[derive(Clone, Debug)]
-pub struct MtSettings {
+pub(crate) struct MtSettings {
     /// Where `/livez`, `/readyz`, `/metrics` are served.
     pub admin_addr: std::net::SocketAddr,
     /// Leader election, when on.
@@ -64,7 +64,7 @@ pub struct MtSettings {
 
 /// Serves every ImageStreamSource until `shutdown` resolves, or until leadership is lost (an
 /// error, so that the process restarts as a standby).
-pub async fn run(
+pub(crate) async fn run(
     client: kube::Client,
     settings: MtSettings,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,

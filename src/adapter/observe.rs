@@ -16,7 +16,7 @@ use crate::source::deliver::job::Route;
 
 /// What an observation found.
 #[derive(Debug)]
-pub struct Observation {
+pub(crate) struct Observation {
     /// The source.
     pub id: SourceId,
     /// Its uid and generation, when observed.
@@ -40,7 +40,7 @@ pub struct Observation {
 }
 
 /// The `Ready` status the facts give.
-pub fn ready(facts: &Facts) -> &'static str {
+pub(crate) fn ready(facts: &Facts) -> &'static str {
     if facts.checkpoint.is_some() {
         return "False";
     }
@@ -54,7 +54,7 @@ pub fn ready(facts: &Facts) -> &'static str {
 
 /// The route of a sink resolved to `sink` and a dead-letter sink to `dead_letter` (None: there
 /// is none). None when either did not resolve to a URL: the events wait.
-pub fn route(
+pub(crate) fn route(
     sink: Option<&str>,
     dead_letter: Option<Result<String, String>>,
     auth: Option<std::sync::Arc<crate::source::deliver::oidc::Oidc>>,
@@ -77,7 +77,7 @@ pub fn route(
 /// What one full observation found that the next may reuse when only the pipeline's listing
 /// changed (the source's `Ready` waits for it): the facts asked of the API server, and the route.
 #[derive(Debug)]
-pub struct Asked {
+pub(crate) struct Asked {
     /// The generation they are about.
     pub generation: Option<i64>,
     /// The facts (sink, scope, permissions).
@@ -92,7 +92,7 @@ pub struct Asked {
 /// is asked again (the sink, the namespaces, the reviews): only the status is written anew (its
 /// pipeline has listed). A failure is logged and is None: the supervisor keeps what it had, and
 /// the next resync tries again.
-pub async fn run(
+pub(crate) async fn run(
     ctx: Context,
     source: Arc<ImageStreamSource>,
     listed: bool,

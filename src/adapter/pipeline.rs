@@ -32,7 +32,7 @@ use crate::source::watch::decode;
 const MAX_RETRY: Duration = Duration::from_secs(60);
 
 /// What one pipeline runs with.
-pub struct Pipeline {
+pub(crate) struct Pipeline {
     /// The source.
     pub id: SourceId,
     /// Its settings.
@@ -74,7 +74,7 @@ pub struct Pipeline {
 /// arguments twice (as passed, and moved into its body), and this one is held for every
 /// source for as long as it is served.
 #[allow(clippy::manual_async_fn)]
-pub fn run(
+pub(crate) fn run(
     client: kube::Client,
     p: Pipeline,
     stop: CancellationToken,
@@ -168,7 +168,7 @@ fn count(gauge: i64) -> usize {
 }
 
 /// What a source's status says of a checkpoint of `shards` ConfigMaps and `bytes` past `cap`.
-pub fn too_large(shards: usize, bytes: usize, cap: Cap) -> String {
+pub(crate) fn too_large(shards: usize, bytes: usize, cap: Cap) -> String {
     format!(
         "its checkpoint holds more than the platform's cap for one source ({} ConfigMaps, {} \
          bytes; {shards} ConfigMaps and {bytes} bytes at least): it serves too many streams. \

@@ -36,7 +36,7 @@ use crate::runtime::watch_errors::refusal;
 
 /// Where an RBAC change was.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Changed {
+pub(crate) enum Changed {
     /// A Role or RoleBinding of this namespace.
     Namespace(String),
     /// A ClusterRole or ClusterRoleBinding, or a re-list: anything may have changed.
@@ -47,7 +47,7 @@ pub enum Changed {
 const KINDS: usize = 4;
 
 /// The running watches; dropping it stops them.
-pub struct RbacWatch {
+pub(crate) struct RbacWatch {
     tasks: Vec<JoinHandle<()>>,
     /// The kinds whose watch has listed and is not refused.
     working: Arc<AtomicUsize>,
@@ -61,13 +61,13 @@ impl Drop for RbacWatch {
 
 impl RbacWatch {
     /// Whether every kind is watched: permission changes are then seen as they happen.
-    pub fn working(&self) -> bool {
+    pub(crate) fn working(&self) -> bool {
         self.working.load(Ordering::Acquire) == KINDS
     }
 }
 
 /// Starts the four watches, each change reported to `tx`.
-pub fn start(client: &kube::Client, tx: mpsc::UnboundedSender<Changed>) -> RbacWatch {
+pub(crate) fn start(client: &kube::Client, tx: mpsc::UnboundedSender<Changed>) -> RbacWatch {
     let working = Arc::new(AtomicUsize::new(0));
     let w = |k| (client.clone(), tx.clone(), working.clone(), k);
     let tasks = vec![
@@ -81,11 +81,11 @@ pub fn start(client: &kube::Client, tx: mpsc::UnboundedSender<Changed>) -> RbacW
 }
 
 /// An object as known: its namespace (None: cluster-scoped) and name, and its resourceVersion.
-pub type Known = BTreeMap<(Option<String>, String), String>;
+pub(crate) type Known = BTreeMap<(Option<String>, String), String>;
 
 /// Where the objects of a re-list (`now`) differ from those `known` before (pure): the
 /// namespace of each one added, removed or changed, or the cluster for a cluster-scoped one.
-pub fn relisted(known: &Known, now: &Known) -> BTreeSet<Changed> {
+pub(crate) fn relisted(known: &Known, now: &Known) -> BTreeSet<Changed> {
     let at = |(ns, _): &(Option<String>, String)| match ns {
         Some(ns) => Changed::Namespace(ns.clone()),
         None => Changed::Cluster,
@@ -107,7 +107,7 @@ fn key_of<K: Resource>(object: &K) -> ((Option<String>, String), String) {
 }
 
 /// Where a change of `object` was: its namespace, or the cluster.
-pub fn changed_at<K: Resource>(object: &K) -> Changed {
+pub(crate) fn changed_at<K: Resource>(object: &K) -> Changed {
     match object.meta().namespace.as_deref() {
         Some(ns) if !ns.is_empty() => Changed::Namespace(ns.to_owned()),
         _ => Changed::Cluster,

@@ -31,7 +31,7 @@ use super::sink;
 use crate::access::ServiceAccount;
 
 /// How often every source is reconciled again, to see sink addresses change.
-pub const RESYNC: Duration = Duration::from_secs(30);
+pub(crate) const RESYNC: Duration = Duration::from_secs(30);
 
 /// What the reconciler runs with.
 #[derive(Clone)]
@@ -81,7 +81,7 @@ pub enum Error {
 }
 
 /// A contradiction in `spec` that no reconcile can fix, in words for the user.
-pub fn invalid(spec: &ImageStreamSourceSpec) -> Option<String> {
+pub(crate) fn invalid(spec: &ImageStreamSourceSpec) -> Option<String> {
     use super::crd::{MAX_EXTENSIONS, MAX_NAMES};
     for (field, n, max) in [
         ("namespaces", spec.namespaces.len(), MAX_NAMES),
@@ -119,7 +119,7 @@ pub fn invalid(spec: &ImageStreamSourceSpec) -> Option<String> {
 /// namespaces it selects and those its service account may not read (the multi-tenant
 /// adapter serves the difference).
 #[derive(Clone, Debug)]
-pub struct Observed {
+pub(crate) struct Observed {
     /// The facts of the status.
     pub facts: Facts,
     /// The namespaces selected (None: the spec is invalid).
@@ -137,7 +137,7 @@ pub async fn reconcile(source: &ImageStreamSource, ctx: &Context) -> Result<bool
 
 /// Observes `source`: validates its spec, resolves its sink, lists the namespaces it selects
 /// and asks whether its service account may read them.
-pub async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observed, Error> {
+pub(crate) async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observed, Error> {
     let name = source.name_any();
     let namespace = source
         .namespace()
@@ -212,7 +212,7 @@ pub async fn observe(source: &ImageStreamSource, ctx: &Context) -> Result<Observ
 
 /// Writes the status `facts` give `source`, when it differs beyond transition times. Returns
 /// whether it was written.
-pub async fn write(
+pub(crate) async fn write(
     source: &ImageStreamSource,
     facts: &Facts,
     ctx: &Context,
@@ -252,7 +252,7 @@ pub async fn write(
 /// A merge patch that sets the status to `desired`: the fields it leaves out are nulled, so
 /// that a sink URI that no longer resolves is removed rather than kept. The delivery counters
 /// are left out: the adapter that delivers owns them, and a stale copy must not overwrite them.
-pub fn patch(desired: &super::crd::ImageStreamSourceStatus) -> Value {
+pub(crate) fn patch(desired: &super::crd::ImageStreamSourceStatus) -> Value {
     let mut status = serde_json::to_value(desired).unwrap_or_else(|_| json!({}));
     if let Value::Object(map) = &mut status {
         for field in ["sinkUri", "sinkCACerts", "observedGeneration"] {
@@ -266,7 +266,7 @@ pub fn patch(desired: &super::crd::ImageStreamSourceStatus) -> Value {
 /// The namespaces `spec` selects, for a source in `namespace`: `namespaces`, else those
 /// `namespaceSelector` matches (every one, cluster-wide, when it is empty), else the source's
 /// own.
-pub async fn scope(
+pub(crate) async fn scope(
     client: &kube::Client,
     spec: &ImageStreamSourceSpec,
     namespace: &str,

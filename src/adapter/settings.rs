@@ -17,15 +17,15 @@ use crate::source::state::TagFilter;
 
 /// The sink in a source's [`Settings`]: never sent to. Each delivery takes the sink from the
 /// source's route ([`crate::source::deliver::job::Route`]), which follows the resolution.
-pub const NO_SINK: &str = "http://sink.resolved.per.delivery.invalid/";
+pub(crate) const NO_SINK: &str = "http://sink.resolved.per.delivery.invalid/";
 /// Deliveries in flight per source.
-pub const CONCURRENCY: usize = 8;
+pub(crate) const CONCURRENCY: usize = 8;
 /// How often a source's checkpoint is flushed at most.
-pub const FLUSH_INTERVAL: Duration = Duration::from_millis(500);
+pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(500);
 
 /// What the whole adapter shares: the events' schema base and the API server's URL.
 #[derive(Clone, Debug)]
-pub struct Shared {
+pub(crate) struct Shared {
     /// The `dataschema` of the events.
     pub events: EventSettings,
     /// The API server's URL (the `source` of resource and reference events).
@@ -44,12 +44,12 @@ pub struct Shared {
 
 /// The default cap of a source's checkpoint: 16 MiB of entries (about 100,000 streams), in at
 /// most 64 ConfigMaps ([`checkpoint_cap`]).
-pub const DEFAULT_CHECKPOINT_CAP: Cap = checkpoint_cap(16 * 1024 * 1024);
+pub(crate) const DEFAULT_CHECKPOINT_CAP: Cap = checkpoint_cap(16 * 1024 * 1024);
 
 /// The cap of a source's checkpoint of at most `bytes` of entries: in at most one ConfigMap per
 /// 256 KiB, and 8 (a shard splits past 512 KiB and merges back when small, so that is room for
 /// every layout of those bytes, the marker included).
-pub const fn checkpoint_cap(bytes: usize) -> Cap {
+pub(crate) const fn checkpoint_cap(bytes: usize) -> Cap {
     let shards = bytes / (256 * 1024);
     Cap {
         shards: if shards < 8 { 8 } else { shards },
@@ -59,12 +59,12 @@ pub const fn checkpoint_cap(bytes: usize) -> Cap {
 
 /// The longest `<namespace>.<name>` kept whole in a checkpoint's names: 253, less the suffix
 /// `-imagegate-checkpoint` (21) and the longest shard suffix, `-h` and 40 bits (42).
-pub const NAME_IN_PREFIX_MAX: usize = 253 - 21 - 42;
+pub(crate) const NAME_IN_PREFIX_MAX: usize = 253 - 21 - 42;
 
 /// The name prefix of the checkpoint ConfigMaps of the source `namespace/name`, in the
 /// adapter's namespace: `<namespace>.<name>-imagegate-checkpoint` (a namespace holds no `.`,
 /// so no two sources share it; a long name is cut, with a hash of the whole: [`fit`]).
-pub fn checkpoint_prefix(namespace: &str, name: &str) -> String {
+pub(crate) fn checkpoint_prefix(namespace: &str, name: &str) -> String {
     format!(
         "{}-imagegate-checkpoint",
         fit(&format!("{namespace}.{name}"), NAME_IN_PREFIX_MAX)
@@ -72,7 +72,7 @@ pub fn checkpoint_prefix(namespace: &str, name: &str) -> String {
 }
 
 /// The settings of `source`'s flow; the error says which field is wrong.
-pub fn of(source: &ImageStreamSource, shared: &Shared) -> Result<Settings, String> {
+pub(crate) fn of(source: &ImageStreamSource, shared: &Shared) -> Result<Settings, String> {
     let spec = &source.spec;
     let namespace = source.namespace().unwrap_or_default();
     let delivery = spec.delivery.clone().unwrap_or_default();
@@ -134,7 +134,7 @@ pub fn of(source: &ImageStreamSource, shared: &Shared) -> Result<Settings, Strin
 }
 
 /// The owner of `source`'s checkpoint.
-pub fn owner(source: &ImageStreamSource) -> CheckpointOwner {
+pub(crate) fn owner(source: &ImageStreamSource) -> CheckpointOwner {
     CheckpointOwner {
         namespace: source.namespace().unwrap_or_default(),
         name: source.name_any(),
@@ -146,7 +146,7 @@ pub fn owner(source: &ImageStreamSource) -> CheckpointOwner {
 /// gauges of one source's queue and checkpoint are its own, not registered (a process gauge
 /// set by each source in turn would show whichever wrote last); [`super::backlog`] adds them up
 /// into the process's.
-pub fn metrics(process: &Metrics) -> Metrics {
+pub(crate) fn metrics(process: &Metrics) -> Metrics {
     process.with_own_gauges()
 }
 

@@ -18,11 +18,11 @@ use crate::source::deliver::guard;
 
 /// What resolving a sink ended in: a URL, or why not (for `SinkProvided=False`). A read that
 /// failed for another reason than the object's absence or a refusal is an `Err`, retried.
-pub type Resolution = Result<Resolved, Unresolved>;
+pub(crate) type Resolution = Result<Resolved, Unresolved>;
 
 /// `resolution` unless its URL is one a tenant may not send to ([`guard::Guard::refused`]):
 /// then `SinkNotAllowed` with why.
-pub fn guarded(resolution: Resolution, guard: &guard::Guard) -> Resolution {
+pub(crate) fn guarded(resolution: Resolution, guard: &guard::Guard) -> Resolution {
     let resolved = resolution?;
     match resolved
         .url
@@ -43,7 +43,7 @@ pub fn guarded(resolution: Resolution, guard: &guard::Guard) -> Resolution {
 /// read, unless `guard` allows refs across namespaces and `account` may
 /// [`resolve::CROSS_NAMESPACE_VERB`] the object (F-7: a tenant learns nothing of another
 /// namespace, and sends nowhere its account was not let).
-pub async fn resolve_sink(
+pub(crate) async fn resolve_sink(
     client: &kube::Client,
     dest: &Destination,
     source_namespace: &str,

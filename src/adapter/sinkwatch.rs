@@ -25,7 +25,7 @@ use super::sinkrefs::{SinkKind, SinkObject, changed, fingerprint};
 use crate::runtime::watch_errors::refusal;
 
 /// A running watch of one kind; dropping it stops the watch.
-pub struct SinkWatch {
+pub(crate) struct SinkWatch {
     task: JoinHandle<()>,
     /// Listed, and no error since: the kind's changes are seen as they happen.
     working: Arc<AtomicBool>,
@@ -39,13 +39,13 @@ impl Drop for SinkWatch {
 
 impl SinkWatch {
     /// Whether the kind's objects are watched now (else its sinks are seen at the resync).
-    pub fn working(&self) -> bool {
+    pub(crate) fn working(&self) -> bool {
         self.working.load(Ordering::Acquire)
     }
 }
 
 /// Starts watching the objects of `kind`, sending each whose address changed to `tx`.
-pub fn start(
+pub(crate) fn start(
     client: &kube::Client,
     kind: SinkKind,
     tx: mpsc::UnboundedSender<SinkObject>,

@@ -65,33 +65,36 @@ use crate::source::metrics::Metrics;
 /// sources are observed, and 1,000 sources at once opened thousands of connections (HTTP/1.1:
 /// one per request in flight, kept idle in the client's pool afterwards), the adapter's RSS
 /// and the server's load with them, and requests failed to connect. Bounded, they queue.
-pub const OBSERVATIONS_IN_FLIGHT: usize = 16;
+pub(crate) const OBSERVATIONS_IN_FLIGHT: usize = 16;
 
 /// How long the resync of a source is, while the watches it depends on work: the safety net
 /// for what no watch shows (an authorizer other than RBAC), spread by up to a tenth either way
 /// so that sources observed together do not stay together.
-pub const SAFETY_NET: Duration = Duration::from_secs(3600);
+pub(crate) const SAFETY_NET: Duration = Duration::from_secs(3600);
 
 /// How often the sources due are looked for.
 const TICK: Duration = Duration::from_secs(5);
 
 /// How long after the first RBAC change of a burst the sources it concerns are observed (a
 /// `kubectl apply` of many objects is one re-check, not one per object).
-pub const RBAC_SETTLE: Duration = Duration::from_secs(2);
+pub(crate) const RBAC_SETTLE: Duration = Duration::from_secs(2);
 
 /// When the RBAC changes collected are re-checked, given when that was set to happen (None:
 /// nothing waits) and a change at `now` (pure): [`RBAC_SETTLE`] after the first change of the
 /// burst, never later. Were it moved on by every change, a tenant changing a RoleBinding of its
 /// own namespace every second would hold up every re-check of the cluster, a revocation
 /// elsewhere among them.
-pub fn recheck_at<T: Copy + std::ops::Add<Duration, Output = T>>(set: Option<T>, now: T) -> T {
+pub(crate) fn recheck_at<T: Copy + std::ops::Add<Duration, Output = T>>(
+    set: Option<T>,
+    now: T,
+) -> T {
     set.unwrap_or(now + RBAC_SETTLE)
 }
 
 /// When a source observed at `now` is due again (pure): after [`SAFETY_NET`] spread by
 /// `spread` (in [0, 1)) when the observation worked and every watch it depends on works, else
 /// after [`RESYNC`].
-pub fn resync_after(now: Instant, worked: bool, watched: bool, spread: f64) -> Instant {
+pub(crate) fn resync_after(now: Instant, worked: bool, watched: bool, spread: f64) -> Instant {
     if worked && watched {
         now + SAFETY_NET.mul_f64(0.9 + 0.2 * spread.clamp(0.0, 1.0))
     } else {
@@ -100,7 +103,7 @@ pub fn resync_after(now: Instant, worked: bool, watched: bool, spread: f64) -> I
 }
 
 /// What the supervisor reports to.
-pub struct Reports {
+pub(crate) struct Reports {
     /// The delivery metrics, shared by every source.
     pub metrics: Metrics,
     /// The adapter's gauges.
@@ -163,7 +166,7 @@ struct Supervisor {
 
 /// Serves every ImageStreamSource until `stop` is cancelled; then stops every pipeline
 /// (each flushes its checkpoint) and writes the counters a last time.
-pub async fn run(
+pub(crate) async fn run(
     ctx: Context,
     shared: settings::Shared,
     reports: Reports,

@@ -20,12 +20,9 @@ pub mod tekton {
     use std::time::Duration;
 
     /// The condition type Tekton reads to decide whether a CustomRun is done.
-    pub const SUCCEEDED: &str = "Succeeded";
+    pub(crate) const SUCCEEDED: &str = "Succeeded";
     /// `spec.status` value the pipeline controller sets to cancel a run (also on timeout).
-    pub const SPEC_STATUS_CANCELLED: &str = "RunCancelled";
-    /// `spec.statusMessage` when the owning PipelineRun was cancelled.
-    pub const CANCELLED_BY_PIPELINE_MSG: &str =
-        "CustomRun cancelled as the PipelineRun it belongs to has been cancelled.";
+    pub(crate) const SPEC_STATUS_CANCELLED: &str = "RunCancelled";
     /// `spec.statusMessage` when the owning PipelineRun timed out.
     pub const CANCELLED_BY_PIPELINE_TIMEOUT_MSG: &str =
         "CustomRun cancelled as the PipelineRun it belongs to has timed out.";
@@ -36,9 +33,9 @@ pub mod tekton {
     /// Condition statuses.
     pub mod status {
         /// Finished successfully.
-        pub const TRUE: &str = "True";
+        pub(crate) const TRUE: &str = "True";
         /// Finished unsuccessfully (after all retries).
-        pub const FALSE: &str = "False";
+        pub(crate) const FALSE: &str = "False";
         /// Running.
         pub const UNKNOWN: &str = "Unknown";
     }
@@ -46,32 +43,18 @@ pub mod tekton {
     /// Condition reasons defined by Tekton (`CustomRunReason`). The PipelineRun treats a run
     /// as cancelled only if the reason is exactly [`reason::CANCELLED`].
     pub mod reason {
-        /// Set with `Succeeded=Unknown` when the controller first sees the run.
-        pub const STARTED: &str = "Started";
         /// The work is in progress.
         pub const RUNNING: &str = "Running";
-        /// Finished successfully.
-        pub const SUCCEEDED: &str = "Succeeded";
-        /// Finished unsuccessfully.
-        pub const FAILED: &str = "Failed";
         /// Stopped because `spec.status` is `RunCancelled`.
         pub const CANCELLED: &str = "CustomRunCancelled";
         /// Stopped because the attempt exceeded `spec.timeout`.
         pub const TIMED_OUT: &str = "CustomRunTimedOut";
-        /// The run binds workspaces the custom task does not support.
-        pub const WORKSPACE_NOT_SUPPORTED: &str = "CustomRunWorkspaceNotSupported";
     }
 
     /// Labels the pipeline controller puts on the CustomRuns it creates.
     pub mod label {
-        /// Name of the owning PipelineRun.
-        pub const PIPELINE_RUN: &str = "tekton.dev/pipelineRun";
-        /// UID of the owning PipelineRun.
-        pub const PIPELINE_RUN_UID: &str = "tekton.dev/pipelineRunUID";
         /// Name of the pipeline task.
         pub const PIPELINE_TASK: &str = "tekton.dev/pipelineTask";
-        /// `tasks` or `finally`.
-        pub const MEMBER_OF: &str = "tekton.dev/memberOf";
     }
 }
 

@@ -24,17 +24,9 @@ use super::{is_false, null_as_default};
 /// `TagEventCondition.type` of the only condition the import controller writes.
 pub const IMPORT_SUCCESS: &str = "ImportSuccess";
 /// `from.kind` of a tag that imports from an external registry.
-pub const KIND_DOCKER_IMAGE: &str = "DockerImage";
-/// `from.kind` of a tag that tracks another tag of a stream.
-pub const KIND_IMAGE_STREAM_TAG: &str = "ImageStreamTag";
+pub(crate) const KIND_DOCKER_IMAGE: &str = "DockerImage";
 /// `from.kind` of a tag pinned to one image of a stream by digest (what a promotion writes).
-pub const KIND_IMAGE_STREAM_IMAGE: &str = "ImageStreamImage";
-/// `referencePolicy.type` default: consumers pull from the source registry.
-pub const REFERENCE_POLICY_SOURCE: &str = "Source";
-/// `referencePolicy.type`: consumers pull through the integrated registry.
-pub const REFERENCE_POLICY_LOCAL: &str = "Local";
-/// Annotation the server stamps on the stream whenever an import writes.
-pub const DOCKER_REPOSITORY_CHECK_ANNOTATION: &str = "openshift.io/image.dockerRepositoryCheck";
+pub(crate) const KIND_IMAGE_STREAM_IMAGE: &str = "ImageStreamImage";
 
 /// Spec of an ImageStream; the derive generates [`ImageStream`] (shortname `is`).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -239,14 +231,14 @@ impl TagEvent {
 
 impl TagEventCondition {
     /// Whether this is a failed import (`ImportSuccess=False`).
-    pub fn is_import_failure(&self) -> bool {
+    pub(crate) fn is_import_failure(&self) -> bool {
         self.type_ == IMPORT_SUCCESS && self.status == "False"
     }
 }
 
 impl NamedTagEventList {
     /// The history, newest first; empty when `items` is `null`.
-    pub fn history(&self) -> &[TagEvent] {
+    pub(crate) fn history(&self) -> &[TagEvent] {
         self.items.as_deref().unwrap_or_default()
     }
 
@@ -256,12 +248,12 @@ impl NamedTagEventList {
     }
 
     /// The digest the tag currently points at.
-    pub fn current_digest(&self) -> Option<&str> {
+    pub(crate) fn current_digest(&self) -> Option<&str> {
         self.current().and_then(TagEvent::digest)
     }
 
     /// The `ImportSuccess=False` condition, if the last import of this tag failed.
-    pub fn import_failure(&self) -> Option<&TagEventCondition> {
+    pub(crate) fn import_failure(&self) -> Option<&TagEventCondition> {
         self.conditions.iter().find(|c| c.is_import_failure())
     }
 }

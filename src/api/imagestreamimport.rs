@@ -134,12 +134,12 @@ pub struct ImportResult {
 
 impl ImageImportStatus {
     /// Whether the image was imported (`status.status: Success`).
-    pub fn succeeded(&self) -> bool {
+    pub(crate) fn succeeded(&self) -> bool {
         self.status.status.as_deref() == Some("Success")
     }
 
     /// The digest found (the Image's name), on success.
-    pub fn digest(&self) -> Option<&str> {
+    pub(crate) fn digest(&self) -> Option<&str> {
         self.image.as_ref()?.metadata.name.as_deref()
     }
 }

@@ -19,7 +19,7 @@
 use serde::{Deserialize, Deserializer};
 
 /// The HTTP status of an API server's refusal (None when there was no answer).
-pub fn status_code(e: &kube::Error) -> Option<u16> {
+pub(crate) fn status_code(e: &kube::Error) -> Option<u16> {
     match e {
         kube::Error::Api(s) => Some(s.code),
         _ => None,

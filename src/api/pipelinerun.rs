@@ -120,7 +120,7 @@ impl PipelineRun {
     }
 
     /// Whether it has finished (its `Succeeded` condition is `True` or `False`).
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.status
             .iter()
             .flat_map(|s| &s.conditions)
@@ -128,7 +128,7 @@ impl PipelineRun {
     }
 
     /// Whether it lists the CustomRun `name` among its children (`status.childReferences`).
-    pub fn lists_custom_run(&self, name: &str) -> bool {
+    pub(crate) fn lists_custom_run(&self, name: &str) -> bool {
         self.status
             .iter()
             .flat_map(|s| &s.child_references)
@@ -215,7 +215,7 @@ impl TaskRun {
     /// Tekton appends them after each step's own `env`, and in a container the later of two
     /// variables of one name wins: they override what the Task sets, without changing the
     /// `status.taskSpec` it records. A name that is not a string is listed as `?`.
-    pub fn pod_template_env(&self) -> Vec<String> {
+    pub(crate) fn pod_template_env(&self) -> Vec<String> {
         let env = self
             .spec
             .pod_template

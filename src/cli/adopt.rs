@@ -70,7 +70,7 @@ pub enum ReferencePolicyArg {
 
 impl ReferencePolicyArg {
     /// The `referencePolicy.type` value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ReferencePolicyArg::Local => "Local",
             ReferencePolicyArg::Source => "Source",
@@ -79,7 +79,7 @@ impl ReferencePolicyArg {
 }
 
 /// `NAMESPACE/NAME`: a namespace (a DNS label) and an ImageStream name (a DNS subdomain).
-pub fn stream_ref(value: &str) -> Result<(String, String), String> {
+pub(crate) fn stream_ref(value: &str) -> Result<(String, String), String> {
     let refuse = || {
         format!(
             "{value:?} is not NAMESPACE/NAME (a namespace, a '/', and an ImageStream name of \

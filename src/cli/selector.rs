@@ -11,7 +11,7 @@
 //! (`InvalidSpec`), not match nothing in silence.
 
 /// Checks `selector`; the error says which requirement is wrong and why.
-pub fn check(selector: &str) -> Result<(), String> {
+pub(crate) fn check(selector: &str) -> Result<(), String> {
     if selector.trim().is_empty() {
         return Ok(());
     }

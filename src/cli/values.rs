@@ -3,7 +3,7 @@
 
 /// A namespace name: a DNS-1123 label (at most 63 lowercase letters, digits and `-`, starting
 /// and ending with a letter or digit), as the API server requires.
-pub fn namespace(value: &str) -> Result<String, String> {
+pub(crate) fn namespace(value: &str) -> Result<String, String> {
     if is_dns_label(value) {
         Ok(value.to_string())
     } else {
@@ -15,14 +15,14 @@ pub fn namespace(value: &str) -> Result<String, String> {
 }
 
 /// A label selector the API server would take ([`super::selector`]).
-pub fn label_selector(value: &str) -> Result<String, String> {
+pub(crate) fn label_selector(value: &str) -> Result<String, String> {
     super::selector::check(value)
         .map(|()| value.to_string())
         .map_err(|why| format!("{value:?} is not a label selector: {why}"))
 }
 
 /// An ImageStream tag name: OpenShift's rule `^[\w][\w.-]{0,127}$`.
-pub fn tag(value: &str) -> Result<String, String> {
+pub(crate) fn tag(value: &str) -> Result<String, String> {
     let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let mut chars = value.chars();
     let ok = matches!(chars.next(), Some(c) if word(c))
@@ -39,7 +39,7 @@ pub fn tag(value: &str) -> Result<String, String> {
 }
 
 /// An image digest: `sha256:` and 64 lowercase hex digits (what the custom task takes).
-pub fn digest(value: &str) -> Result<String, String> {
+pub(crate) fn digest(value: &str) -> Result<String, String> {
     if crate::controller::params::is_digest(value) {
         Ok(value.to_string())
     } else {
@@ -50,7 +50,7 @@ pub fn digest(value: &str) -> Result<String, String> {
 }
 
 /// A Go duration (`5m`, `90s`, `1h30m`), as Tekton's `timeout` takes it; not zero.
-pub fn go_duration(value: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn go_duration(value: &str) -> Result<std::time::Duration, String> {
     match crate::api::parse_go_duration(value) {
         Ok(d) if d.is_zero() => Err(format!("{value:?} is zero; give a timeout such as 5m")),
         Ok(d) => Ok(d),
@@ -59,7 +59,7 @@ pub fn go_duration(value: &str) -> Result<std::time::Duration, String> {
 }
 
 /// Whether `s` is a DNS-1123 label.
-pub fn is_dns_label(s: &str) -> bool {
+pub(crate) fn is_dns_label(s: &str) -> bool {
     let ok = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     let bytes = s.as_bytes();
     !bytes.is_empty()

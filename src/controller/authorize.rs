@@ -23,19 +23,17 @@ use super::policy::Judged;
 use super::status::{Outcome, reason};
 
 /// The verb a promoter needs on `imagepromotions.imagegate.dev`.
-pub const VERB: &str = "promote";
+pub(crate) const VERB: &str = "promote";
 /// The API group of the ImagePromotion resource.
-pub const GROUP: &str = "imagegate.dev";
+pub(crate) const GROUP: &str = "imagegate.dev";
 /// The resource the verb is granted on.
-pub const RESOURCE: &str = "imagepromotions";
-/// The service account a run without `spec.serviceAccountName` runs as (Tekton's default).
-pub const DEFAULT_SERVICE_ACCOUNT: &str = access::DEFAULT_SERVICE_ACCOUNT;
+pub(crate) const RESOURCE: &str = "imagepromotions";
 /// The ClusterRole `config/` ships with the verb, named in refusals.
-pub const PROMOTER_CLUSTERROLE: &str = "imagegate-promoter";
+pub(crate) const PROMOTER_CLUSTERROLE: &str = "imagegate-promoter";
 
 /// The identity a run acts for, and what it must be allowed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Promoter {
+pub(crate) struct Promoter {
     /// The run's namespace.
     pub namespace: String,
     /// `spec.serviceAccountName`, or `default`.
@@ -49,7 +47,7 @@ pub struct Promoter {
 
 impl Promoter {
     /// The promoter of `run`, judged as `judged`.
-    pub fn of(run: &CustomRun, judged: &Judged) -> Promoter {
+    pub(crate) fn of(run: &CustomRun, judged: &Judged) -> Promoter {
         let namespace = run.namespace().unwrap_or_default();
         let account =
             ServiceAccount::or_default(&namespace, run.spec.service_account_name.as_deref());
@@ -69,14 +67,14 @@ impl Promoter {
     }
 
     /// The service account's user name.
-    pub fn user(&self) -> String {
+    pub(crate) fn user(&self) -> String {
         self.account().user()
     }
 
     /// The reviews to ask, each about one ImagePromotion (one about every ImagePromotion of the
     /// namespace where there is none to name): the user with the groups its token would carry,
     /// the verb `promote`.
-    pub fn reviews(&self) -> Vec<(Option<String>, SubjectAccessReview)> {
+    pub(crate) fn reviews(&self) -> Vec<(Option<String>, SubjectAccessReview)> {
         let names: Vec<Option<String>> = match self.imagepromotions.as_slice() {
             [] => vec![None],
             names => names.iter().cloned().map(Some).collect(),
@@ -99,7 +97,11 @@ impl Promoter {
 
     /// The outcome of a review refused for `name`: `Forbidden`, naming the account and the
     /// permission.
-    pub fn refusal(&self, name: Option<&str>, status: &SubjectAccessReviewStatus) -> Outcome {
+    pub(crate) fn refusal(
+        &self,
+        name: Option<&str>,
+        status: &SubjectAccessReviewStatus,
+    ) -> Outcome {
         let account = format!("{}/{}", self.namespace, self.service_account);
         let (governing, stream) = &self.governing;
         let what = match name {
@@ -132,7 +134,7 @@ impl Promoter {
 /// Asks whether the run's service account may promote through every ImagePromotion that judges
 /// it: `None` when it may, the `Forbidden` outcome of the first refusal when it may not. A failed
 /// review is an API error (retried).
-pub async fn authorize(
+pub(crate) async fn authorize(
     run: &CustomRun,
     ctx: &Context,
     judged: &Judged,

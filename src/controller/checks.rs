@@ -16,32 +16,32 @@ use crate::api::Image;
 use super::params::checks::{LabelRequirement, Limit, ParsedChecks};
 
 /// `requiredLabels`: the JSON field name, used as the outcome's name.
-pub const REQUIRED_LABELS: &str = "requiredLabels";
+pub(crate) const REQUIRED_LABELS: &str = "requiredLabels";
 /// `allowedRegistries`.
-pub const ALLOWED_REGISTRIES: &str = "allowedRegistries";
+pub(crate) const ALLOWED_REGISTRIES: &str = "allowedRegistries";
 /// `allowedArchitectures`.
-pub const ALLOWED_ARCHITECTURES: &str = "allowedArchitectures";
+pub(crate) const ALLOWED_ARCHITECTURES: &str = "allowedArchitectures";
 /// `allowedOS`.
-pub const ALLOWED_OS: &str = "allowedOS";
+pub(crate) const ALLOWED_OS: &str = "allowedOS";
 /// `maxAge`.
-pub const MAX_AGE: &str = "maxAge";
+pub(crate) const MAX_AGE: &str = "maxAge";
 /// `maxSize`.
-pub const MAX_SIZE: &str = "maxSize";
+pub(crate) const MAX_SIZE: &str = "maxSize";
 /// `nonRootUser`.
-pub const NON_ROOT_USER: &str = "nonRootUser";
+pub(crate) const NON_ROOT_USER: &str = "nonRootUser";
 /// `signature`: one outcome per ImagePromotion whose signature policy was checked.
-pub const SIGNATURE: &str = "signature";
+pub(crate) const SIGNATURE: &str = "signature";
 /// `chains`: one outcome per proof of validation that asks for Tekton Chains' signed record,
 /// naming the key each TaskRun's record was signed by.
-pub const CHAINS: &str = "chains";
+pub(crate) const CHAINS: &str = "chains";
 
 /// How far ahead of the controller's clock a build date may be before `maxAge` refuses it (the
 /// builder's and the controller's clocks differ by seconds, not minutes).
-pub const MAX_CLOCK_SKEW: TimeDelta = TimeDelta::minutes(5);
+pub(crate) const MAX_CLOCK_SKEW: TimeDelta = TimeDelta::minutes(5);
 
 /// What the checks read about a candidate image.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ImageFacts {
+pub(crate) struct ImageFacts {
     /// The candidate's pull spec (the TagEvent's `dockerImageReference`).
     pub reference: String,
     /// Image config labels.
@@ -64,7 +64,7 @@ pub struct ImageFacts {
 impl ImageFacts {
     /// The facts of `image`, reached through the candidate pull spec `reference`. Empty strings
     /// and negative sizes count as not recorded.
-    pub fn from_image(reference: &str, image: &Image) -> ImageFacts {
+    pub(crate) fn from_image(reference: &str, image: &Image) -> ImageFacts {
         let metadata = image.docker_image_metadata.as_ref();
         let non_empty = |s: Option<&String>| s.filter(|s| !s.is_empty()).cloned();
         ImageFacts {
@@ -121,7 +121,7 @@ impl CheckOutcome {
 /// Evaluates every configured check against `facts` at time `now`, in the order
 /// requiredLabels, allowedRegistries, allowedArchitectures, allowedOS, maxAge, maxSize,
 /// nonRootUser. Checks that are not configured produce no outcome.
-pub fn evaluate(
+pub(crate) fn evaluate(
     checks: &ParsedChecks,
     facts: &ImageFacts,
     now: DateTime<Utc>,
@@ -165,7 +165,7 @@ pub fn evaluate(
 }
 
 /// True when every outcome passed (and so for no outcomes at all).
-pub fn all_passed(outcomes: &[CheckOutcome]) -> bool {
+pub(crate) fn all_passed(outcomes: &[CheckOutcome]) -> bool {
     outcomes.iter().all(|outcome| outcome.passed)
 }
 

@@ -11,7 +11,7 @@ use super::metrics::Metrics;
 use super::runs::RunStates;
 
 /// A clock, injected so that timeouts can be tested.
-pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+pub(crate) type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
 /// What every reconcile shares.
 pub struct Context {

@@ -6,7 +6,7 @@ use crate::api::CustomRun;
 
 /// When the current attempt times out (the reconciler ends it then; the error policy retries no
 /// later than that): `startTime + spec.timeout` (nil = 60 minutes, 0 = never).
-pub fn deadline(run: &CustomRun) -> Result<Option<Timestamp>, String> {
+pub(crate) fn deadline(run: &CustomRun) -> Result<Option<Timestamp>, String> {
     let timeout = run.timeout().map_err(|e| {
         format!(
             "spec.timeout {:?}: {e}",

@@ -9,8 +9,8 @@
 mod actions;
 mod gates;
 mod odh;
-mod served;
 mod rollback;
+mod served;
 
 use serde_json::Value;
 
@@ -34,44 +34,44 @@ pub mod annotation {
     /// `Validating`, `Promoted`, `UpdateFailed`, `RolledBack` or `Tampered`.
     pub const PHASE: &str = "imagegate.dev/phase";
     /// The candidate digest the phase is about.
-    pub const CANDIDATE_DIGEST: &str = "imagegate.dev/candidate-digest";
+    pub(crate) const CANDIDATE_DIGEST: &str = "imagegate.dev/candidate-digest";
     /// The digest served before the last promotion or rollback (what a rollback returns to).
-    pub const PREVIOUS_DIGEST: &str = "imagegate.dev/previous-digest";
+    pub(crate) const PREVIOUS_DIGEST: &str = "imagegate.dev/previous-digest";
     /// A human-readable explanation of the phase.
-    pub const MESSAGE: &str = "imagegate.dev/message";
+    pub(crate) const MESSAGE: &str = "imagegate.dev/message";
     /// The CustomRun that set the phase.
-    pub const CUSTOMRUN: &str = "imagegate.dev/customrun";
+    pub(crate) const CUSTOMRUN: &str = "imagegate.dev/customrun";
     /// The digests rolled back from the served tag, comma-separated, oldest first (at most
     /// [`super::ROLLED_BACK_KEPT`]): `promote` refuses them unless `allow-rolled-back`.
-    pub const ROLLED_BACK_DIGESTS: &str = "imagegate.dev/rolled-back-digests";
+    pub(crate) const ROLLED_BACK_DIGESTS: &str = "imagegate.dev/rolled-back-digests";
     /// The digests the gate served on the served tag, comma-separated, oldest first (at most
     /// [`super::PROMOTED_KEPT`]): the one served before its first promotion, then each it
     /// promoted. A rollback returns only to one of them.
-    pub const PROMOTED_DIGESTS: &str = "imagegate.dev/promoted-digests";
+    pub(crate) const PROMOTED_DIGESTS: &str = "imagegate.dev/promoted-digests";
     /// On the served tag and the previous tag: the digest the gate pinned the tag to with its last
     /// write. A `from` that pins another digest was moved by someone else: tampered
     /// ([`crate::controller::tamper`]).
-    pub const SERVED_DIGEST: &str = "imagegate.dev/served-digest";
+    pub(crate) const SERVED_DIGEST: &str = "imagegate.dev/served-digest";
     /// On a tampered tag: the digest it was found pinned to (the tamper already reported).
-    pub const TAMPERED_DIGEST: &str = "imagegate.dev/tampered-digest";
+    pub(crate) const TAMPERED_DIGEST: &str = "imagegate.dev/tampered-digest";
     /// On the previous tag: the served tag whose previous digest it keeps.
-    pub const PREVIOUS_OF: &str = "imagegate.dev/previous-of";
+    pub(crate) const PREVIOUS_OF: &str = "imagegate.dev/previous-of";
     /// OpenShift's annotation that hides a tag from the console and from spawners' image lists.
-    pub const HIDDEN: &str = "hidden";
+    pub(crate) const HIDDEN: &str = "hidden";
     /// Open Data Hub's annotation that keeps a tag out of its spawner's image list; the previous
     /// tag carries it where the candidate tag does.
-    pub const ODH_OUTDATED: &str = "opendatahub.io/image-tag-outdated";
+    pub(crate) const ODH_OUTDATED: &str = "opendatahub.io/image-tag-outdated";
 }
 
 /// How many rolled-back digests the served tag remembers (the oldest is forgotten first).
-pub const ROLLED_BACK_KEPT: usize = 10;
+pub(crate) const ROLLED_BACK_KEPT: usize = 10;
 /// How many digests the gate served the served tag remembers as rollback targets (the oldest
 /// is forgotten first).
-pub const PROMOTED_KEPT: usize = 10;
+pub(crate) const PROMOTED_KEPT: usize = 10;
 
 /// Everything a decision needs besides the stream.
 #[derive(Clone, Debug)]
-pub struct Ask<'a> {
+pub(crate) struct Ask<'a> {
     /// The recorded target.
     pub target: &'a Target,
     /// The run's name (written to the served tag).
@@ -98,7 +98,7 @@ pub struct Ask<'a> {
 
 impl<'a> Ask<'a> {
     /// What `request` asks of the decisions about `target`, for run `run_name`.
-    pub fn of(
+    pub(crate) fn of(
         request: &'a super::params::Request,
         target: &'a Target,
         run_name: &'a str,
@@ -122,7 +122,7 @@ impl<'a> Ask<'a> {
 /// What a decision asked to be read ([`Decision::NeedImage`], [`Decision::NeedEvidence`]),
 /// once it was read.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Fetched {
+pub(crate) struct Fetched {
     /// The candidate image's metadata, for the checks.
     pub image: Option<ImageFacts>,
     /// The run's PipelineRun and TaskRuns, for the proof of validation.
@@ -133,7 +133,7 @@ pub struct Fetched {
 
 /// What to do next.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// The run is over without a write.
     Final(Outcome),
     /// The checks need the candidate image's metadata (`imagestreamimages/{is}@{digest}`).
@@ -167,7 +167,7 @@ pub enum Decision {
 }
 
 /// Decides a run against the current stream, with what earlier decisions asked to be read.
-pub fn decide(
+pub(crate) fn decide(
     ask: &Ask,
     is: &ImageStream,
     fetched: &Fetched,
@@ -201,7 +201,7 @@ pub fn decide(
 /// The outcome of this run if its write is already on the served tag (the served tag's
 /// `imagegate.dev/customrun` names it, with the phase its action writes): a restarted or
 /// cancelled run reports what happened instead of deciding again.
-pub fn landed(ask: &Ask, is: &ImageStream) -> Option<Outcome> {
+pub(crate) fn landed(ask: &Ask, is: &ImageStream) -> Option<Outcome> {
     let t = ask.target;
     let served = t.served_tag.as_str();
     let ann = served_annotations(is, served);

@@ -27,21 +27,21 @@ use crate::api::ImageStream;
 
 /// The label of a drift gauge.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct DriftLabels {
+pub(crate) struct DriftLabels {
     /// The kind of drift (`candidate_missing`, ...).
     pub drift: &'static str,
 }
 
 /// The label of a scan counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ScanLabels {
+pub(crate) struct ScanLabels {
     /// `ok` or `error`.
     pub outcome: &'static str,
 }
 
 /// The drift watch's metrics.
 #[derive(Clone)]
-pub struct DriftMetrics {
+pub(crate) struct DriftMetrics {
     /// `imagegate_controller_streams_drifted{drift}`: adopted streams with that drift, at the
     /// last scan.
     pub drifted: Family<DriftLabels, Gauge>,
@@ -52,7 +52,7 @@ pub struct DriftMetrics {
 impl DriftMetrics {
     /// Creates the metrics and registers them under `imagegate_controller`; every kind starts
     /// at 0 so that an alert on it has a series before the first drift.
-    pub fn register(registry: &mut Registry) -> DriftMetrics {
+    pub(crate) fn register(registry: &mut Registry) -> DriftMetrics {
         let m = DriftMetrics {
             drifted: Family::default(),
             scans: Family::default(),
@@ -78,7 +78,7 @@ impl DriftMetrics {
 }
 
 /// Scans every `interval` until `stop` is cancelled, the first time at once.
-pub async fn watch(
+pub(crate) async fn watch(
     client: Client,
     namespaces: Vec<String>,
     interval: Duration,

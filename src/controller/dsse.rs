@@ -4,7 +4,7 @@
 //! helpers private.
 
 /// The DSSE payload type of an in-toto statement.
-pub const IN_TOTO: &str = "application/vnd.in-toto+json";
+pub(crate) const IN_TOTO: &str = "application/vnd.in-toto+json";
 
 /// DSSE's pre-authentication encoding (`DSSEv1 <len> <type> <len> <payload>`): what a
 /// signature is over, so that the payload type is signed too.

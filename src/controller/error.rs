@@ -109,7 +109,7 @@ pub enum Error {
 
 impl Error {
     /// A fixed label for metrics (never the error's text).
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         if self.not_onboarded() {
             return "not_onboarded";
         }
@@ -133,7 +133,7 @@ impl Error {
     /// Whether this is the API server refusing (403) one of the writes a run needs: config/
     /// grants the controller no write in any namespace, tekton/330-controller-rbac.yaml opts one
     /// in (F-6), so a run in a namespace that did not opt in ends here.
-    pub fn not_onboarded(&self) -> bool {
+    pub(crate) fn not_onboarded(&self) -> bool {
         match self {
             Error::WriteStatus { source, .. } | Error::PatchImageStream { source, .. } => {
                 crate::api::status_code(source) == Some(403)
@@ -153,7 +153,7 @@ pub(super) fn api_message(e: &kube::Error) -> String {
 
 /// Counts the failure by kind, logs it, and requeues the run after its backoff, never later
 /// than the attempt's deadline (a timeout must be reported when it happens).
-pub fn error_policy(run: Arc<CustomRun>, error: &Error, ctx: Arc<Context>) -> Action {
+pub(crate) fn error_policy(run: Arc<CustomRun>, error: &Error, ctx: Arc<Context>) -> Action {
     if let Error::NotYet { why } = error {
         // Not a failure: Tekton lists a child it created within its next status write.
         tracing::debug!(
@@ -202,16 +202,16 @@ pub fn error_policy(run: Arc<CustomRun>, error: &Error, ctx: Arc<Context>) -> Ac
 /// first wait of a second held it a second longer than needed. A run its PipelineRun never
 /// lists (made by hand with an owner reference) costs one reconcile a second after the first
 /// 1.6 s, as before, until the grace ends it.
-pub fn not_yet_delay(waits: u32) -> Duration {
+pub(crate) fn not_yet_delay(waits: u32) -> Duration {
     let doublings = waits.clamp(1, 7) - 1;
     Duration::from_millis(25u64 << doublings).min(NOT_YET_MAX)
 }
 
 /// The longest wait between two looks at a run its PipelineRun does not list yet.
-pub const NOT_YET_MAX: Duration = Duration::from_secs(1);
+pub(crate) const NOT_YET_MAX: Duration = Duration::from_secs(1);
 
 /// The wait after the `failures`-th failure in a row: 0.5 s, doubling up to 60 s.
-pub fn retry_delay(failures: u32) -> Duration {
+pub(crate) fn retry_delay(failures: u32) -> Duration {
     let doublings = failures.clamp(1, 8) - 1;
     Duration::from_millis(500u64 << doublings).min(Duration::from_secs(60))
 }

@@ -10,26 +10,26 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// How many of `concurrency` slots one namespace may hold: half, at least one.
-pub fn share(concurrency: usize) -> usize {
+pub(crate) fn share(concurrency: usize) -> usize {
     (concurrency / 2).max(1)
 }
 
 /// The slots.
-pub struct FairSlots {
+pub(crate) struct FairSlots {
     total: Arc<Semaphore>,
     share: usize,
     namespaces: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
 /// A slot held: the namespace's and the whole controller's.
-pub struct Slot {
+pub(crate) struct Slot {
     _namespace: OwnedSemaphorePermit,
     _total: OwnedSemaphorePermit,
 }
 
 impl FairSlots {
     /// `concurrency` slots in all.
-    pub fn new(concurrency: usize) -> FairSlots {
+    pub(crate) fn new(concurrency: usize) -> FairSlots {
         let concurrency = concurrency.max(1);
         FairSlots {
             total: Arc::new(Semaphore::new(concurrency)),
@@ -40,7 +40,7 @@ impl FairSlots {
 
     /// Waits for a slot for a run of `namespace`: first one of its namespace's share, then one
     /// of the controller's.
-    pub async fn acquire(&self, namespace: &str) -> Slot {
+    pub(crate) async fn acquire(&self, namespace: &str) -> Slot {
         let mine = {
             let mut map = self.namespaces.lock().unwrap_or_else(|p| p.into_inner());
             // A namespace's semaphore nobody holds or waits on (only the map has it: every

@@ -47,9 +47,9 @@ use super::verdict::Verdicts;
 use super::verdict::event::Kind;
 
 /// The Event reason of a candidate no validation began for within the grace period.
-pub const WITHOUT_VERDICT: &str = "CandidateWithoutVerdict";
+pub(crate) const WITHOUT_VERDICT: &str = "CandidateWithoutVerdict";
 /// The Event reason of a validation that ended without a verdict.
-pub const LOST: &str = "ValidationLost";
+pub(crate) const LOST: &str = "ValidationLost";
 
 /// How often the pending streams are looked at again.
 const TICK: Duration = Duration::from_secs(10);
@@ -97,7 +97,7 @@ impl Entry {
 }
 
 /// The ledger of the streams the controller watches.
-pub struct Ledger {
+pub(crate) struct Ledger {
     client: Client,
     grace: Duration,
     /// Where the run key is (namespace, Secret), and the key once read.
@@ -116,7 +116,7 @@ pub struct Ledger {
 }
 
 /// What the ledger reports through.
-pub struct Outputs {
+pub(crate) struct Outputs {
     /// Its gauges.
     pub metrics: LedgerMetrics,
     /// Its Kubernetes Events.
@@ -128,7 +128,7 @@ pub struct Outputs {
 /// Runs the ledger on the ImageStreams and ImagePromotions of `namespaces` (all when empty)
 /// until `stop` is cancelled: `grace` before a candidate is paged, re-drives named with the
 /// run key of Secret `run_key_at` (namespace, name).
-pub async fn watch(
+pub(crate) async fn watch(
     client: Client,
     namespaces: Vec<String>,
     grace: Duration,

@@ -25,7 +25,7 @@ pub const KIND: &str = "ImagePromotion";
 /// The param names, as pipeline authors write them.
 pub mod names {
     /// The ImageStream (in the run's namespace).
-    pub const IMAGESTREAM: &str = "imagestream";
+    pub(crate) const IMAGESTREAM: &str = "imagestream";
     /// The hidden tag the scheduled import fills.
     pub const CANDIDATE_TAG: &str = "candidate-tag";
     /// The tag users are served.
@@ -40,12 +40,12 @@ pub mod names {
     pub const ALLOW_ROLLED_BACK: &str = "allow-rolled-back";
     /// `promote` with `odh.enabled`: the served tag's `opendatahub.io/notebook-software` (a JSON
     /// list, e.g. `$(tasks.validate.results.notebook-software)`).
-    pub const NOTEBOOK_SOFTWARE: &str = "notebook-software";
+    pub(crate) const NOTEBOOK_SOFTWARE: &str = "notebook-software";
     /// `promote` with `odh.enabled`: the served tag's
     /// `opendatahub.io/notebook-python-dependencies` (a JSON list).
-    pub const NOTEBOOK_PYTHON_DEPENDENCIES: &str = "notebook-python-dependencies";
+    pub(crate) const NOTEBOOK_PYTHON_DEPENDENCIES: &str = "notebook-python-dependencies";
     /// Every param the task accepts.
-    pub const ALL: &[&str] = &[
+    pub(crate) const ALL: &[&str] = &[
         IMAGESTREAM,
         CANDIDATE_TAG,
         SERVED_TAG,
@@ -128,7 +128,7 @@ pub struct Request {
 
 /// What the pipeline reported about its validation, as `promote` reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Validation {
+pub(crate) enum Validation {
     /// `Succeeded` or `Completed` (or no status where the ImagePromotion does not require one).
     Passed,
     /// No `validation-status` where one is required: the run fails closed.
@@ -140,7 +140,7 @@ pub enum Validation {
 impl Request {
     /// What `validation-status` says: a missing (or empty) status passes only where the
     /// ImagePromotion sets `validation.required: false`.
-    pub fn validation(&self) -> Validation {
+    pub(crate) fn validation(&self) -> Validation {
         match self.validation_status.as_str() {
             "Succeeded" | "Completed" => Validation::Passed,
             "" if self.validation_required => Validation::Missing,
@@ -152,7 +152,7 @@ impl Request {
 
 /// Where the run's ImagePromotion spec comes from.
 #[derive(Clone, Debug, PartialEq)]
-pub enum SpecSource {
+pub(crate) enum SpecSource {
     /// No spec: params and defaults only.
     Defaults,
     /// `customRef.name`: an ImagePromotion object in the run's namespace.
@@ -162,12 +162,12 @@ pub enum SpecSource {
 }
 
 /// Whether a CustomRun is for this custom task (`customRef` or `customSpec`).
-pub fn is_ours(run: &CustomRun) -> bool {
+pub(crate) fn is_ours(run: &CustomRun) -> bool {
     run.is_for(API_VERSION, KIND)
 }
 
 /// Where the spec comes from; an inline spec that does not parse is an error.
-pub fn spec_source(run: &CustomRun) -> Result<SpecSource, String> {
+pub(crate) fn spec_source(run: &CustomRun) -> Result<SpecSource, String> {
     if let Some(cs) = &run.spec.custom_spec {
         if cs.spec.is_null() {
             return Ok(SpecSource::Defaults);
@@ -216,7 +216,7 @@ fn is_tag_name(s: &str) -> bool {
 }
 
 /// `sha256:` followed by 64 lowercase hex digits.
-pub fn is_digest(s: &str) -> bool {
+pub(crate) fn is_digest(s: &str) -> bool {
     s.strip_prefix("sha256:").is_some_and(|hex| {
         hex.len() == 64
             && hex

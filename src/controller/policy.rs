@@ -32,7 +32,7 @@ use super::status::{Outcome, reason};
 /// Why a run may not go on: a terminal reason and its message (the run's outcome, [`Outcome`],
 /// is made of it by [`Refusal::outcome`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// The condition reason.
     pub reason: &'static str,
     /// The message.
@@ -48,14 +48,14 @@ impl Refusal {
     }
 
     /// The run's terminal outcome.
-    pub fn outcome(self) -> Outcome {
+    pub(crate) fn outcome(self) -> Outcome {
         Outcome::failed(self.reason, self.message)
     }
 }
 
 /// The run's own spec: where its `customRef`/`customSpec` points.
 #[derive(Clone, Debug)]
-pub enum Own {
+pub(crate) enum Own {
     /// No spec: params and defaults.
     Defaults,
     /// An inline `customSpec.spec`.
@@ -98,7 +98,7 @@ impl Own {
 
 /// What the run may do, once judged.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Judged {
+pub(crate) struct Judged {
     /// The request, with every governing requirement in it.
     pub request: Request,
     /// The ImagePromotions that govern the stream, by name.
@@ -112,7 +112,7 @@ pub struct Judged {
 /// Judges `run` (whose own spec is `own`) by the ImagePromotions of its namespace (`all`):
 /// the request to act on, or the refusal that ends the run (`InvalidParams`,
 /// `ParamOverridesPolicy`, `PolicyConflict`) before anything is written.
-pub fn judge(run: &CustomRun, own: &Own, all: &[ImagePromotion]) -> Result<Judged, Refusal> {
+pub(crate) fn judge(run: &CustomRun, own: &Own, all: &[ImagePromotion]) -> Result<Judged, Refusal> {
     let invalid = |message: String| Refusal::new(reason::INVALID_PARAMS, message);
     let overrides = |message: String| Refusal::new(reason::PARAM_OVERRIDES_POLICY, message);
     let own_spec = own.spec();
@@ -204,7 +204,7 @@ pub fn judge(run: &CustomRun, own: &Own, all: &[ImagePromotion]) -> Result<Judge
 
 /// Whether a spec of an ImagePromotion in `namespace` governs `stream`: it names it (as
 /// `<stream>` or `<namespace>/<stream>`), or names no stream.
-pub fn governs(spec: &ImagePromotionSpec, namespace: &str, stream: &str) -> bool {
+pub(crate) fn governs(spec: &ImagePromotionSpec, namespace: &str, stream: &str) -> bool {
     match spec.image_stream.as_deref() {
         None | Some("") => true,
         Some(name) => match name.split_once('/') {
@@ -217,7 +217,7 @@ pub fn governs(spec: &ImagePromotionSpec, namespace: &str, stream: &str) -> bool
 /// Whether a spec of an ImagePromotion in `namespace` gates `stream`: it names the stream, or
 /// names none and the stream has its candidate tag (a namespace-wide policy gates the streams
 /// that have the tag it validates). What `imagegate status` lists and the drift check reads.
-pub fn gates(spec: &ImagePromotionSpec, namespace: &str, stream: &ImageStream) -> bool {
+pub(crate) fn gates(spec: &ImagePromotionSpec, namespace: &str, stream: &ImageStream) -> bool {
     let name = stream.metadata.name.as_deref().unwrap_or_default();
     let named = spec.image_stream.as_deref().is_some_and(|n| !n.is_empty());
     governs(spec, namespace, name)

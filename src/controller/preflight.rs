@@ -20,10 +20,10 @@ use super::crd::ImagePromotion;
 /// A permanent refusal found at start.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct PreflightError(String);
+pub(crate) struct PreflightError(String);
 
 /// Checks the CustomRun API of each scope and the reviews.
-pub async fn check(
+pub(crate) async fn check(
     client: &Client,
     scopes: &[(Option<String>, Api<CustomRun>)],
 ) -> Result<(), PreflightError> {

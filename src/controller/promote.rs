@@ -24,11 +24,11 @@ use crate::api::status_code as api_status;
 
 /// How many times a write conflicting with a concurrent change is decided again in one
 /// reconcile.
-pub const WRITE_ATTEMPTS: usize = 5;
+pub(crate) const WRITE_ATTEMPTS: usize = 5;
 
 /// Decides and makes the run's one write. The error is an API failure (retried); every other
 /// end, a refusal by the API server included, is the outcome to report.
-pub async fn promote(
+pub(crate) async fn promote(
     run: &CustomRun,
     ctx: &Context,
     request: &Request,
@@ -143,7 +143,7 @@ pub async fn promote(
 /// The outcome of the run's own write if it already landed on the served tag (read back
 /// from the ImageStream), else `fallback`. A cancelled or timed-out run whose promotion was
 /// written must not report that nothing happened.
-pub async fn promoted_else(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Outcome {
+pub(crate) async fn promoted_else(run: &CustomRun, ctx: &Context, fallback: Outcome) -> Outcome {
     let Some(target) = Target::recorded(run) else {
         return fallback;
     };
@@ -284,11 +284,11 @@ impl<'a> Stream<'a> {
 
 /// How long after its creation a run waits for its PipelineRun to list it, or for Tekton Chains
 /// to sign the TaskRuns its proof needs signed.
-pub const LISTING_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const LISTING_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Whether a run created at `created` may still wait for its PipelineRun to list it (`why`);
 /// past [`LISTING_GRACE`] (or with no creation time), the message that ends it `Unverified`.
-pub fn still_waiting(
+pub(crate) fn still_waiting(
     created: Option<k8s_openapi::jiff::Timestamp>,
     now: k8s_openapi::jiff::Timestamp,
     why: &str,

@@ -45,7 +45,7 @@ pub struct Proof {
 
 impl Proof {
     /// What it asks for, for messages: `<who> asks for proof from Pipeline "<name>"`.
-    pub fn asks(&self) -> String {
+    pub(crate) fn asks(&self) -> String {
         format!(
             "{} for proof from Pipeline {:?}",
             self.asked_by, self.pipeline
@@ -55,7 +55,7 @@ impl Proof {
 
 /// Whether the run is the own, running child of the PipelineRun the evidence is about.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Standing {
+pub(crate) enum Standing {
     /// It is: the proofs can be verified.
     Child,
     /// The PipelineRun runs and controls it but has not listed it yet: a moment, not a failure.
@@ -65,7 +65,7 @@ pub enum Standing {
 }
 
 /// Whether `evidence` is about the running PipelineRun that created the CustomRun `run`.
-pub fn standing(evidence: &Evidence, run: &str) -> Standing {
+pub(crate) fn standing(evidence: &Evidence, run: &str) -> Standing {
     let pr = match evidence {
         Evidence::NoPipelineRun => {
             return Standing::Outside(
@@ -100,7 +100,7 @@ pub fn standing(evidence: &Evidence, run: &str) -> Standing {
 
 /// What the API server holds about the run's PipelineRun.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Evidence {
+pub(crate) enum Evidence {
     /// The run belongs to no PipelineRun (no controlling owner reference with a uid).
     NoPipelineRun,
     /// The PipelineRun the run names does not exist (or is another one now: its uid differs).
@@ -121,11 +121,11 @@ pub enum Evidence {
 }
 
 /// Keys by name: each the PEM or why it could not be had.
-pub type Keys = Vec<(String, Result<String, String>)>;
+pub(crate) type Keys = Vec<(String, Result<String, String>)>;
 
 /// What is missing of a proof.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Missing {
+pub(crate) struct Missing {
     /// Everything missing, `; `-separated.
     pub why: String,
     /// Whether all of it is Chains' record not written yet: waited for, not refused.
@@ -134,7 +134,7 @@ pub struct Missing {
 
 /// Whether `evidence` proves that `proof` (the `index`th proof asked for) holds for `digest`:
 /// Ok with what was shown, or what is missing.
-pub fn verify(
+pub(crate) fn verify(
     proof: &Proof,
     index: usize,
     evidence: &Evidence,

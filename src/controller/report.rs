@@ -19,7 +19,7 @@ use super::error::Error;
 use super::status::{self, Outcome, Target, reason};
 
 /// Records the start of an attempt (`Started`, with its target); the run as written.
-pub async fn started(
+pub(crate) async fn started(
     run: &CustomRun,
     ctx: &Context,
     target: &Target,
@@ -33,13 +33,13 @@ pub async fn started(
 
 /// Starts the attempt's clock for a run whose input could not be read yet, so that a run the
 /// API keeps failing times out.
-pub async fn pending(run: &CustomRun, ctx: &Context, now: Timestamp) -> Result<(), Error> {
+pub(crate) async fn pending(run: &CustomRun, ctx: &Context, now: Timestamp) -> Result<(), Error> {
     write_status(run, ctx, status::pending(run, now)).await?;
     Ok(())
 }
 
 /// Ends an attempt: a retry while retries remain, else the final status with its results.
-pub async fn finish(
+pub(crate) async fn finish(
     run: &CustomRun,
     ctx: &Context,
     outcome: Outcome,

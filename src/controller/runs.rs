@@ -22,7 +22,7 @@ use kube::ResourceExt;
 use crate::api::CustomRun;
 
 /// How many runs the map remembers by default (an entry is a few hundred bytes).
-pub const DEFAULT_CAPACITY: usize = 10_000;
+pub(crate) const DEFAULT_CAPACITY: usize = 10_000;
 
 /// How many replaced resourceVersions are kept per run: a reconcile writes at most three
 /// statuses, and a cached copy is never older than the version the last reconcile read.
@@ -30,7 +30,7 @@ const REPLACED_KEPT: usize = 8;
 
 /// A run's namespace and name (a run re-created under the same name is told apart by its uid).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RunKey {
+pub(crate) struct RunKey {
     /// The run's namespace.
     pub namespace: String,
     /// The run's name.
@@ -39,7 +39,7 @@ pub struct RunKey {
 
 impl RunKey {
     /// The key of `run`.
-    pub fn of(run: &CustomRun) -> RunKey {
+    pub(crate) fn of(run: &CustomRun) -> RunKey {
         RunKey {
             namespace: run.namespace().unwrap_or_default(),
             name: run.name_any(),
@@ -81,7 +81,7 @@ impl Default for RunStates {
 
 impl RunStates {
     /// A map that remembers at most `capacity` runs (at least one).
-    pub fn with_capacity(capacity: usize) -> RunStates {
+    pub(crate) fn with_capacity(capacity: usize) -> RunStates {
         RunStates {
             capacity: capacity.max(1),
             inner: Mutex::default(),
@@ -90,7 +90,7 @@ impl RunStates {
 
     /// Whether `run` is a cached copy older than a status this controller wrote: its
     /// resourceVersion is one that our writes replaced.
-    pub fn is_stale(&self, run: &CustomRun) -> bool {
+    pub(crate) fn is_stale(&self, run: &CustomRun) -> bool {
         let Some(version) = run.metadata.resource_version.as_deref() else {
             return false;
         };
@@ -103,7 +103,7 @@ impl RunStates {
     }
 
     /// Records a status write that replaced `before` (the copy the write was conditional on).
-    pub fn wrote(&self, before: &CustomRun) {
+    pub(crate) fn wrote(&self, before: &CustomRun) {
         let Some(version) = before.metadata.resource_version.clone() else {
             return;
         };
@@ -116,13 +116,13 @@ impl RunStates {
     }
 
     /// Counts a failed reconcile of `run`; how many failed in a row, this one included.
-    pub fn failed(&self, run: &CustomRun) -> u32 {
+    pub(crate) fn failed(&self, run: &CustomRun) -> u32 {
         self.count(run, |entry| &mut entry.failures)
     }
 
     /// Counts a reconcile of `run` that found it not yet listed by its PipelineRun; how many
     /// did in a row, this one included.
-    pub fn waited(&self, run: &CustomRun) -> u32 {
+    pub(crate) fn waited(&self, run: &CustomRun) -> u32 {
         self.count(run, |entry| &mut entry.waits)
     }
 
@@ -138,7 +138,7 @@ impl RunStates {
     }
 
     /// A reconcile of `run` succeeded: the next failure or wait starts its backoff anew.
-    pub fn succeeded(&self, run: &CustomRun) {
+    pub(crate) fn succeeded(&self, run: &CustomRun) {
         let mut inner = self.lock();
         if let Some(entry) = inner.entries.get_mut(&RunKey::of(run)) {
             entry.failures = 0;
@@ -147,12 +147,12 @@ impl RunStates {
     }
 
     /// Forgets a run (done, or deleted).
-    pub fn forget(&self, key: &RunKey) {
+    pub(crate) fn forget(&self, key: &RunKey) {
         self.lock().entries.remove(key);
     }
 
     /// Keeps only the runs for which `keep` holds (after a re-list: the runs that still exist).
-    pub fn retain(&self, mut keep: impl FnMut(&RunKey) -> bool) {
+    pub(crate) fn retain(&self, mut keep: impl FnMut(&RunKey) -> bool) {
         self.lock().entries.retain(|key, _| keep(key));
     }
 
@@ -201,4 +201,116 @@ impl RunStates {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    //! The per-run map: opaque resourceVersions, the failure count, and its bounds.
+
+    use super::*;
+    use serde_json::json;
+
+    fn run(name: &str, uid: &str, version: &str) -> CustomRun {
+        serde_json::from_value(json!({
+            "apiVersion": "tekton.dev/v1beta1", "kind": "CustomRun",
+            "metadata": {"name": name, "namespace": "ds", "uid": uid, "resourceVersion": version},
+            "spec": {}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_copy_at_a_version_our_write_replaced_is_stale_and_versions_are_never_parsed() {
+        let runs = RunStates::default();
+        // Versions that are not integers, and whose text order is the reverse of their age.
+        let read = run("r", "u1", "zz-9");
+        assert!(!runs.is_stale(&read), "nothing written yet");
+        runs.wrote(&read);
+        assert!(runs.is_stale(&read), "the copy our write replaced");
+        assert!(
+            !runs.is_stale(&run("r", "u1", "aa-1")),
+            "the version we wrote"
+        );
+        assert!(
+            !runs.is_stale(&run("r", "u1", "b/7")),
+            "someone else's later write"
+        );
+
+        // A second write in the same reconcile replaced our first one: both are older now.
+        runs.wrote(&run("r", "u1", "aa-1"));
+        assert!(runs.is_stale(&run("r", "u1", "zz-9")));
+        assert!(runs.is_stale(&run("r", "u1", "aa-1")));
+    }
+
+    #[test]
+    fn a_run_re_created_under_the_same_name_starts_anew() {
+        let runs = RunStates::default();
+        runs.wrote(&run("r", "old", "5"));
+        runs.failed(&run("r", "old", "6"));
+        assert!(!runs.is_stale(&run("r", "new", "5")), "another uid");
+        assert_eq!(runs.failed(&run("r", "new", "7")), 1);
+        assert!(
+            !runs.is_stale(&run("r", "old", "5")),
+            "the old entry is gone"
+        );
+    }
+
+    #[test]
+    fn failures_count_in_a_row_until_a_success() {
+        let runs = RunStates::default();
+        let r = run("r", "u", "1");
+        assert_eq!(runs.failed(&r), 1);
+        assert_eq!(runs.failed(&r), 2);
+        assert_eq!(runs.failed(&r), 3);
+        runs.succeeded(&r);
+        assert_eq!(runs.failed(&r), 1);
+        runs.succeeded(&run("other", "u2", "1"));
+        assert_eq!(runs.len(), 1, "a success alone remembers nothing");
+    }
+
+    #[test]
+    fn the_map_is_bounded_and_evicts_the_least_recently_used_run() {
+        let runs = RunStates::with_capacity(3);
+        for name in ["a", "b", "c"] {
+            runs.wrote(&run(name, name, "1"));
+        }
+        // Using "a" again makes "b" the least recently used.
+        runs.failed(&run("a", "a", "2"));
+        runs.wrote(&run("d", "d", "1"));
+        assert_eq!(runs.len(), 3);
+        assert!(runs.is_stale(&run("a", "a", "1")));
+        assert!(!runs.is_stale(&run("b", "b", "1")), "b was evicted");
+        assert!(runs.is_stale(&run("c", "c", "1")));
+        assert!(runs.is_stale(&run("d", "d", "1")));
+
+        let many = RunStates::with_capacity(100);
+        for i in 0..1_000 {
+            let name = format!("run-{i}");
+            many.wrote(&run(&name, &name, "1"));
+        }
+        assert_eq!(many.len(), 100);
+    }
+
+    #[test]
+    fn only_the_last_replaced_versions_are_kept_per_run() {
+        let runs = RunStates::default();
+        for v in 0..20 {
+            runs.wrote(&run("r", "u", &format!("v{v}")));
+        }
+        assert!(!runs.is_stale(&run("r", "u", "v11")));
+        assert!(runs.is_stale(&run("r", "u", "v12")));
+        assert!(runs.is_stale(&run("r", "u", "v19")));
+    }
+
+    #[test]
+    fn forgotten_and_unretained_runs_are_gone() {
+        let runs = RunStates::default();
+        for name in ["a", "b", "c"] {
+            runs.wrote(&run(name, name, "1"));
+        }
+        runs.forget(&RunKey::of(&run("a", "a", "1")));
+        assert!(!runs.is_stale(&run("a", "a", "1")));
+        runs.retain(|key| key.name == "c");
+        assert_eq!(runs.len(), 1);
+        assert!(runs.is_stale(&run("c", "c", "1")));
+        runs.forget(&RunKey::of(&run("c", "c", "1")));
+        assert!(runs.is_empty());
+    }
+}

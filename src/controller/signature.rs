@@ -33,11 +33,11 @@ pub mod bundle;
 
 /// How long one lookup of a candidate's signatures may take (every registry round trip of it):
 /// a registry that does not answer is retried by the error policy, never waited on forever.
-pub const REGISTRY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const REGISTRY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where a lookup reads what the policy names.
 #[derive(Clone, Copy, Debug)]
-pub struct Namespaces<'a> {
+pub(crate) struct Namespaces<'a> {
     /// The run's: its pull secrets.
     pub run: &'a str,
     /// The controller's own: the ConfigMaps of trusted keys.
@@ -46,7 +46,7 @@ pub struct Namespaces<'a> {
 
 /// Where the candidate is and how to reach its registry.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Candidate<'a> {
+pub(crate) struct Candidate<'a> {
     /// Its pull spec from the candidate tag's history (`quay.io/org/app@sha256:...`).
     pub reference: &'a str,
     /// The digest the run validates (the signatures must name exactly this one).
@@ -58,7 +58,7 @@ pub struct Candidate<'a> {
 
 /// What the registry showed about the candidate's signatures, per requirement.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Signatures {
+pub(crate) struct Signatures {
     /// The candidate's pull spec by digest, as looked up.
     pub looked_up: String,
     /// How many signatures over exactly the candidate digest were found.
@@ -69,7 +69,7 @@ pub struct Signatures {
 
 /// Whether one requirement is met.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// Who asks (`ImagePromotion "nb"`).
     pub by: String,
     /// The name of the first trusted key a signature verified with; `None`: none did.
@@ -83,7 +83,7 @@ pub struct Finding {
 /// Reads the keys and credentials the requirements name, looks up the candidate's signatures
 /// and verifies each requirement's keys against them. An API or registry failure is an
 /// [`Error`] (retried); everything else is in the [`Signatures`].
-pub async fn read(
+pub(crate) async fn read(
     client: &kube::Client,
     namespaces: Namespaces<'_>,
     candidate: &Candidate<'_>,
@@ -249,7 +249,7 @@ fn judge(
 
 /// The PEM of a key, or why it cannot be had (the ConfigMap or its data key is missing). An API
 /// failure other than a 404 is an [`Error`].
-pub async fn pem_of(
+pub(crate) async fn pem_of(
     client: &kube::Client,
     keys_namespace: &str,
     source: &KeySource,
@@ -319,7 +319,7 @@ async fn credentials(
 /// Written here: the crates that read Docker's config (`docker_credential`) read the user's file
 /// and credential helpers from disk, not a Secret's bytes, and oci-client takes only the
 /// resolved user and password.
-pub fn registry_auth(config: &[u8], registry: &str) -> Option<Auth> {
+pub(crate) fn registry_auth(config: &[u8], registry: &str) -> Option<Auth> {
     #[derive(serde::Deserialize, Default)]
     struct Entry {
         #[serde(default)]
@@ -366,4 +366,64 @@ pub fn registry_auth(config: &[u8], registry: &str) -> Option<Auth> {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    fn basic(auth: Option<Auth>) -> Option<(String, String)> {
+        match auth? {
+            Auth::Basic(user, password) => Some((user, password)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_entry_for_the_registry_host_is_used_in_either_form() {
+        let config = serde_json::json!({"auths": {
+            "https://quay.io/v1/": {"auth": "cXVheTpwYXNz"},
+            "registry.example:5000": {"username": "u", "password": "p"},
+            "docker.io": {"auth": "aHViOmh1YnBhc3M="}
+        }});
+        let bytes = serde_json::to_vec(&config).unwrap();
+        assert_eq!(
+            basic(registry_auth(&bytes, "quay.io")),
+            Some(("quay".into(), "pass".into()))
+        );
+        assert_eq!(
+            basic(registry_auth(&bytes, "registry.example:5000")),
+            Some(("u".into(), "p".into()))
+        );
+        assert_eq!(
+            basic(registry_auth(&bytes, "docker.io")),
+            Some(("hub".into(), "hubpass".into()))
+        );
+        // Another host's credentials are never sent.
+        assert!(registry_auth(&bytes, "registry.example").is_none());
+        assert!(registry_auth(&bytes, "evil.example").is_none());
+        // The legacy .dockercfg holds the entries alone.
+        let legacy = serde_json::to_vec(&config["auths"]).unwrap();
+        assert_eq!(
+            basic(registry_auth(&legacy, "quay.io")),
+            Some(("quay".into(), "pass".into()))
+        );
+        assert!(registry_auth(b"not json", "quay.io").is_none());
+    }
+
+    #[test]
+    fn the_lookup_is_by_the_run_digest_whatever_the_pull_spec_carries() {
+        let candidate = Candidate {
+            reference: "quay.io/org/app@sha256:1111111111111111111111111111111111111111111111111111111111111111",
+            digest: "sha256:2222222222222222222222222222222222222222222222222222222222222222",
+            insecure: false,
+        };
+        let image = by_digest(&candidate).unwrap();
+        assert_eq!(
+            image.whole(),
+            "quay.io/org/app@sha256:2222222222222222222222222222222222222222222222222222222222222222"
+        );
+        let bad = Candidate {
+            reference: "",
+            ..candidate
+        };
+        assert!(by_digest(&bad).is_err());
+    }
+}

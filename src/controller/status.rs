@@ -15,84 +15,84 @@ use super::params::{Action, Request};
 /// Condition reasons (Tekton's where the contract fixes them).
 pub mod reason {
     /// The run has started (Tekton's `InitializeConditions`).
-    pub const STARTED: &str = "Started";
+    pub(crate) const STARTED: &str = "Started";
     /// A failed attempt is being retried.
-    pub const RETRYING: &str = "Retrying";
+    pub(crate) const RETRYING: &str = "Retrying";
     /// `begin` marked the served tag Validating.
-    pub const VALIDATING: &str = "Validating";
+    pub(crate) const VALIDATING: &str = "Validating";
     /// The served tag now points at the validated digest.
-    pub const PROMOTED: &str = "Promoted";
+    pub(crate) const PROMOTED: &str = "Promoted";
     /// The served tag already pointed at the digest: nothing written.
-    pub const ALREADY_PROMOTED: &str = "AlreadyPromoted";
+    pub(crate) const ALREADY_PROMOTED: &str = "AlreadyPromoted";
     /// The served tag points at the previous digest again.
-    pub const ROLLED_BACK: &str = "RolledBack";
+    pub(crate) const ROLLED_BACK: &str = "RolledBack";
     /// Validation (pipeline status or a check) failed: served tag kept, marked UpdateFailed.
-    pub const VALIDATION_FAILED: &str = "ValidationFailed";
+    pub(crate) const VALIDATION_FAILED: &str = "ValidationFailed";
     /// `promote` without `validation-status` (the ImagePromotion requires it): nothing written.
-    pub const VALIDATION_REQUIRED: &str = "ValidationRequired";
+    pub(crate) const VALIDATION_REQUIRED: &str = "ValidationRequired";
     /// The run's service account may not `promote` the ImagePromotion: nothing written.
-    pub const FORBIDDEN: &str = "Forbidden";
+    pub(crate) const FORBIDDEN: &str = "Forbidden";
     /// The ImagePromotion asks for proof of validation and the run's PipelineRun does not give
     /// it: nothing written.
-    pub const UNVERIFIED: &str = "Unverified";
+    pub(crate) const UNVERIFIED: &str = "Unverified";
     /// The candidate tag no longer points at the digest that was validated.
-    pub const CANDIDATE_MOVED: &str = "CandidateMoved";
+    pub(crate) const CANDIDATE_MOVED: &str = "CandidateMoved";
     /// `reject` marked the served tag UpdateFailed.
-    pub const REJECTED: &str = "Rejected";
+    pub(crate) const REJECTED: &str = "Rejected";
     /// Params or the ImagePromotion spec are unusable.
     pub const INVALID_PARAMS: &str = "InvalidParams";
     /// `promote` of, or `rollback` to, a digest that was rolled back, where nothing allows it:
     /// nothing written.
-    pub const DIGEST_ROLLED_BACK: &str = "DigestRolledBack";
+    pub(crate) const DIGEST_ROLLED_BACK: &str = "DigestRolledBack";
     /// A param or an inline spec names another stream or tag than the ImagePromotion that
     /// governs the stream (or the one the run names) sets, or asks for what it does not allow.
-    pub const PARAM_OVERRIDES_POLICY: &str = "ParamOverridesPolicy";
+    pub(crate) const PARAM_OVERRIDES_POLICY: &str = "ParamOverridesPolicy";
     /// Two ImagePromotions that govern the stream disagree on a tag or on how to promote.
-    pub const POLICY_CONFLICT: &str = "PolicyConflict";
+    pub(crate) const POLICY_CONFLICT: &str = "PolicyConflict";
     /// A rollback to a digest the gate never served on the served tag (neither promoted by it
     /// nor served before its first promotion).
-    pub const NOT_SERVED_BY_GATE: &str = "NotServedByGate";
+    pub(crate) const NOT_SERVED_BY_GATE: &str = "NotServedByGate";
     /// The candidate is an image index (a manifest list): validation runs one platform, so the
     /// others would be served unvalidated; the served tag is marked UpdateFailed.
-    pub const UNVALIDATED_PLATFORMS: &str = "UnvalidatedPlatforms";
+    pub(crate) const UNVALIDATED_PLATFORMS: &str = "UnvalidatedPlatforms";
     /// A signature policy asks for the publisher's signature and none over the candidate digest
     /// was found in its repository; the served tag keeps its image, marked UpdateFailed.
-    pub const SIGNATURE_MISSING: &str = "SignatureMissing";
+    pub(crate) const SIGNATURE_MISSING: &str = "SignatureMissing";
     /// Signatures over the candidate digest were found, but none by a key a signature policy
     /// trusts; the served tag keeps its image, marked UpdateFailed.
-    pub const SIGNATURE_UNTRUSTED: &str = "SignatureUntrusted";
+    pub(crate) const SIGNATURE_UNTRUSTED: &str = "SignatureUntrusted";
     /// The ImageStream does not exist (a missing named ImagePromotion is `InvalidParams`).
-    pub const IMAGESTREAM_NOT_FOUND: &str = "ImageStreamNotFound";
+    pub(crate) const IMAGESTREAM_NOT_FOUND: &str = "ImageStreamNotFound";
     /// `spec.status: RunCancelled` (Tekton's exact reason, which PipelineRuns classify).
-    pub const CANCELLED: &str = "CustomRunCancelled";
+    pub(crate) const CANCELLED: &str = "CustomRunCancelled";
     /// The attempt ran past `spec.timeout` (Tekton's exact reason).
-    pub const TIMED_OUT: &str = "CustomRunTimedOut";
+    pub(crate) const TIMED_OUT: &str = "CustomRunTimedOut";
 }
 
 /// Phases written to the served tag's `imagegate.dev/phase` annotation and the `phase` result.
 pub mod phase {
     /// A candidate is being validated; the served tag still serves the old image.
-    pub const VALIDATING: &str = "Validating";
+    pub(crate) const VALIDATING: &str = "Validating";
     /// The served tag points at the validated candidate.
-    pub const PROMOTED: &str = "Promoted";
+    pub(crate) const PROMOTED: &str = "Promoted";
     /// Validation failed; the served tag keeps the old image.
-    pub const UPDATE_FAILED: &str = "UpdateFailed";
+    pub(crate) const UPDATE_FAILED: &str = "UpdateFailed";
     /// The served tag points at the previous digest again.
-    pub const ROLLED_BACK: &str = "RolledBack";
+    pub(crate) const ROLLED_BACK: &str = "RolledBack";
     /// The tag was moved by someone other than the gate (reported, not undone).
-    pub const TAMPERED: &str = "Tampered";
+    pub(crate) const TAMPERED: &str = "Tampered";
 }
 
 /// Result names.
 pub mod results {
     /// The digest the served tag points at after the run (empty if unchanged).
-    pub const PROMOTED_DIGEST: &str = "promoted-digest";
+    pub(crate) const PROMOTED_DIGEST: &str = "promoted-digest";
     /// The digest the served tag pointed at before.
-    pub const PREVIOUS_DIGEST: &str = "previous-digest";
+    pub(crate) const PREVIOUS_DIGEST: &str = "previous-digest";
     /// The served tag's phase after the run.
-    pub const PHASE: &str = "phase";
+    pub(crate) const PHASE: &str = "phase";
     /// Every check's outcome, as a JSON array.
-    pub const CHECKS: &str = "checks";
+    pub(crate) const CHECKS: &str = "checks";
     /// The candidate's pull spec by digest (`<status.dockerImageRepository>@<digest>`): what
     /// the pipeline validates, so that the image validated is the digest promoted.
     pub const IMAGE: &str = "image";
@@ -102,7 +102,7 @@ pub mod results {
 /// restarted controller finishes the same run it began.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Target {
+pub(crate) struct Target {
     /// The action.
     pub action: Action,
     /// The ImageStream (in the run's namespace).
@@ -118,7 +118,7 @@ pub struct Target {
 
 impl Target {
     /// The target of a request.
-    pub fn of(req: &Request) -> Target {
+    pub(crate) fn of(req: &Request) -> Target {
         Target {
             action: req.action,
             imagestream: req.imagestream.clone(),
@@ -129,7 +129,7 @@ impl Target {
     }
 
     /// The target recorded in a run's status, if any.
-    pub fn recorded(run: &CustomRun) -> Option<Target> {
+    pub(crate) fn recorded(run: &CustomRun) -> Option<Target> {
         let v = run.status.as_ref()?.extra_fields.get("target")?;
         serde_json::from_value(v.clone()).ok()
     }
@@ -172,7 +172,7 @@ impl Outcome {
     }
 
     /// The same outcome reporting `image` as the `image` result.
-    pub fn with_image(self, image: String) -> Outcome {
+    pub(crate) fn with_image(self, image: String) -> Outcome {
         Outcome { image, ..self }
     }
 
@@ -210,7 +210,7 @@ fn current(run: &CustomRun) -> CustomRunStatus {
 }
 
 /// The first status of a run: `startTime`, `Succeeded=Unknown/Started`, and the target.
-pub fn started(run: &CustomRun, target: &Target, now: Timestamp) -> CustomRunStatus {
+pub(crate) fn started(run: &CustomRun, target: &Target, now: Timestamp) -> CustomRunStatus {
     let mut s = current(run);
     s.start_time = Some(Time(now));
     s.conditions = vec![condition(
@@ -239,7 +239,7 @@ fn set_target(s: &mut CustomRunStatus, target: &Target) {
 
 /// The status of a run whose input could not be read yet (an API error): `startTime` and
 /// `Succeeded=Unknown/Started`, so that its timeout runs while the error is retried.
-pub fn pending(run: &CustomRun, now: Timestamp) -> CustomRunStatus {
+pub(crate) fn pending(run: &CustomRun, now: Timestamp) -> CustomRunStatus {
     let mut s = current(run);
     s.start_time = Some(Time(now));
     s.conditions = vec![condition(
@@ -274,7 +274,7 @@ pub fn finished(run: &CustomRun, outcome: &Outcome, now: Timestamp) -> CustomRun
 /// A failed attempt with retries left: the attempt is archived in `retriesStatus` and a new
 /// attempt starts (`Succeeded` stays Unknown, as the contract requires until retries are
 /// exhausted; the timeout counts per attempt from the new `startTime`).
-pub fn retrying(run: &CustomRun, failed: &Outcome, now: Timestamp) -> CustomRunStatus {
+pub(crate) fn retrying(run: &CustomRun, failed: &Outcome, now: Timestamp) -> CustomRunStatus {
     let mut attempt = finished(run, failed, now);
     attempt.retries_status = Vec::new();
     attempt.extra_fields = Value::Null;
@@ -298,14 +298,14 @@ pub fn retrying(run: &CustomRun, failed: &Outcome, now: Timestamp) -> CustomRunS
 
 /// Whether an attempt that failed this way is retried: everything but a cancellation, while
 /// `spec.retries` exceeds the attempts archived.
-pub fn should_retry(run: &CustomRun, failed: &Outcome) -> bool {
+pub(crate) fn should_retry(run: &CustomRun, failed: &Outcome) -> bool {
     !failed.succeeded
         && failed.reason != reason::CANCELLED
         && run.spec.retries.unwrap_or(0).max(0) as usize > run.retry_count()
 }
 
 /// Whether two statuses differ only in timestamps (then nothing needs writing).
-pub fn same_ignoring_timestamps(a: &CustomRunStatus, b: &CustomRunStatus) -> bool {
+pub(crate) fn same_ignoring_timestamps(a: &CustomRunStatus, b: &CustomRunStatus) -> bool {
     fn strip(s: &CustomRunStatus) -> CustomRunStatus {
         let mut s = s.clone();
         for c in &mut s.conditions {

@@ -74,7 +74,7 @@ impl TamperMetrics {
 }
 
 /// Watches the ImageStreams of `namespaces` (all when empty) until `stop` is cancelled.
-pub async fn watch(
+pub(crate) async fn watch(
     client: Client,
     namespaces: Vec<String>,
     metrics: TamperMetrics,

@@ -164,12 +164,12 @@ impl Verdicts {
 
     /// The mark a run's final status gets when it reaches a verdict: its event's id,
     /// undelivered.
-    pub fn mark(v: &Verdict) -> Value {
+    pub(crate) fn mark(v: &Verdict) -> Value {
         json!({"id": event::id(v), "delivered": false})
     }
 
     /// Whether a finished run's verdict event waits to be delivered.
-    pub fn pending(run: &CustomRun) -> bool {
+    pub(crate) fn pending(run: &CustomRun) -> bool {
         run.status
             .as_ref()
             .and_then(|s| s.extra_fields.get(FIELD))
@@ -178,7 +178,7 @@ impl Verdicts {
 
     /// Sends the verdict of the finished `run`, just written by this controller, unless it is
     /// being sent now, then marks it delivered in the run's status.
-    pub fn send_run(&self, run: &CustomRun) {
+    pub(crate) fn send_run(&self, run: &CustomRun) {
         let _ = self.spawn_send(run, false);
     }
 
@@ -217,7 +217,7 @@ impl Verdicts {
     }
 
     /// Sends a verdict no run reached (the ledger's, the tamper check's).
-    pub fn send(&self, v: Verdict) {
+    pub(crate) fn send(&self, v: Verdict) {
         let inner = self.inner.clone();
         tokio::spawn(async move {
             inner.deliver(&v).await;

@@ -94,7 +94,7 @@ pub fn customruns(
 /// The runs per page of the watch's lists (kube-runtime's default is 500: 500 runs of 100 KiB
 /// of params are a 50 MB answer, read whole before it is decoded). 20 runs of 100 KiB are 2 MB in
 /// flight; 10,000 runs are 500 list requests at start (BENCHMARKS.md, issue 30).
-pub const PAGE: u32 = 20;
+pub(crate) const PAGE: u32 = 20;
 
 /// `event` as the store and the reconciler take it: a run of this custom task without its
 /// `managedFields` (the API server's bookkeeping, never read); another task's run not at all.
@@ -105,7 +105,7 @@ pub const PAGE: u32 = 20;
 /// Deletes are not reconciled (`applied_objects`), so another task's runs cost the controller
 /// no reconcile and no queue entry: 10,000 of them would otherwise be 10,000 reconciles at the
 /// first list, each held in kube-runtime's runner at once (BENCHMARKS.md, issue 30).
-pub fn ours(event: Event<CustomRun>) -> Option<Event<CustomRun>> {
+pub(crate) fn ours(event: Event<CustomRun>) -> Option<Event<CustomRun>> {
     let trimmed = |mut run: CustomRun| {
         run.metadata.managed_fields = None;
         run

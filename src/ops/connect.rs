@@ -8,7 +8,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use crate::cli::ops::KubeArgs;
 
 /// A client, and the namespace commands act in when `-n` and the target do not name one.
-pub async fn client(args: &KubeArgs) -> anyhow::Result<(kube::Client, String)> {
+pub(crate) async fn client(args: &KubeArgs) -> anyhow::Result<(kube::Client, String)> {
     let options = KubeConfigOptions {
         context: args.context.clone(),
         cluster: None,
@@ -44,7 +44,7 @@ pub async fn client(args: &KubeArgs) -> anyhow::Result<(kube::Client, String)> {
 
 /// `NAME` or `NAMESPACE/NAME` -> (namespace, name). A namespace in the target must agree with
 /// `-n` when both are given.
-pub fn split_target(
+pub(crate) fn split_target(
     target: &str,
     flag_ns: Option<&str>,
     default_ns: &str,

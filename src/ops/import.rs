@@ -23,7 +23,7 @@ use super::runs::choose_promotion;
 
 /// The ImageStreamImport that imports `tag` of `stream` from where the tag imports from; an
 /// error when the tag does not exist or imports nothing (`from` is not a `DockerImage`).
-pub fn request(stream: &ImageStream, tag: &str) -> Result<ImageStreamImport, String> {
+pub(crate) fn request(stream: &ImageStream, tag: &str) -> Result<ImageStreamImport, String> {
     let name = stream.metadata.name.clone().unwrap_or_default();
     let spec_tag = stream
         .spec_tag(tag)
@@ -67,7 +67,11 @@ pub fn request(stream: &ImageStream, tag: &str) -> Result<ImageStreamImport, Str
 }
 
 /// What the answer says: the line to print and the verdict.
-pub fn outcome(answer: &ImageStreamImport, tag: &str, before: Option<&str>) -> (String, Verdict) {
+pub(crate) fn outcome(
+    answer: &ImageStreamImport,
+    tag: &str,
+    before: Option<&str>,
+) -> (String, Verdict) {
     let status = answer.status.as_ref();
     let image = status.and_then(|s| s.images.first());
     match image {
@@ -100,7 +104,7 @@ pub fn outcome(answer: &ImageStreamImport, tag: &str, before: Option<&str>) -> (
 }
 
 /// `import`.
-pub async fn run(args: ImportArgs) -> anyhow::Result<Verdict> {
+pub(crate) async fn run(args: ImportArgs) -> anyhow::Result<Verdict> {
     let (client, default_ns) = super::connect::client(&args.kube).await?;
     let (ns, name) = super::connect::split_target(
         &args.imagestream,

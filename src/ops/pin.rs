@@ -16,7 +16,7 @@ use crate::controller::proof::pin;
 use super::{Verdict, connect};
 
 /// Reads the PipelineRun and its TaskRuns and prints their pins.
-pub async fn run(args: PinArgs) -> anyhow::Result<Verdict> {
+pub(crate) async fn run(args: PinArgs) -> anyhow::Result<Verdict> {
     let (client, default_ns) = connect::client(&args.kube).await?;
     let (ns, name) = match args.pipelinerun.split_once('/') {
         Some((ns, name)) => (ns.to_string(), name.to_string()),
@@ -62,7 +62,7 @@ pub async fn run(args: PinArgs) -> anyhow::Result<Verdict> {
 }
 
 /// The `validation.pins` block for `pins` (task -> pin).
-pub fn render(pins: &BTreeMap<String, String>) -> String {
+pub(crate) fn render(pins: &BTreeMap<String, String>) -> String {
     let mut out = String::from("validation:\n  pins:\n");
     for (task, pin) in pins {
         out.push_str(&format!("    {task}: {pin}\n"));

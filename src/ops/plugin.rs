@@ -9,7 +9,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 
 /// The executable name kubectl looks for.
-pub const EXECUTABLE: &str = "kubectl-imagegate";
+pub(crate) const EXECUTABLE: &str = "kubectl-imagegate";
 
 /// Whether the program was started as the plugin (the file name of `argv[0]`, with or without
 /// `.exe`).

@@ -12,7 +12,7 @@ const NONE: &str = "<none>";
 
 /// The text of `rows` in `format`; `namespaces` adds the NAMESPACE column (`-A`). `now` is when
 /// ages are measured to.
-pub fn render(
+pub(crate) fn render(
     rows: &[Row],
     format: OutputFormat,
     namespaces: bool,
@@ -120,7 +120,7 @@ fn align(lines: &[Vec<String>]) -> String {
 }
 
 /// `sha256:` and the first 12 hex digits, as `docker images` shortens IDs.
-pub fn short(digest: &str) -> String {
+pub(crate) fn short(digest: &str) -> String {
     match digest.strip_prefix("sha256:") {
         Some(hex) if hex.len() > 12 => format!("sha256:{}", &hex[..12]),
         _ => digest.to_string(),
@@ -128,7 +128,7 @@ pub fn short(digest: &str) -> String {
 }
 
 /// kubectl's short age: `45s`, `12m`, `3h`, `2d` (the largest whole unit; `0s` for the future).
-pub fn age(now: Timestamp, then: Timestamp) -> String {
+pub(crate) fn age(now: Timestamp, then: Timestamp) -> String {
     let secs = now.as_second().saturating_sub(then.as_second()).max(0);
     match secs {
         s if s < 120 => format!("{s}s"),

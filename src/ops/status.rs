@@ -30,7 +30,7 @@ use super::Verdict;
 
 /// What `status` reads.
 #[derive(Clone, Debug, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// The ImageStreams.
     pub streams: Vec<ImageStream>,
     /// The ImagePromotions.
@@ -42,7 +42,7 @@ pub struct Facts {
 impl Facts {
     /// Lists the three in `namespace` (None: every namespace). A missing ImagePromotion or
     /// CustomRun CRD (404) reads as none of them.
-    pub async fn read(
+    pub(crate) async fn read(
         client: &kube::Client,
         namespace: Option<&str>,
     ) -> Result<Facts, kube::Error> {
@@ -79,7 +79,7 @@ impl Facts {
 /// One gated stream (and served tag).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Row {
+pub(crate) struct Row {
     /// The namespace.
     pub namespace: String,
     /// The ImageStream.
@@ -118,7 +118,7 @@ pub struct Row {
 /// A run, as `status` shows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     /// The CustomRun's name.
     pub name: String,
     /// begin, promote, reject or rollback.
@@ -135,7 +135,7 @@ pub struct RunSummary {
 
 impl RunSummary {
     /// The outcome shown: the reason, `Pending` before the controller reported.
-    pub fn outcome(&self) -> &str {
+    pub(crate) fn outcome(&self) -> &str {
         self.reason.as_deref().unwrap_or("Pending")
     }
 }
@@ -199,7 +199,7 @@ fn summary(run: &CustomRun, action: String) -> RunSummary {
 type Key = (String, String, String);
 
 /// The rows, sorted by namespace, stream and served tag.
-pub fn rows(facts: &Facts) -> Vec<Row> {
+pub(crate) fn rows(facts: &Facts) -> Vec<Row> {
     // (ns, stream, served) -> candidate tag, first by precedence: a run's target, an
     // ImagePromotion naming the stream, the default.
     let mut gated: BTreeMap<Key, Option<String>> = BTreeMap::new();
@@ -339,7 +339,7 @@ fn served_import(stream: &ImageStream, served: &str) -> Option<String> {
 
 /// Refused (exit 3) when any row is UpdateFailed, drifted (a candidate the dashboard offers, a
 /// candidate tag gone, a served tag no longer pinned), or its served tag's import failed.
-pub fn verdict(rows: &[Row]) -> Verdict {
+pub(crate) fn verdict(rows: &[Row]) -> Verdict {
     if rows.iter().any(|r| {
         r.phase.as_deref() == Some(phase::UPDATE_FAILED)
             || !r.drift.is_empty()

@@ -110,7 +110,7 @@ impl Target {
 }
 
 /// `promote`.
-pub async fn promote(args: PromoteArgs) -> anyhow::Result<Verdict> {
+pub(crate) async fn promote(args: PromoteArgs) -> anyhow::Result<Verdict> {
     let t = Target::read(&args.run).await?;
     let digest = match args.digest {
         Some(d) => d,
@@ -140,14 +140,14 @@ pub async fn promote(args: PromoteArgs) -> anyhow::Result<Verdict> {
 }
 
 /// `rollback`.
-pub async fn rollback(args: RollbackArgs) -> anyhow::Result<Verdict> {
+pub(crate) async fn rollback(args: RollbackArgs) -> anyhow::Result<Verdict> {
     let t = Target::read(&args.run).await?;
     let req = t.request(&args.run, Action::Rollback, args.digest);
     submit(&t, req, &args.run).await
 }
 
 /// `reject`.
-pub async fn reject(args: RejectArgs) -> anyhow::Result<Verdict> {
+pub(crate) async fn reject(args: RejectArgs) -> anyhow::Result<Verdict> {
     let t = Target::read(&args.run).await?;
     let digest = match args.digest {
         Some(d) => d,
@@ -262,7 +262,7 @@ fn report(run: &CustomRun, action: Action) -> Verdict {
 }
 
 /// What to do about a refusal, for the reasons an operator can act on.
-pub fn hint(why: &str) -> Option<&'static str> {
+pub(crate) fn hint(why: &str) -> Option<&'static str> {
     Some(match why {
         reason::VALIDATION_REQUIRED => {
             "promote needs validation evidence: run the validation pipeline, or, if you validated \

@@ -17,7 +17,7 @@ use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
 /// The content type of the OpenMetrics text format.
-pub const OPENMETRICS_CONTENT_TYPE: &str =
+pub(crate) const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The reason a fresh [`Health`] gives until the program declares itself ready.
@@ -82,7 +82,7 @@ impl Health {
     /// Sets a named condition that fails for `hold` from now, unless it is set again or
     /// cleared (with [`Health::set_condition`]) before then: for a failure that is known only
     /// while it keeps recurring, such as a watch the API server refuses on each retry.
-    pub fn set_failing_for(&self, name: &'static str, why: String, hold: Duration) {
+    pub(crate) fn set_failing_for(&self, name: &'static str, why: String, hold: Duration) {
         let mut state = self.lock();
         state
             .failing

@@ -54,7 +54,7 @@ pub struct LeaderConfig {
 
 /// A [`LeaderConfig`] under which two processes could lead at once.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum InvalidLeaderConfig {
+pub(crate) enum InvalidLeaderConfig {
     /// The leader must give up before others may take over.
     #[error("lease_duration ({lease:?}) must be longer than renew_deadline ({renew:?})")]
     RenewDeadlineNotShorterThanLease { lease: Duration, renew: Duration },
@@ -81,7 +81,7 @@ impl LeaderConfig {
     }
 
     /// Checks the durations as client-go does (it panics; callers here decide).
-    pub fn validate(&self) -> Result<(), InvalidLeaderConfig> {
+    pub(crate) fn validate(&self) -> Result<(), InvalidLeaderConfig> {
         if self.lease_duration <= self.renew_deadline {
             return Err(InvalidLeaderConfig::RenewDeadlineNotShorterThanLease {
                 lease: self.lease_duration,

@@ -23,7 +23,7 @@ use crate::runtime::admin::Health;
 
 /// How long a refusal keeps the program unready after it was last seen: twice the longest
 /// watch backoff (30 s), so a refusal that persists is seen again before it lapses.
-pub const HOLD: Duration = Duration::from_secs(60);
+pub(crate) const HOLD: Duration = Duration::from_secs(60);
 
 /// The first delay after a watch error.
 const FIRST_DELAY: Duration = Duration::from_millis(800);
@@ -37,7 +37,7 @@ const START_OVER_AFTER: Duration = Duration::from_secs(120);
 /// `StreamBackoff` resets its backoff at every `Ok` item, and the watcher yields `Init` before
 /// each (re-)list, so with kube's own backoff a refused re-list is retried every 0.8 s forever.
 #[derive(Debug)]
-pub struct WatchBackoff {
+pub(crate) struct WatchBackoff {
     next: Duration,
     last_error: Option<Instant>,
 }
@@ -87,7 +87,7 @@ const CONDITION: &str = "watch";
 
 /// A refusal: the status code and the API server's message.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// 400, 401, 403 or 404.
     pub code: u16,
     /// What the API server said.
@@ -96,7 +96,7 @@ pub struct Refusal {
 
 /// The refusal in a watcher's error, if it is one (a status the API server will answer again
 /// until someone changes the cluster).
-pub fn refusal(e: &watcher::Error) -> Option<Refusal> {
+pub(crate) fn refusal(e: &watcher::Error) -> Option<Refusal> {
     let (code, message) = match e {
         watcher::Error::InitialListFailed(kube::Error::Api(s))
         | watcher::Error::WatchStartFailed(kube::Error::Api(s))
@@ -128,7 +128,7 @@ impl Refusals {
 
     /// A watch of `namespace` (None: all namespaces) failed with `e`: a refusal is logged and
     /// keeps the program unready; returns it, or None for another error.
-    pub fn failed(&self, namespace: Option<&str>, e: &watcher::Error) -> Option<Refusal> {
+    pub(crate) fn failed(&self, namespace: Option<&str>, e: &watcher::Error) -> Option<Refusal> {
         let refusal = refusal(e)?;
         let scope = match namespace {
             Some(ns) => format!(" in namespace {ns:?}"),
@@ -154,7 +154,7 @@ impl Refusals {
     }
 
     /// The watch of `namespace` delivered an event: it is no longer refused.
-    pub fn recovered(&self, namespace: Option<&str>) {
+    pub(crate) fn recovered(&self, namespace: Option<&str>) {
         let mut refused = self.lock();
         if refused.remove(namespace.unwrap_or_default()).is_some() {
             self.report(&refused);

@@ -15,7 +15,7 @@ use super::state::StreamState;
 /// What the checkpoint records once `pending` is delivered, given the state `recorded` for
 /// its stream: the stream and its new state (None: nothing is left of it). None when nothing
 /// is recorded: the ApiServerSource modes keep no checkpoint.
-pub fn acknowledged(
+pub(crate) fn acknowledged(
     recorded: impl FnOnce(&StreamKey) -> Option<StreamState>,
     pending: Pending,
 ) -> Option<(StreamKey, Option<StreamState>)> {
@@ -33,7 +33,7 @@ pub fn acknowledged(
 
 /// The queue's [`Finish`]: records each finished delivery into the checkpoint (a stopped one
 /// records nothing; the ApiServerSource modes record nothing) and keeps the queue-depth gauge.
-pub struct Recorder {
+pub(crate) struct Recorder {
     /// Where the delivered state is recorded.
     pub checkpoint: Arc<Checkpoint>,
     /// The queue-depth gauge's.

@@ -22,7 +22,7 @@ use crate::api::ImageStream;
 
 /// The last resourceVersion announced (or, for a start's list, seen) per stream.
 #[derive(Debug)]
-pub struct Announced {
+pub(crate) struct Announced {
     versions: HashMap<StreamKey, String>,
     /// `--emit-existing`: a start's list announces each stream as added.
     emit_existing: bool,
@@ -31,7 +31,7 @@ pub struct Announced {
 impl Announced {
     /// Announces nothing for the streams a start lists, or with `emit_existing` an `Add` for
     /// each.
-    pub fn new(emit_existing: bool) -> Announced {
+    pub(crate) fn new(emit_existing: bool) -> Announced {
         Announced {
             versions: HashMap::new(),
             emit_existing,
@@ -43,7 +43,7 @@ impl Announced {
     /// not announced (ApiServerSource sends nothing for a list), or with `--emit-existing`
     /// announced as `Add`. Otherwise (a watch event, a re-list): `Add` the first time, `Update`
     /// for a new version, None for the version announced last.
-    pub fn applied(
+    pub(crate) fn applied(
         &mut self,
         key: &StreamKey,
         resource_version: &str,
@@ -61,12 +61,12 @@ impl Announced {
     }
 
     /// Forgets a deleted stream.
-    pub fn deleted(&mut self, key: &StreamKey) {
+    pub(crate) fn deleted(&mut self, key: &StreamKey) {
         self.versions.remove(key);
     }
 
     /// The streams announced and not deleted.
-    pub fn keys(&self) -> impl Iterator<Item = &StreamKey> {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &StreamKey> {
         self.versions.keys()
     }
 }
@@ -110,7 +110,7 @@ pub fn event(
 /// The id of a resource/reference event: as [`super::event::event_id`], over [`super::event::ID_SCHEME`], the event type,
 /// `metadata.uid` and `metadata.resourceVersion` (each empty when missing). The API server
 /// gives every write, the deletion included, a new resourceVersion.
-pub fn resource_event_id(ty: &str, object: &Value) -> String {
+pub(crate) fn resource_event_id(ty: &str, object: &Value) -> String {
     hash_id(&[
         ty,
         meta_str(object, "uid"),
@@ -132,7 +132,7 @@ pub enum WatchAction {
 
 impl WatchAction {
     /// The type of mode `resource` events.
-    pub fn resource_type(self) -> &'static str {
+    pub(crate) fn resource_type(self) -> &'static str {
         match self {
             Self::Add => types::RESOURCE_ADD,
             Self::Update => types::RESOURCE_UPDATE,
@@ -141,7 +141,7 @@ impl WatchAction {
     }
 
     /// The type of mode `reference` events.
-    pub fn reference_type(self) -> &'static str {
+    pub(crate) fn reference_type(self) -> &'static str {
         match self {
             Self::Add => types::REF_ADD,
             Self::Update => types::REF_UPDATE,
@@ -152,7 +152,7 @@ impl WatchAction {
 
 /// Mode `resource`: what ApiServerSource sends for an ImageStream watch event, the object
 /// itself as data. See [`reference_event`] for the attributes; only the type and data differ.
-pub fn resource_event(
+pub(crate) fn resource_event(
     action: WatchAction,
     object: &Value,
     source_url: &str,
@@ -179,7 +179,7 @@ pub fn resource_event(
 /// `/apis/{apiVersion}/namespaces/{ns}/{lowercase kind}s/{name}`, `time` = `now` (sdk-go sets
 /// the send time), extensions `kind`, `apiversion`, `name`, `namespace`, no `dataschema`.
 /// Unlike it, the id is [`resource_event_id`], not a random UUID.
-pub fn reference_event(
+pub(crate) fn reference_event(
     action: WatchAction,
     object: &Value,
     source_url: &str,

@@ -112,7 +112,7 @@ impl Checkpoint {
     /// Fences every write of this checkpoint by the Lease `fence` follows
     /// ([`crate::runtime::leader::Fence`]): a replica that lost it, or could not renew it in time, writes
     /// nothing that could overwrite a newer leader's checkpoint.
-    pub fn set_fence(&mut self, fence: crate::runtime::leader::Fence) {
+    pub(crate) fn set_fence(&mut self, fence: crate::runtime::leader::Fence) {
         self.fence = fence;
     }
 
@@ -164,11 +164,6 @@ impl Checkpoint {
     /// How many entries are waiting to be written.
     pub fn pending(&self) -> usize {
         self.layout().pending()
-    }
-
-    /// How many shards the layout has now.
-    pub fn shard_count(&self) -> usize {
-        self.layout().shard_count()
     }
 
     /// Why the source is not ready because of its checkpoint (None: it is being persisted).
@@ -229,7 +224,7 @@ impl Checkpoint {
     /// supervisor is told here rather than by a task of each source's own). Returns at once,
     /// flushing nothing, when `done` is cancelled or `listed`'s sender goes before the first
     /// list.
-    pub async fn run_once_listed(
+    pub(crate) async fn run_once_listed(
         self: Arc<Self>,
         mut listed: tokio::sync::watch::Receiver<bool>,
         metrics: Metrics,

@@ -25,57 +25,57 @@ use crate::api::imagestream::ImageStream;
 /// The `type` attribute of every event imagegate sends.
 pub mod types {
     /// A tag's current image changed, including its first import.
-    pub const UPDATED: &str = "dev.imagegate.imagestreamtag.updated";
+    pub(crate) const UPDATED: &str = "dev.imagegate.imagestreamtag.updated";
     /// A tag, or its whole ImageStream, went away.
-    pub const DELETED: &str = "dev.imagegate.imagestreamtag.deleted";
+    pub(crate) const DELETED: &str = "dev.imagegate.imagestreamtag.deleted";
     /// `ImportSuccess=False` appeared, or reappeared with a new generation.
-    pub const IMPORT_FAILED: &str = "dev.imagegate.imagestreamtag.importfailed";
+    pub(crate) const IMPORT_FAILED: &str = "dev.imagegate.imagestreamtag.importfailed";
     /// Mode `resource`, watch `ADDED` (as ApiServerSource).
-    pub const RESOURCE_ADD: &str = "dev.knative.apiserver.resource.add";
+    pub(crate) const RESOURCE_ADD: &str = "dev.knative.apiserver.resource.add";
     /// Mode `resource`, watch `MODIFIED`.
-    pub const RESOURCE_UPDATE: &str = "dev.knative.apiserver.resource.update";
+    pub(crate) const RESOURCE_UPDATE: &str = "dev.knative.apiserver.resource.update";
     /// Mode `resource`, watch `DELETED`.
-    pub const RESOURCE_DELETE: &str = "dev.knative.apiserver.resource.delete";
+    pub(crate) const RESOURCE_DELETE: &str = "dev.knative.apiserver.resource.delete";
     /// Mode `reference`, watch `ADDED`.
-    pub const REF_ADD: &str = "dev.knative.apiserver.ref.add";
+    pub(crate) const REF_ADD: &str = "dev.knative.apiserver.ref.add";
     /// Mode `reference`, watch `MODIFIED`.
-    pub const REF_UPDATE: &str = "dev.knative.apiserver.ref.update";
+    pub(crate) const REF_UPDATE: &str = "dev.knative.apiserver.ref.update";
     /// Mode `reference`, watch `DELETED`.
-    pub const REF_DELETE: &str = "dev.knative.apiserver.ref.delete";
+    pub(crate) const REF_DELETE: &str = "dev.knative.apiserver.ref.delete";
 }
 
 /// Extension attribute names (lowercase alphanumeric, at most 20 characters, per the spec).
 pub mod ext {
     /// Mode `imagestreamtag`: the ImageStream's namespace. Also ApiServerSource's `namespace`.
-    pub const NAMESPACE: &str = "namespace";
+    pub(crate) const NAMESPACE: &str = "namespace";
     /// Mode `imagestreamtag`: the ImageStream's name.
-    pub const IMAGESTREAM: &str = "imagestream";
+    pub(crate) const IMAGESTREAM: &str = "imagestream";
     /// Mode `imagestreamtag`: the tag.
-    pub const IMAGETAG: &str = "imagetag";
+    pub(crate) const IMAGETAG: &str = "imagetag";
     /// Mode `imagestreamtag`: the digest, absent when the change has none.
-    pub const IMAGEDIGEST: &str = "imagedigest";
+    pub(crate) const IMAGEDIGEST: &str = "imagedigest";
     /// Modes `resource`/`reference`: the object's kind.
-    pub const KIND: &str = "kind";
+    pub(crate) const KIND: &str = "kind";
     /// Modes `resource`/`reference`: the object's apiVersion.
-    pub const APIVERSION: &str = "apiversion";
+    pub(crate) const APIVERSION: &str = "apiversion";
     /// Modes `resource`/`reference`: the object's name.
-    pub const NAME: &str = "name";
+    pub(crate) const NAME: &str = "name";
 }
 
 /// `datacontenttype` of every event.
-pub const APPLICATION_JSON: &str = "application/json";
+pub(crate) const APPLICATION_JSON: &str = "application/json";
 /// Where the published schemas (`schemas/` in the repository) live by default.
-pub const DEFAULT_DATASCHEMA_BASE: &str = "https://imagegate.dev/schemas/";
+pub(crate) const DEFAULT_DATASCHEMA_BASE: &str = "https://imagegate.dev/schemas/";
 /// The first field hashed into an image stream tag event's id, so that another derivation can
 /// never collide with this one. v2: an `updated` event hashes the TagEvent's `created` where v1
 /// hashed its generation, which OpenShift rewrites in place when a tag that follows the tag is
 /// added (so v1 gave an image sent again after a lost checkpoint another id).
-pub const ID_SCHEME: &str = "imagegate-event-id-v2";
+pub(crate) const ID_SCHEME: &str = "imagegate-event-id-v2";
 /// The first field hashed into every other id (resource and reference events, verdicts): their
 /// derivation has not changed.
-pub const ID_SCHEME_V1: &str = "imagegate-event-id-v1";
+pub(crate) const ID_SCHEME_V1: &str = "imagegate-event-id-v1";
 /// Length of an id: 40 lowercase hex characters (160 bits of SHA-256).
-pub const ID_LEN: usize = 40;
+pub(crate) const ID_LEN: usize = 40;
 
 /// Context attribute names an override may not use as an extension name (CloudEvents 1.0).
 const RESERVED: &str = "specversion id source type datacontenttype dataschema subject time data";
@@ -131,7 +131,7 @@ impl EventSettings {
     }
 
     /// Settings with any base; events of a kind whose dataschema is not a URL have none.
-    pub fn unchecked(dataschema_base: impl Into<String>) -> Self {
+    pub(crate) fn unchecked(dataschema_base: impl Into<String>) -> Self {
         let mut settings = Self {
             dataschema_base: Arc::from(dataschema_base.into()),
             schemas: Arc::new([None, None, None]),
@@ -141,7 +141,7 @@ impl EventSettings {
     }
 
     /// The `dataschema` of events of `kind`.
-    pub fn dataschema(&self, kind: ChangeKind) -> String {
+    pub(crate) fn dataschema(&self, kind: ChangeKind) -> String {
         let sep = if self.dataschema_base.ends_with('/') {
             ""
         } else {
@@ -167,7 +167,7 @@ pub fn schema_file(kind: ChangeKind) -> &'static str {
 }
 
 /// The `type` of events of `kind`.
-pub fn tag_type(kind: ChangeKind) -> &'static str {
+pub(crate) fn tag_type(kind: ChangeKind) -> &'static str {
     match kind {
         ChangeKind::Updated => types::UPDATED,
         ChangeKind::Deleted => types::DELETED,
@@ -324,7 +324,10 @@ pub(crate) fn finish(builder: EventBuilderV10) -> Event {
 /// event is touched: extension names must be lowercase ASCII letters and digits and no context
 /// attribute name; values must be strings (Knative's type is `map[string]string`) of printable
 /// ASCII, since the SDK puts them into `ce-` headers without percent-encoding.
-pub fn apply_overrides(event: &mut Event, overrides: &Value) -> Result<(), EventConfigError> {
+pub(crate) fn apply_overrides(
+    event: &mut Event,
+    overrides: &Value,
+) -> Result<(), EventConfigError> {
     for (name, value) in override_extensions(overrides)? {
         event.set_extension(name, value);
     }
@@ -332,7 +335,9 @@ pub fn apply_overrides(event: &mut Event, overrides: &Value) -> Result<(), Event
 }
 
 /// Checks `K_CE_OVERRIDES` once, at start-up, and returns the extensions it sets.
-pub fn override_extensions(overrides: &Value) -> Result<Vec<(&str, &str)>, EventConfigError> {
+pub(crate) fn override_extensions(
+    overrides: &Value,
+) -> Result<Vec<(&str, &str)>, EventConfigError> {
     let invalid = |why: String| Err(EventConfigError::Overrides(why));
     let map = match overrides {
         Value::Null => return Ok(Vec::new()),

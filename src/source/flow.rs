@@ -30,7 +30,7 @@ use crate::runtime::watch_errors::Refusals;
 const HANDOFF: usize = 10_000;
 
 /// Where the flow reports what happens: its metrics, and its watches' refusals (on `/readyz`).
-pub struct Reports {
+pub(crate) struct Reports {
     /// The source's metrics.
     pub metrics: Metrics,
     /// The refusals of the ImageStream watches.
@@ -39,7 +39,7 @@ pub struct Reports {
 
 /// What a flow follows: the stream of what its watch sees over `scopes` watch scopes, and
 /// where its events go.
-pub struct Input {
+pub(crate) struct Input {
     /// What the watch sees.
     pub seen: futures::stream::BoxStream<'static, Seen>,
     /// How many scopes the watch has (each is listed once before the flow is listed).
@@ -50,7 +50,7 @@ pub struct Input {
 
 /// Runs the watch and the delivery until `stop` is cancelled (or every watch ends). `listed`
 /// turns true once the first list of every scope is recorded.
-pub async fn run(
+pub(crate) async fn run(
     client: kube::Client,
     settings: Arc<Settings>,
     checkpoint: Arc<Checkpoint>,
@@ -97,7 +97,7 @@ pub async fn run(
 /// It returns its future rather than being an `async fn`, whose future would hold its
 /// arguments twice: the multi-tenant adapter holds one for every source it serves.
 #[allow(clippy::too_many_arguments, clippy::manual_async_fn)]
-pub fn serve(
+pub(crate) fn serve(
     settings: Arc<Settings>,
     checkpoint: Arc<Checkpoint>,
     loaded: Loaded,

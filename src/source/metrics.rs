@@ -186,7 +186,7 @@ impl Metrics {
 
     /// These metrics, but for the gauges of one flow's own queue and checkpoint, which are new
     /// and not registered (the multi-tenant adapter adds them up per process).
-    pub fn with_own_gauges(&self) -> Metrics {
+    pub(crate) fn with_own_gauges(&self) -> Metrics {
         Metrics(std::sync::Arc::new(Instruments {
             queue_depth: Gauge::default(),
             checkpoint_pending: Gauge::default(),

@@ -110,7 +110,7 @@ pub struct Settings {
 
 /// Runs the source until `shutdown` resolves, or until leadership is lost (an error, so that
 /// the process restarts as a standby).
-pub async fn run(
+pub(crate) async fn run(
     client: kube::Client,
     settings: Settings,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,

@@ -18,7 +18,7 @@ use super::state::TagState;
 // Nearly every job is a `Tag`: boxing the change would add an allocation to each.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
-pub enum Pending {
+pub(crate) enum Pending {
     /// Mode imagestreamtag.
     Tag {
         /// The change.
@@ -37,7 +37,7 @@ pub enum Pending {
 impl Pending {
     /// The CloudEvent to deliver, `K_CE_OVERRIDES` applied. The same for every call: the id
     /// and the time come from the change and when it was found, never from the clock now.
-    pub fn event(&self, settings: &EventSettings, overrides: Option<&Value>) -> Event {
+    pub(crate) fn event(&self, settings: &EventSettings, overrides: Option<&Value>) -> Event {
         let mut ev = match self {
             Pending::Tag { change, found, .. } => event::tag_event(change, settings, *found),
             Pending::Object(ev) => (**ev).clone(),
@@ -51,7 +51,7 @@ impl Pending {
     }
 
     /// The event's type (the overrides never change it).
-    pub fn ty(&self) -> &str {
+    pub(crate) fn ty(&self) -> &str {
         match self {
             Pending::Tag { change, .. } => event::tag_type(change.kind),
             Pending::Object(ev) => ev.ty(),
@@ -59,7 +59,7 @@ impl Pending {
     }
 
     /// The event's id.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         match self {
             Pending::Tag { change, .. } => event::event_id(change),
             Pending::Object(ev) => ev.id().to_owned(),

@@ -11,10 +11,10 @@ use crate::api::{ImageStream, status_code};
 /// A permanent refusal found at start.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct PreflightError(String);
+pub(crate) struct PreflightError(String);
 
 /// Lists one ImageStream of each scope, with the selector.
-pub async fn check(
+pub(crate) async fn check(
     client: &kube::Client,
     scopes: &[Option<String>],
     selector: Option<&str>,

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 
 /// One event on its way to the sink.
-pub struct Job<A> {
+pub(crate) struct Job<A> {
     /// The ordering key (`namespace/imagestream/tag`, or `namespace/imagestream`), shared by
     /// the dispatcher's indexes without copies.
     pub key: Arc<str>,
@@ -31,7 +31,7 @@ pub struct Job<A> {
 
 /// What the queue runs for each job: its delivery (the source's is
 /// [`crate::source::deliver::job::Sender`]). The job comes back with how its delivery ended.
-pub trait Work<A, O>: Send + Sync + 'static {
+pub(crate) trait Work<A, O>: Send + Sync + 'static {
     /// Delivers `job`, on a task of its own.
     fn work(self: Arc<Self>, job: Job<A>) -> impl Future<Output = (Job<A>, O)> + Send + 'static;
 }
@@ -49,7 +49,7 @@ where
 /// Told of each job whose delivery ended, how, and how many jobs are left undelivered; in
 /// completion order, on the dispatcher's task (it must not wait: the acknowledgement step,
 /// [`crate::source::ack::Recorder`], records into the checkpoint's memory).
-pub trait Finish<A, O>: Send + 'static {
+pub(crate) trait Finish<A, O>: Send + 'static {
     /// `job` ended with `outcome`; `left` jobs are still queued or in flight.
     fn finished(&mut self, job: Job<A>, outcome: O, left: usize);
 }
@@ -61,7 +61,7 @@ impl<A, O, F: FnMut(Job<A>, O, usize) + Send + 'static> Finish<A, O> for F {
 }
 
 /// A handle to enqueue jobs.
-pub struct Queue<A> {
+pub(crate) struct Queue<A> {
     tx: mpsc::Sender<Box<Job<A>>>,
     depth: Arc<AtomicUsize>,
 }
@@ -78,7 +78,7 @@ impl<A> Clone for Queue<A> {
 impl<A: Send + 'static> Queue<A> {
     /// Enqueues a job; waits only while the hand-off channel is full (the dispatcher drains
     /// it into per-key queues immediately). Err when the dispatcher is gone.
-    pub async fn push(&self, job: Job<A>) -> Result<(), Job<A>> {
+    pub(crate) async fn push(&self, job: Job<A>) -> Result<(), Job<A>> {
         self.depth.fetch_add(1, Ordering::Relaxed);
         self.tx.send(Box::new(job)).await.map_err(|e| {
             self.depth.fetch_sub(1, Ordering::Relaxed);
@@ -87,7 +87,7 @@ impl<A: Send + 'static> Queue<A> {
     }
 
     /// Jobs not yet delivered (queued or in flight).
-    pub fn depth(&self) -> usize {
+    pub(crate) fn depth(&self) -> usize {
         self.depth.load(Ordering::Relaxed)
     }
 }
@@ -98,7 +98,7 @@ impl<A: Send + 'static> Queue<A> {
 ///
 /// One task per queue, and no channel back: the multi-tenant adapter runs a queue per source
 /// (BENCHMARKS.md, issue 15).
-pub fn start<A, O, W, F>(
+pub(crate) fn start<A, O, W, F>(
     capacity: usize,
     concurrency: usize,
     work: Arc<W>,

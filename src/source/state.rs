@@ -23,7 +23,7 @@ pub struct TagFilter(pub Vec<String>);
 
 impl TagFilter {
     /// Whether changes of `tag` are wanted.
-    pub fn allows(&self, tag: &str) -> bool {
+    pub(crate) fn allows(&self, tag: &str) -> bool {
         self.0.is_empty() || self.0.iter().any(|t| t == tag)
     }
 }
@@ -56,7 +56,7 @@ pub struct StreamState {
 
 /// One thing a receiver can be told about a tag, as the state rule reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Told<'a> {
+pub(crate) enum Told<'a> {
     /// The tag's image is `digest`, from the history entry of `generation`.
     Updated {
         /// The image.
@@ -78,7 +78,7 @@ pub enum Told<'a> {
 
 impl<'a> Told<'a> {
     /// What `change` tells the receiver.
-    pub fn of(change: &'a TagChange) -> Told<'a> {
+    pub(crate) fn of(change: &'a TagChange) -> Told<'a> {
         match change.kind {
             ChangeKind::Updated => Told::Updated {
                 digest: change.digest.as_deref().unwrap_or_default(),
@@ -98,7 +98,7 @@ impl<'a> Told<'a> {
 ///
 /// An update replaces the image and keeps the failure last told; a failure records its
 /// generation and keeps the image (the failed import left the tag where it was).
-pub fn after(before: Option<&TagState>, told: Told<'_>) -> Option<TagState> {
+pub(crate) fn after(before: Option<&TagState>, told: Told<'_>) -> Option<TagState> {
     match told {
         Told::Updated { digest, generation } => Some(TagState {
             digest: Some(Digest::new(digest)),
@@ -119,7 +119,10 @@ pub fn after(before: Option<&TagState>, told: Told<'_>) -> Option<TagState> {
 
 /// The tag states after each change of a batch of one stream, in order: [`after`] folded
 /// from the stream's state `before`. What each change's acknowledgement records.
-pub fn states_after(before: Option<&StreamState>, changes: &[TagChange]) -> Vec<Option<TagState>> {
+pub(crate) fn states_after(
+    before: Option<&StreamState>,
+    changes: &[TagChange],
+) -> Vec<Option<TagState>> {
     let mut now: BTreeMap<&str, Option<TagState>> = BTreeMap::new();
     changes
         .iter()
@@ -140,7 +143,7 @@ pub fn states_after(before: Option<&StreamState>, changes: &[TagChange]) -> Vec<
 /// newest image in its history, then a standing import failure. None when there is neither
 /// (never imported and no failure, or only digest-less `reference: true` entries): nothing
 /// was or will be said about it.
-pub fn of_tag(list: &NamedTagEventList) -> Option<TagState> {
+pub(crate) fn of_tag(list: &NamedTagEventList) -> Option<TagState> {
     let current = newest_image(list);
     let mut state = current.and_then(|(event, digest)| {
         after(
@@ -170,7 +173,7 @@ fn newest_image(list: &NamedTagEventList) -> Option<(&TagEvent, &str)> {
 
 /// The allowed tags that have something to say ([`of_tag`]), by name, each with its state now
 /// and its status entry. A name listed twice (malformed): the last wins, as on the server.
-pub fn tags_now<'a>(
+pub(crate) fn tags_now<'a>(
     is: &'a ImageStream,
     filter: &TagFilter,
 ) -> BTreeMap<&'a str, (TagState, &'a NamedTagEventList)> {
@@ -191,7 +194,7 @@ pub fn tags_now<'a>(
 
 /// The state a stream is in now, as the receiver knows it once told all its changes (what the
 /// checkpoint stores once they are delivered).
-pub fn of_stream(is: &ImageStream, filter: &TagFilter) -> StreamState {
+pub(crate) fn of_stream(is: &ImageStream, filter: &TagFilter) -> StreamState {
     StreamState {
         uid: is.metadata.uid.clone().unwrap_or_default(),
         tags: tags_now(is, filter)
@@ -204,7 +207,7 @@ pub fn of_stream(is: &ImageStream, filter: &TagFilter) -> StreamState {
 impl StreamState {
     /// Records that a change of `tag` (of the stream with `uid`) was delivered: the tag's state
     /// becomes `state` (None: forgotten). A stream whose last tag went is left with no tags.
-    pub fn told(mut self, uid: &str, tag: &str, state: Option<TagState>) -> StreamState {
+    pub(crate) fn told(mut self, uid: &str, tag: &str, state: Option<TagState>) -> StreamState {
         if self.uid != uid {
             uid.clone_into(&mut self.uid);
         }

@@ -28,7 +28,7 @@ use crate::runtime::watch_errors::{Refusals, WatchBackoff};
 
 /// Streams per list page. A page is held as text and as objects until its last stream is
 /// diffed, and that is the peak of the first list: larger pages raise it more than they save.
-pub const PAGE_SIZE: u32 = 100;
+pub(crate) const PAGE_SIZE: u32 = 100;
 
 /// What the watch saw.
 #[derive(Clone, Debug)]
@@ -62,7 +62,7 @@ pub enum Seen {
 }
 
 /// The watch scopes the settings ask for: all namespaces (None), or each namespace given.
-pub fn scopes(namespaces: &[String]) -> Vec<Option<String>> {
+pub(crate) fn scopes(namespaces: &[String]) -> Vec<Option<String>> {
     if namespaces.is_empty() {
         vec![None]
     } else {
@@ -72,7 +72,7 @@ pub fn scopes(namespaces: &[String]) -> Vec<Option<String>> {
 
 /// Starts watching `scopes`, reading `R` of each stream; the stream of what is seen ends only
 /// when every watch does (kube's watchers retry with backoff, so in practice never).
-pub fn start<R: Reading>(
+pub(crate) fn start<R: Reading>(
     client: &kube::Client,
     scopes: &[Option<String>],
     selector: Option<&str>,
@@ -105,7 +105,12 @@ pub fn start<R: Reading>(
 
 /// Counts a failed ImageStream list or watch of `namespace` (None: every namespace), which is
 /// retried with backoff, and reports it on `/readyz` when it is a refusal (else a warning).
-pub fn failed(metrics: &Metrics, refusals: &Refusals, namespace: Option<&str>, e: &watcher::Error) {
+pub(crate) fn failed(
+    metrics: &Metrics,
+    refusals: &Refusals,
+    namespace: Option<&str>,
+    e: &watcher::Error,
+) {
     metrics.watch_restarts.inc();
     if refusals.failed(namespace, e).is_none() {
         warn!(

@@ -241,3 +241,58 @@ fn no_product_file_is_longer_than_500_lines_but_the_ones_named() {
     named.sort();
     assert_eq!(long, named, "files of src/ over {MAX_LINES} lines");
 }
+
+/// One way of placing unit tests (issue 31): at the end of their file, `#[cfg(test)] mod tests
+/// { .. }`, while the file with them stays within [`MAX_LINES`]; beside it in `<file>/tests.rs`
+/// (or a `<file>/tests/` folder of several) only when they would take it past that. A
+/// `pub(crate) mod tests;` is a helper other modules' tests share, and stays a file.
+#[test]
+fn unit_tests_are_inline_unless_their_file_would_pass_500_lines() {
+    let lines = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count();
+    let mut misplaced = Vec::new();
+    let mut dirs = vec![Path::new(SRC).to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let rel = path
+                .strip_prefix(SRC)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            for (i, line) in text.lines().enumerate() {
+                let next = text.lines().nth(i + 1).unwrap_or_default().trim();
+                if line.trim() == "#[cfg(test)]"
+                    && next.starts_with("mod ")
+                    && next != "mod tests;"
+                    && next != "mod tests {"
+                {
+                    misplaced.push(format!("{rel}: `{next}` (the unit tests are `mod tests`)"));
+                }
+            }
+            if !text.lines().any(|l| l == "mod tests;") {
+                continue;
+            }
+            let folder = match path.file_stem().unwrap().to_str().unwrap() {
+                "mod" | "lib" => path.parent().unwrap().to_path_buf(),
+                stem => path.with_file_name(stem),
+            };
+            let file = folder.join("tests.rs");
+            if file.is_file() && lines(&path) + lines(&file) <= MAX_LINES {
+                misplaced.push(format!(
+                    "{rel}: {} lines with its tests/tests.rs: inline them",
+                    lines(&path) + lines(&file)
+                ));
+            }
+        }
+    }
+    misplaced.sort();
+    assert!(
+        misplaced.is_empty(),
+        "unit tests out of place: {misplaced:#?}"
+    );
+}

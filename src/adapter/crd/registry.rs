@@ -11,7 +11,7 @@ use crate::source::event::{self, DEFAULT_DATASCHEMA_BASE, types};
 
 /// One registered event type.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EventType {
+pub(crate) struct EventType {
     /// The `type` attribute.
     pub ty: &'static str,
     /// The data's JSON Schema, where published.
@@ -22,7 +22,7 @@ pub struct EventType {
 
 /// Every event type, mode `imagestreamtag` first, then ApiServerSource's resource and
 /// reference modes.
-pub fn event_types() -> Vec<EventType> {
+pub(crate) fn event_types() -> Vec<EventType> {
     let tag = |kind: ChangeKind, description| EventType {
         ty: event::tag_type(kind),
         schema: Some(format!(
@@ -77,7 +77,7 @@ pub fn event_types() -> Vec<EventType> {
 }
 
 /// The annotation's value: the event types as a JSON array.
-pub fn annotation() -> String {
+pub(crate) fn annotation() -> String {
     let items: Vec<Value> = event_types()
         .into_iter()
         .map(|t| {

@@ -34,11 +34,11 @@ pub mod reason {
     /// server), and the operator does not allow the host.
     pub const SINK_NOT_ALLOWED: &str = "SinkNotAllowed";
     /// SufficientPermissions: every review allowed.
-    pub const PERMITTED: &str = "Permitted";
+    pub(crate) const PERMITTED: &str = "Permitted";
     /// SufficientPermissions=False: a review was refused.
     pub const INSUFFICIENT_PERMISSIONS: &str = "InsufficientPermissions";
     /// SufficientPermissions=Unknown: the reviews could not be asked.
-    pub const PERMISSIONS_UNCHECKED: &str = "PermissionsUnchecked";
+    pub(crate) const PERMISSIONS_UNCHECKED: &str = "PermissionsUnchecked";
     /// Ready=False: the spec contradicts itself (for example both `namespaces` and
     /// `namespaceSelector`).
     pub const INVALID_SPEC: &str = "InvalidSpec";

@@ -26,7 +26,7 @@ const WATCH_TIMEOUT_SECS: u32 = 290;
 
 /// What the feed's watch reports.
 #[derive(Debug)]
-pub enum Followed {
+pub(crate) enum Followed {
     /// The watch starts (again) from a point the sources do not know: every change from here
     /// on follows. A source must list its namespaces after this to know their state.
     From,
@@ -41,13 +41,13 @@ pub enum Followed {
 }
 
 /// A resourceVersion as a number, if it is one.
-pub fn version(rv: Option<&str>) -> Option<u64> {
+pub(crate) fn version(rv: Option<&str>) -> Option<u64> {
     rv?.parse().ok().filter(|v| *v > 0)
 }
 
 /// Watches every ImageStream, reading `R` of each, and sends what it sees to `to` until `to` is
 /// closed.
-pub async fn run<R: Reading>(
+pub(crate) async fn run<R: Reading>(
     client: kube::Client,
     to: mpsc::Sender<Followed>,
     metrics: Metrics,

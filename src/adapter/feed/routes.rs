@@ -8,7 +8,7 @@ use crate::adapter::index::SourceId;
 /// The sources joined to a feed, by the namespaces they take, each with what reaches it (`T`:
 /// its channel).
 #[derive(Debug)]
-pub struct Routes<T> {
+pub(crate) struct Routes<T> {
     /// Namespace -> the sources that take it.
     by_namespace: HashMap<String, BTreeMap<SourceId, T>>,
     /// The sources that take every namespace.
@@ -30,7 +30,7 @@ impl<T> Default for Routes<T> {
 impl<T: Clone> Routes<T> {
     /// `id` takes the changes of `namespaces` (None: every namespace) through `to`, instead of
     /// what it took before.
-    pub fn join(&mut self, id: SourceId, namespaces: Option<Vec<String>>, to: T) {
+    pub(crate) fn join(&mut self, id: SourceId, namespaces: Option<Vec<String>>, to: T) {
         self.leave(&id);
         match &namespaces {
             None => {
@@ -51,7 +51,7 @@ impl<T: Clone> Routes<T> {
 
 impl<T> Routes<T> {
     /// `id` takes nothing more.
-    pub fn leave(&mut self, id: &SourceId) {
+    pub(crate) fn leave(&mut self, id: &SourceId) {
         match self.joined.remove(id) {
             Some(None) => {
                 self.everywhere.remove(id);
@@ -71,14 +71,14 @@ impl<T> Routes<T> {
     }
 
     /// The sources that take a change in `namespace`, each once.
-    pub fn of(&self, namespace: &str) -> impl Iterator<Item = (&SourceId, &T)> {
+    pub(crate) fn of(&self, namespace: &str) -> impl Iterator<Item = (&SourceId, &T)> {
         self.everywhere
             .iter()
             .chain(self.by_namespace.get(namespace).into_iter().flatten())
     }
 
     /// Every source joined, each once.
-    pub fn all(&self) -> impl Iterator<Item = (&SourceId, &T)> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = (&SourceId, &T)> {
         self.joined.keys().filter_map(|id| {
             let to = match &self.joined[id] {
                 None => self.everywhere.get(id),
@@ -92,12 +92,14 @@ impl<T> Routes<T> {
     }
 
     /// How many sources are joined.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.joined.len()
     }
 
     /// Whether none is.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.joined.is_empty()
     }
 }

@@ -22,11 +22,11 @@ use crate::adapter::crd::status::reason;
 use crate::adapter::crd::{Destination, KReference};
 
 /// The cluster domain Knative assumes when it cannot read one (`network.GetClusterDomainName`).
-pub const DEFAULT_CLUSTER_DOMAIN: &str = "cluster.local";
+pub(crate) const DEFAULT_CLUSTER_DOMAIN: &str = "cluster.local";
 
 /// A resolved sink (Knative's duck/v1 Addressable).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// Where events go.
     pub url: String,
     /// PEM CA certificates to trust for it.
@@ -37,7 +37,7 @@ pub struct Resolved {
 
 /// Why a sink did not resolve.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unresolved {
+pub(crate) struct Unresolved {
     /// The `SinkProvided=False` reason ([`reason::SINK_INVALID`], [`reason::SINK_NOT_FOUND`]
     /// or [`reason::SINK_NOT_ADDRESSABLE`]).
     pub reason: &'static str,
@@ -56,7 +56,7 @@ impl Unresolved {
 
 /// The object a `ref` names, with its namespace defaulted.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
+pub(crate) struct Target {
     /// `apiVersion` (`v1`, `eventing.knative.dev/v1`).
     pub api_version: String,
     /// `kind`.
@@ -71,12 +71,12 @@ pub struct Target {
 
 impl Target {
     /// Its group (empty for the core group), version and kind.
-    pub fn gvk(&self) -> GroupVersionKind {
+    pub(crate) fn gvk(&self) -> GroupVersionKind {
         gvk(&self.api_version, &self.kind)
     }
 
     /// `Kind namespace/name`, as messages name it.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{} {}/{} ({})",
             self.kind, self.namespace, self.name, self.api_version
@@ -90,7 +90,7 @@ impl Target {
 
 /// What resolving a destination takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Nothing to read: the `uri` is the sink.
     Uri(Resolved),
     /// Read this object, then [`resolve`].
@@ -98,7 +98,7 @@ pub enum Plan {
 }
 
 /// Step 1: what `dest`, written in a source of `source_namespace`, needs read.
-pub fn plan(dest: &Destination, source_namespace: &str) -> Result<Plan, Unresolved> {
+pub(crate) fn plan(dest: &Destination, source_namespace: &str) -> Result<Plan, Unresolved> {
     let uri = dest.uri.as_deref().filter(|u| !u.is_empty());
     if let Some(r) = &dest.r#ref {
         if let Some(uri) = uri
@@ -139,7 +139,7 @@ pub fn plan(dest: &Destination, source_namespace: &str) -> Result<Plan, Unresolv
 
 /// `kind` of `api_version`, read as kube reads an apiVersion (`group/version`, or a core
 /// group's `version`).
-pub fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
+pub(crate) fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
     // kube's parse takes any string (the part before the first `/` is the group).
     let gv = api_version
         .parse::<GroupVersion>()
@@ -207,13 +207,13 @@ fn target(r: &KReference, source_namespace: &str) -> Result<Target, Unresolved> 
 
 /// The verb a source's service account must hold on a sink in another namespace, Knative's
 /// (`cross-namespace-event-links`: `knsubscribe` on the Broker or Channel subscribed to).
-pub const CROSS_NAMESPACE_VERB: &str = "knsubscribe";
+pub(crate) const CROSS_NAMESPACE_VERB: &str = "knsubscribe";
 
 /// Why a ref of a source in `source_namespace` may not name `target`, before anything is read
 /// (so the answer tells nothing of the object): None when it is in the source's namespace, or
 /// when the platform allows refs across namespaces (`allowed`; the review of
 /// [`CROSS_NAMESPACE_VERB`] comes next). Knative's default: a ref stays in its namespace.
-pub fn other_namespace(
+pub(crate) fn other_namespace(
     target: &Target,
     source_namespace: &str,
     allowed: bool,
@@ -237,7 +237,7 @@ pub fn other_namespace(
 }
 
 /// Step 2: the sink, from the object `target` names as read (None: it does not exist).
-pub fn resolve(
+pub(crate) fn resolve(
     dest: &Destination,
     target: &Target,
     object: Option<&Value>,
@@ -349,7 +349,7 @@ fn addressable(object: &Value, target: &Target) -> Result<Resolved, Unresolved> 
 /// Knative's (apimachinery's) `UnsafeGuessKindToResource`: the lowercase kind, unchanged when
 /// it ends in `endpoints`, else `-s` -> `-ses`, `-y` -> `-ies` (even after a vowel: a
 /// `Gateway` is guessed `gatewaies`, as Knative guesses it), anything else `+s`.
-pub fn guess_plural(kind: &str) -> String {
+pub(crate) fn guess_plural(kind: &str) -> String {
     let lower = kind.to_lowercase();
     if lower.is_empty() || lower.ends_with("endpoints") {
         return lower;

@@ -65,7 +65,7 @@ pub struct Odh {
 
 impl PromoteAs {
     /// True for the default, `ImageStreamImage`.
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         *self == PromoteAs::default()
     }
 }
@@ -76,7 +76,7 @@ fn is_false(value: &bool) -> bool {
 
 impl Odh {
     /// True when nothing is set (off).
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         self == &Odh::default()
     }
 }

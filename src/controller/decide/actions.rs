@@ -8,13 +8,13 @@ use crate::controller::params::Validation;
 use crate::controller::status::{Outcome, phase, reason};
 
 use super::gates::{Checked, one_platform, proven, run_checks, signed};
-use super::served::{
-    MovedPast, already_serving, candidate_moved, current_digest, display, mark, mark_failed,
-    moved_past, outcome, patch, pin, pinned_digest, served_annotations,
-};
 use super::rollback::{
     gate_served, keep_previous, kept_previous, rolled_back, with_promoted, with_rolled_back,
     without_rolled_back,
+};
+use super::served::{
+    MovedPast, already_serving, candidate_moved, current_digest, display, mark, mark_failed,
+    moved_past, outcome, patch, pin, pinned_digest, served_annotations,
 };
 use super::{Ask, Decision, Fetched, annotation};
 

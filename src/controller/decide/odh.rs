@@ -42,10 +42,10 @@ use super::{Ask, Decision, Fetched};
 /// cannot be in one), so no workbench's recorded commit is kept alive by a hidden tag: the
 /// candidate may still hold the digest a rollback left, and the previous tag the one a
 /// promotion replaced.
-pub const CANDIDATE_BUILD: &str = "imagegate/candidate: not offered";
+pub(crate) const CANDIDATE_BUILD: &str = "imagegate/candidate: not offered";
 
 /// The `notebook-build-commit` of the previous tag a promotion pins (see [`CANDIDATE_BUILD`]).
-pub const PREVIOUS_BUILD: &str = "imagegate/previous: not offered";
+pub(crate) const PREVIOUS_BUILD: &str = "imagegate/previous: not offered";
 
 /// Appended to the stream's description while the last update of its served tag failed.
 pub const UPDATE_FAILED_NOTE: &str =

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// What is re-driven.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Candidate<'a> {
+pub(crate) struct Candidate<'a> {
     /// The stream's namespace.
     pub namespace: &'a str,
     /// The stream.
@@ -26,7 +26,7 @@ pub struct Candidate<'a> {
 
 /// The PipelineRuns `template` (a TriggerTemplate object) makes for `c`; Err names what is
 /// wrong with the template.
-pub fn render(template: &Value, c: &Candidate) -> Result<Vec<Value>, String> {
+pub(crate) fn render(template: &Value, c: &Candidate) -> Result<Vec<Value>, String> {
     let given: BTreeMap<&str, String> = [
         ("run-id", c.run_id.clone()),
         ("namespace", c.namespace.to_string()),

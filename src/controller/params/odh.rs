@@ -29,7 +29,7 @@ pub struct OdhSettings {
 /// The settings of `spec` with the two params' values (`None` when not given): `None` when
 /// `odh.enabled` is off, in which case giving either param is an error, as it is for any action
 /// but `promote`.
-pub fn settings(
+pub(crate) fn settings(
     spec: &Odh,
     action: Action,
     software: &str,
@@ -109,7 +109,7 @@ fn param_list(name: &str, value: &str) -> Result<Option<String>, String> {
 /// The dashboard's shape of `notebook-software` and `notebook-python-dependencies`: a JSON list
 /// of objects, each with a string `name` (and usually a `version`), as in the Open Data Hub
 /// notebook manifests. Returns the list as compact JSON; otherwise why it is not one.
-pub fn notebook_list(text: &str) -> Result<String, String> {
+pub(crate) fn notebook_list(text: &str) -> Result<String, String> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| format!("is not JSON ({e}); expected a list like [{{\"name\":\"Python\",\"version\":\"v3.12\"}}]"))?;
     let Some(items) = value.as_array() else {

@@ -24,7 +24,7 @@ impl Signature {
     /// the field (`signature.keys[1]: set exactly one of publicKey, configMapKeyRef`). The
     /// bounds are the CRD's, held here too: a CustomRun's inline spec is not checked against
     /// the CRD's schema.
-    pub fn parse(&self, by: &str) -> Result<SignatureRequirement, String> {
+    pub(crate) fn parse(&self, by: &str) -> Result<SignatureRequirement, String> {
         let mut problems = Vec::new();
         if self.keys.is_empty() {
             problems.push("signature.keys: name at least one public key".to_string());
@@ -58,7 +58,7 @@ impl Signature {
 /// The keys of `field` (`signature.keys`, `validation.chains.keys`): each with a unique name and
 /// exactly one source, an inline key one the verifier can use, a ConfigMap named by an object
 /// name. What is wrong is added to `problems`, naming the field.
-pub fn parse_keys(
+pub(crate) fn parse_keys(
     keys: &[SignatureKey],
     field: &str,
     problems: &mut Vec<String>,
@@ -104,14 +104,14 @@ pub fn parse_keys(
 }
 
 /// The most keys one signature policy lists (the CRD's bound).
-pub const MAX_KEYS: usize = 16;
+pub(crate) const MAX_KEYS: usize = 16;
 /// The most pull secrets one signature policy names (the CRD's bound).
-pub const MAX_PULL_SECRETS: usize = 8;
+pub(crate) const MAX_PULL_SECRETS: usize = 8;
 
 impl SignatureRequirement {
     /// Whether it names anything outside itself (a ConfigMap of keys, a pull secret): only an
     /// ImagePromotion may, not a CustomRun's inline spec.
-    pub fn names_objects(&self) -> bool {
+    pub(crate) fn names_objects(&self) -> bool {
         !self.pull_secrets.is_empty()
             || (self.keys.iter()).any(|k| matches!(k.source, KeySource::ConfigMap(_)))
     }
@@ -119,7 +119,7 @@ impl SignatureRequirement {
 
 /// The verifier of a PEM public key (ECDSA P-256/P-384, Ed25519, RSA), or why it cannot be one.
 /// The message never quotes the key.
-pub fn public_key(pem: &str) -> Result<sigstore::crypto::CosignVerificationKey, String> {
+pub(crate) fn public_key(pem: &str) -> Result<sigstore::crypto::CosignVerificationKey, String> {
     sigstore::crypto::CosignVerificationKey::try_from_pem(pem.trim().as_bytes())
         .map_err(|e| format!("not a PEM public key cosign can verify with ({e})"))
 }

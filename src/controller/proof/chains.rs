@@ -35,7 +35,7 @@ use crate::controller::params::signature::public_key;
 use super::IMAGE_PARAM;
 
 /// The annotation Chains sets once it handled a TaskRun (`true`, or `failed`).
-pub const SIGNED: &str = "chains.tekton.dev/signed";
+pub(crate) const SIGNED: &str = "chains.tekton.dev/signed";
 /// The predicate of Chains' `in-toto` / `slsa/v1` format.
 const SLSA_V02: &str = "https://slsa.dev/provenance/v0.2";
 /// The label Tekton gives the TaskRuns of a PipelineRun: its uid.
@@ -44,13 +44,13 @@ const PIPELINE_RUN_UID: &str = "tekton.dev/pipelineRunUID";
 const PIPELINE_TASK: &str = "tekton.dev/pipelineTask";
 
 /// The annotation that holds Chains' signature of the TaskRun with `uid`.
-pub fn signature_annotation(uid: &str) -> String {
+pub(crate) fn signature_annotation(uid: &str) -> String {
     format!("chains.tekton.dev/signature-taskrun-{uid}")
 }
 
 /// Why a TaskRun's record does not count.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Lack {
+pub(crate) enum Lack {
     /// Chains has not signed it yet: waited for.
     NotYet(String),
     /// It never will, or what it signed proves nothing.
@@ -59,7 +59,7 @@ pub enum Lack {
 
 /// Where the record must lead: the PipelineRun, the pipeline task and the candidate.
 #[derive(Clone, Copy, Debug)]
-pub struct Expected<'a> {
+pub(crate) struct Expected<'a> {
     /// The PipelineRun's uid.
     pub pipeline_run_uid: &'a str,
     /// The pipeline task.
@@ -70,7 +70,7 @@ pub struct Expected<'a> {
 
 /// The name of the key that signed `run`'s record, if the record holds for `want`; `keys` are
 /// the platform's Chains keys by name, each its PEM or why it could not be read.
-pub fn verify(
+pub(crate) fn verify(
     run: &TaskRun,
     keys: &[(String, Result<String, String>)],
     want: Expected,

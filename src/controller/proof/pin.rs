@@ -22,7 +22,7 @@ use crate::api::TaskRun;
 use super::IMAGE_PARAM;
 
 /// The placeholder the `image` param's value is put back as.
-pub const IMAGE_PLACEHOLDER: &str = "$(params.image)";
+pub(crate) const IMAGE_PLACEHOLDER: &str = "$(params.image)";
 
 /// The pin of what `run` ran, or why it has none.
 pub fn of_task_run(run: &TaskRun) -> Result<String, String> {

@@ -14,7 +14,7 @@ use super::{Evidence, Proof};
 
 /// The evidence of `run` for `proofs`; the Chains keys a proof names by ConfigMap are read in
 /// `keys_namespace` (the controller's own).
-pub async fn read(
+pub(crate) async fn read(
     client: &kube::Client,
     run: &CustomRun,
     proofs: &[Proof],

@@ -16,7 +16,7 @@ use crate::controller::status::phase;
 
 /// A tag found pinned to something other than what the gate served.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Tamper {
+pub(crate) struct Tamper {
     /// The tag.
     pub tag: String,
     /// The digest the gate served on it (`imagegate.dev/served-digest`).
@@ -29,7 +29,7 @@ pub struct Tamper {
 
 impl Tamper {
     /// A line for the message, the Event and the log.
-    pub fn describe(&self, stream: &str) -> String {
+    pub(crate) fn describe(&self, stream: &str) -> String {
         format!(
             "{stream}:{} was moved to {} outside the gate (the gate served {})",
             self.tag, self.found, self.expected
@@ -38,7 +38,7 @@ impl Tamper {
 }
 
 /// Every tag of `is` the gate served that now points elsewhere.
-pub fn find(is: &ImageStream) -> Vec<Tamper> {
+pub(crate) fn find(is: &ImageStream) -> Vec<Tamper> {
     is.spec
         .tags
         .iter()
@@ -68,7 +68,7 @@ pub fn find(is: &ImageStream) -> Vec<Tamper> {
 
 /// The patch that reports `t`: phase `Tampered`, the message, and the pin found; conditional on
 /// the resourceVersion read. The tag keeps what it was moved to.
-pub fn report(is: &ImageStream, t: &Tamper) -> Value {
+pub(crate) fn report(is: &ImageStream, t: &Tamper) -> Value {
     let stream = is.metadata.name.clone().unwrap_or_default();
     let message = format!(
         "{}; reported, not undone: promote or roll back through the gate, or set \
@@ -89,7 +89,7 @@ pub fn report(is: &ImageStream, t: &Tamper) -> Value {
 
 /// The patch that undoes `t`: the tag pinned to the digest the gate served again (as
 /// `oc tag` pins: ImageStreamImage `<is>@<digest>`), the message saying what was undone.
-pub fn revert(is: &ImageStream, t: &Tamper) -> Value {
+pub(crate) fn revert(is: &ImageStream, t: &Tamper) -> Value {
     let stream = is.metadata.name.clone().unwrap_or_default();
     let message = format!("{}; put back to {}", t.describe(&stream), t.expected);
     let from = json!({

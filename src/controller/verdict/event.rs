@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::source::event::{APPLICATION_JSON, ext, hash_id};
 
 /// The type prefix.
-pub const TYPE_PREFIX: &str = "dev.imagegate.verdict.";
+pub(crate) const TYPE_PREFIX: &str = "dev.imagegate.verdict.";
 
 /// What was decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -45,7 +45,7 @@ impl Kind {
     ];
 
     /// The last part of the type, and the metric's label.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Validating => "validating",
             Kind::Promoted => "promoted",
@@ -57,7 +57,7 @@ impl Kind {
     }
 
     /// The CloudEvent type.
-    pub fn event_type(self) -> String {
+    pub(crate) fn event_type(self) -> String {
         format!("{TYPE_PREFIX}{}", self.name())
     }
 }
@@ -93,7 +93,7 @@ pub struct Verdict {
 }
 
 /// The event's id: 40 hex characters, the same for every delivery of one verdict.
-pub fn id(v: &Verdict) -> String {
+pub(crate) fn id(v: &Verdict) -> String {
     hash_id(&[
         &v.kind.event_type(),
         &v.key,
@@ -133,7 +133,7 @@ pub fn event(v: &Verdict, schema_base: Option<&url::Url>) -> Event {
 }
 
 /// The data (`schemas/verdict.json`); absent values are `null`.
-pub fn data(v: &Verdict) -> Value {
+pub(crate) fn data(v: &Verdict) -> Value {
     let or_null = |s: &str| {
         if s.is_empty() {
             Value::Null

@@ -12,7 +12,7 @@ use crate::controller::status::{Target, phase, reason, results};
 use super::event::{Kind, Verdict};
 
 /// The verdict of the finished `run`, if it reached one.
-pub fn verdict(run: &CustomRun) -> Option<Verdict> {
+pub(crate) fn verdict(run: &CustomRun) -> Option<Verdict> {
     let status = run.status.as_ref()?;
     let condition = run.succeeded_condition()?;
     let target = Target::recorded(run)?;

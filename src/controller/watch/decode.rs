@@ -26,7 +26,7 @@ use crate::controller::params::{API_VERSION, KIND};
 
 /// A CustomRun as the watch decodes it (module docs).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Watched(pub CustomRun);
+pub(crate) struct Watched(pub CustomRun);
 
 impl Resource for Watched {
     type DynamicType = ();

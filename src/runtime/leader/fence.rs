@@ -33,7 +33,7 @@ pub struct Fenced {
 /// The latest instant a write started at `now` may land, given when the last renewal of the
 /// Lease began (None: this process does not lead): `renewed + lease_duration`, if `now` is
 /// within `renew_deadline` of `renewed`; else [`Fenced`].
-pub fn write_deadline(
+pub(crate) fn write_deadline(
     renewed: Option<Instant>,
     lease_duration: Duration,
     renew_deadline: Duration,
@@ -79,12 +79,12 @@ impl Fence {
     }
 
     /// The Lease was acquired or renewed by an attempt that began at `at`.
-    pub fn renewed(&self, at: Instant) {
+    pub(crate) fn renewed(&self, at: Instant) {
         self.state().renewed = Some(at);
     }
 
     /// This process stopped leading: no write passes any more.
-    pub fn lost(&self) {
+    pub(crate) fn lost(&self) {
         self.state().renewed = None;
     }
 

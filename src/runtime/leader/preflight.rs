@@ -18,7 +18,7 @@ pub struct LeaseRefused(pub String);
 
 /// Reads the Lease and tries the write the election would make first (create, or update), as
 /// dry runs; refused for good when the API server answers 403, 404 or 422.
-pub async fn check(client: kube::Client, cfg: &LeaderConfig) -> Result<(), LeaseRefused> {
+pub(crate) async fn check(client: kube::Client, cfg: &LeaderConfig) -> Result<(), LeaseRefused> {
     let api = Api::<Lease>::namespaced(client, &cfg.namespace);
     let dry = PostParams {
         dry_run: true,
@@ -53,7 +53,7 @@ pub async fn check(client: kube::Client, cfg: &LeaderConfig) -> Result<(), Lease
 
 /// The line for the API server's answer `code` (and `message`) to `verb` on the Lease, if it
 /// refuses for good (pure).
-pub fn refusal(cfg: &LeaderConfig, verb: &str, code: u16, message: &str) -> Option<String> {
+pub(crate) fn refusal(cfg: &LeaderConfig, verb: &str, code: u16, message: &str) -> Option<String> {
     let lease = format!("{}/{}", cfg.namespace, cfg.lease_name);
     let what = match code {
         403 => format!(

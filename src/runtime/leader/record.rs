@@ -23,7 +23,7 @@ pub struct Observed {
 
 impl Observed {
     /// Notes `lease` read at `now`: the time moves only when its record changed since `prev`.
-    pub fn note(prev: Option<&Observed>, lease: &Lease, now: Instant) -> Observed {
+    pub(crate) fn note(prev: Option<&Observed>, lease: &Lease, now: Instant) -> Observed {
         let record = serde_json::to_string(&lease.spec).unwrap_or_default();
         match prev {
             Some(p) if p.record == record => p.clone(),

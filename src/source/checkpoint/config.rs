@@ -45,7 +45,7 @@ pub struct Cap {
 
 impl Cap {
     /// Whether `shards` ConfigMaps of `bytes` are within the cap (pure).
-    pub fn holds(&self, shards: usize, bytes: usize) -> bool {
+    pub(crate) fn holds(&self, shards: usize, bytes: usize) -> bool {
         shards <= self.shards && bytes <= self.bytes
     }
 }

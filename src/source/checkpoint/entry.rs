@@ -49,7 +49,7 @@ fn stream_hash(key: &StreamKey) -> u64 {
 
 /// Where a stream lives in the hash space of the self-sizing layout: MurmurHash3's `fmix64`
 /// of [`fnv1a64`]`("{namespace}/{name}")`.
-pub fn place(key: &StreamKey) -> u64 {
+pub(crate) fn place(key: &StreamKey) -> u64 {
     let mut h = stream_hash(key);
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -68,7 +68,7 @@ pub fn data_key(key: &StreamKey) -> String {
 }
 
 /// The stream a data key names, if the key says (a hashed key does not: its value does).
-pub fn key_of_data_key(data_key: &str) -> Option<StreamKey> {
+pub(crate) fn key_of_data_key(data_key: &str) -> Option<StreamKey> {
     let (ns, name) = data_key.split_once('_')?;
     (!ns.is_empty() && !name.is_empty()).then(|| (ns.to_string(), name.to_string()))
 }
@@ -76,7 +76,7 @@ pub fn key_of_data_key(data_key: &str) -> Option<StreamKey> {
 const RESERVED: [char; 4] = [';', '|', '=', ','];
 
 /// A stream's entry value under `data_key` (see the module docs).
-pub fn encode(key: &StreamKey, data_key: &str, state: &StreamState) -> String {
+pub(crate) fn encode(key: &StreamKey, data_key: &str, state: &StreamState) -> String {
     let plain = |s: &str| !s.contains(RESERVED);
     if !plain(&state.uid) || state.tags.iter().any(|(tag, _)| !plain(tag)) {
         return encode_json(key, data_key, state);
@@ -136,7 +136,7 @@ fn sha256_digest(b64: &str) -> Option<Digest> {
 }
 
 /// An entry back into its stream and state; either form, either kind of key.
-pub fn decode(data_key: &str, value: &str) -> Result<(StreamKey, StreamState), String> {
+pub(crate) fn decode(data_key: &str, value: &str) -> Result<(StreamKey, StreamState), String> {
     let (named, state) = if value.starts_with('{') {
         decode_json(value)?
     } else {

@@ -4,10 +4,10 @@
 //! name, so that two long names that share their start still differ.
 
 /// The longest label value Kubernetes accepts.
-pub const LABEL_VALUE_MAX: usize = 63;
+pub(crate) const LABEL_VALUE_MAX: usize = 63;
 
 /// `name` if it has at most `max` characters, else its first `max - 9` and `-HASH`.
-pub fn fit(name: &str, max: usize) -> String {
+pub(crate) fn fit(name: &str, max: usize) -> String {
     if name.len() <= max {
         return name.to_owned();
     }
@@ -19,7 +19,7 @@ pub fn fit(name: &str, max: usize) -> String {
 }
 
 /// The value of the label that names a checkpoint's owner.
-pub fn owner_label(name: &str) -> String {
+pub(crate) fn owner_label(name: &str) -> String {
     fit(name, LABEL_VALUE_MAX)
 }
 

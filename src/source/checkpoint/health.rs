@@ -21,7 +21,7 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// The metric label.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             FailureKind::Forbidden => "forbidden",
             FailureKind::NamespaceMissing => "namespace_missing",
@@ -32,7 +32,7 @@ impl FailureKind {
     }
 
     /// From an HTTP status (None: no answer).
-    pub fn of_status(code: Option<u16>, create: bool) -> FailureKind {
+    pub(crate) fn of_status(code: Option<u16>, create: bool) -> FailureKind {
         match code {
             Some(403) => FailureKind::Forbidden,
             Some(404) if create => FailureKind::NamespaceMissing,
@@ -45,7 +45,7 @@ impl FailureKind {
     /// What the operator must do, for the log and `/readyz`.
     /// What kind of refusal it was, for `/readyz` (which never repeats the API server's own
     /// message: the log has it).
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             FailureKind::Forbidden => "403 Forbidden",
             FailureKind::NamespaceMissing => "404: no such namespace",
@@ -55,7 +55,7 @@ impl FailureKind {
         }
     }
 
-    pub fn remedy(self, namespace: &str) -> String {
+    pub(crate) fn remedy(self, namespace: &str) -> String {
         match self {
             FailureKind::Forbidden => format!(
                 "the source's ServiceAccount may not write ConfigMaps in namespace {namespace}: \
@@ -79,7 +79,7 @@ impl FailureKind {
 }
 
 /// The flushes in a row that must fail before the source reports itself not ready.
-pub const FAILED_FLUSHES_BEFORE_UNREADY: u32 = 3;
+pub(crate) const FAILED_FLUSHES_BEFORE_UNREADY: u32 = 3;
 /// How often a failure that goes on is logged again at error level.
 const REPEAT_ERROR_EVERY: Duration = Duration::from_secs(60);
 /// How far apart the change-number samples are (the resolution of the pending age).
@@ -87,7 +87,7 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// What the log should say after a flush.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Say {
+pub(crate) enum Say {
     /// Nothing new.
     Nothing,
     /// Writes are failing (for the first time, or still, once a minute): at error level.
@@ -98,7 +98,7 @@ pub enum Say {
 
 /// The persistence state: flush outcomes and when changes were made.
 #[derive(Debug)]
-pub struct Persistence {
+pub(crate) struct Persistence {
     failed_in_a_row: u32,
     last_error: Option<(FailureKind, String)>,
     reported: Option<Instant>,
@@ -111,7 +111,7 @@ pub struct Persistence {
 
 impl Persistence {
     /// The state at a start, at `now`.
-    pub fn new(now: Instant) -> Persistence {
+    pub(crate) fn new(now: Instant) -> Persistence {
         Persistence {
             failed_in_a_row: 0,
             last_error: None,
@@ -123,7 +123,7 @@ impl Persistence {
     }
 
     /// A change numbered `n` was made at `now`.
-    pub fn changed(&mut self, n: u64, now: Instant) {
+    pub(crate) fn changed(&mut self, n: u64, now: Instant) {
         let stale =
             (self.samples.back()).is_none_or(|(_, t)| now.duration_since(*t) >= SAMPLE_EVERY);
         if stale {
@@ -132,7 +132,7 @@ impl Persistence {
     }
 
     /// How long the oldest change not yet written (numbered `oldest`) has waited, at `now`.
-    pub fn pending_age(&mut self, oldest: Option<u64>, now: Instant) -> Duration {
+    pub(crate) fn pending_age(&mut self, oldest: Option<u64>, now: Instant) -> Duration {
         let Some(oldest) = oldest else {
             self.samples.clear();
             return Duration::ZERO;
@@ -149,7 +149,11 @@ impl Persistence {
     }
 
     /// A flush ended: `Ok(complete)` says whether the whole layout is now written.
-    pub fn flushed(&mut self, outcome: Result<bool, (FailureKind, String)>, now: Instant) -> Say {
+    pub(crate) fn flushed(
+        &mut self,
+        outcome: Result<bool, (FailureKind, String)>,
+        now: Instant,
+    ) -> Say {
         match outcome {
             Ok(complete) => {
                 self.complete |= complete;
@@ -179,12 +183,12 @@ impl Persistence {
     }
 
     /// Whether writes have failed long enough to say so.
-    pub fn failing(&self) -> bool {
+    pub(crate) fn failing(&self) -> bool {
         self.failed_in_a_row >= FAILED_FLUSHES_BEFORE_UNREADY
     }
 
     /// Why the source is not ready because of its checkpoint (None: it is fine).
-    pub fn not_ready(&self, namespace: &str) -> Option<String> {
+    pub(crate) fn not_ready(&self, namespace: &str) -> Option<String> {
         match (&self.last_error, self.complete, self.failing()) {
             (Some((kind, _)), _, true) => Some(format!(
                 "checkpoint writes are failing ({} flushes in a row): {}; {} (the log has the API \

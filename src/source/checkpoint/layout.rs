@@ -42,7 +42,7 @@ const MAX_DEPTH: u8 = 40;
 
 /// One leaf as it will be once its pending changes are written.
 #[derive(Debug, Default)]
-pub struct Leaf {
+pub(crate) struct Leaf {
     /// When it was made (see the module docs).
     pub epoch: u64,
     /// Its ConfigMap holds its whole content (as of a write; `dirty` is what came after).
@@ -72,7 +72,7 @@ impl Leaf {
     }
 
     /// The changes not yet written: each key with its value (None: remove the key).
-    pub fn pending(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
+    pub(crate) fn pending(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
         (self.dirty.keys()).map(|k| (k.as_str(), self.data.get(k).map(String::as_str)))
     }
 }
@@ -80,7 +80,7 @@ impl Leaf {
 /// What a flush has to do, in this order: the writes, then (once every leaf is written) the
 /// deletions and the marker.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Leaves to write whole (new, or never written).
     pub whole: Vec<Prefix>,
     /// Leaves to patch with their changed keys.
@@ -91,7 +91,7 @@ pub struct Plan {
 /// The largest epoch a shard may carry. Epochs count splits and merges from 1, so a real one stays
 /// far below this; a larger one (a hand-written or forged annotation) is read as missing, so that
 /// it neither overflows the next epoch nor outranks every shard written after it.
-pub const MAX_EPOCH: u64 = 1 << 53;
+pub(crate) const MAX_EPOCH: u64 = 1 << 53;
 
 #[derive(Debug)]
 pub struct Layout {
@@ -132,7 +132,7 @@ impl Layout {
     }
 
     /// Sets (or, with None, removes) a stream's entry; false if that changes nothing.
-    pub fn set(&mut self, key: &StreamKey, value: Option<String>) -> bool {
+    pub(crate) fn set(&mut self, key: &StreamKey, value: Option<String>) -> bool {
         let data_key = entry::data_key(key);
         let at = self.leaf_of(place(key));
         self.changes += 1;
@@ -154,33 +154,33 @@ impl Layout {
     }
 
     /// A stream's entry value.
-    pub fn get(&self, key: &StreamKey) -> Option<&str> {
+    pub(crate) fn get(&self, key: &StreamKey) -> Option<&str> {
         let leaf = self.leaves.get(&self.leaf_of(place(key)))?;
         leaf.data.get(&entry::data_key(key)).map(String::as_str)
     }
 
     /// A leaf.
-    pub fn leaf(&self, prefix: Prefix) -> Option<&Leaf> {
+    pub(crate) fn leaf(&self, prefix: Prefix) -> Option<&Leaf> {
         self.leaves.get(&prefix).map(|l| &**l)
     }
 
     /// The number of the last change made.
-    pub fn change_number(&self) -> u64 {
+    pub(crate) fn change_number(&self) -> u64 {
         self.changes
     }
 
     /// How many leaves (ConfigMaps, once written) there are.
-    pub fn shard_count(&self) -> usize {
+    pub(crate) fn shard_count(&self) -> usize {
         self.leaves.len()
     }
 
     /// The bytes of every entry.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.leaves.values().map(|l| l.bytes).sum()
     }
 
     /// How many entries are waiting to be written (a leaf never written counts whole).
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         (self.leaves.values())
             .map(|l| {
                 if l.written {
@@ -193,19 +193,19 @@ impl Layout {
     }
 
     /// The number of the oldest change not yet written, if any is pending.
-    pub fn oldest_pending(&self) -> Option<u64> {
+    pub(crate) fn oldest_pending(&self) -> Option<u64> {
         (self.leaves.values())
             .filter_map(|l| l.dirty.values().min().copied())
             .min()
     }
 
     /// Whether every leaf's ConfigMap holds its content (so obsolete shards may go).
-    pub fn all_written(&self) -> bool {
+    pub(crate) fn all_written(&self) -> bool {
         self.leaves.values().all(|l| l.written)
     }
 
     /// The obsolete shards that may be deleted now: none until every leaf is written.
-    pub fn deletable(&self) -> Vec<Prefix> {
+    pub(crate) fn deletable(&self) -> Vec<Prefix> {
         if !self.all_written() {
             return Vec::new();
         }
@@ -216,7 +216,7 @@ impl Layout {
     }
 
     /// Splits the leaves that grew too large and merges siblings that became small.
-    pub fn rebalance(&mut self) {
+    pub(crate) fn rebalance(&mut self) {
         let mut work: Vec<Prefix> = self.leaves.keys().copied().collect();
         while let Some(p) = work.pop() {
             let splittable = self
@@ -288,7 +288,7 @@ impl Layout {
     }
 
     /// What the next flush writes.
-    pub fn plan(&self) -> Plan {
+    pub(crate) fn plan(&self) -> Plan {
         let mut plan = Plan {
             whole: Vec::new(),
             patch: Vec::new(),
@@ -306,7 +306,7 @@ impl Layout {
     /// A leaf was written: whole (its ConfigMap now holds exactly its content) or patched,
     /// with the changes up to number `upto`; later ones stay pending. A leaf that is no longer
     /// there (it cannot be: the leaves change only in a flush) is ignored.
-    pub fn written(&mut self, prefix: Prefix, epoch: u64, upto: u64, whole: bool) {
+    pub(crate) fn written(&mut self, prefix: Prefix, epoch: u64, upto: u64, whole: bool) {
         let Some(leaf) = self.leaves.get_mut(&prefix).filter(|l| l.epoch == epoch) else {
             return;
         };
@@ -323,7 +323,7 @@ impl Layout {
 
     /// A leaf's ConfigMap is gone (deleted by hand, or with its namespace): its next write is a
     /// whole one, and the marker is written again after it (it may be gone too).
-    pub fn lost(&mut self, prefix: Prefix) {
+    pub(crate) fn lost(&mut self, prefix: Prefix) {
         if let Some(leaf) = self.leaves.get_mut(&prefix) {
             leaf.written = false;
         }
@@ -331,7 +331,7 @@ impl Layout {
     }
 
     /// An obsolete shard was deleted (or was already gone).
-    pub fn deleted(&mut self, shard: Prefix) {
+    pub(crate) fn deleted(&mut self, shard: Prefix) {
         self.obsolete.remove(&shard);
     }
 }

@@ -40,7 +40,7 @@ pub const OWNED_COMPONENT: &str = "imagestreamsource-checkpoint";
 impl CheckpointOwner {
     /// The labels that select the ConfigMaps of a checkpoint owned by `owner` (None: the single
     /// source's).
-    pub fn labels(owner: Option<&CheckpointOwner>) -> BTreeMap<String, String> {
+    pub(crate) fn labels(owner: Option<&CheckpointOwner>) -> BTreeMap<String, String> {
         let mut labels: BTreeMap<String, String> = LABELS
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))

@@ -13,7 +13,7 @@ use super::{Checkpoint, CheckpointError, code};
 
 impl Checkpoint {
     /// Whether the checkpoint can be written: Err for a permanent refusal, Ok otherwise.
-    pub async fn probe(&self) -> Result<(), CheckpointError> {
+    pub(crate) async fn probe(&self) -> Result<(), CheckpointError> {
         let marker: ConfigMap = serde_json::from_value(serde_json::json!({
             "metadata": self.metadata(&self.cfg.prefix),
         }))

@@ -17,7 +17,7 @@ const DRAIN_LIMIT: usize = 64 * 1024;
 /// HTTP/1.1 opens one connection per request in flight, and the multi-tenant adapter's sources
 /// deliver at once (1,000 sources, one change each, opened ~1,000 connections to one sink
 /// host); kept idle without a bound, each allocated some 30 KiB of buffers for the pool's 90 s.
-pub const MAX_IDLE_PER_HOST: usize = 100;
+pub(crate) const MAX_IDLE_PER_HOST: usize = 100;
 
 /// The HTTP client for the sink (and the dead-letter sink) could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -43,7 +43,7 @@ fn body_excerpt(body: &[u8]) -> String {
 
 impl SendError {
     /// The status code, None when there was no response.
-    pub fn status(&self) -> Option<u16> {
+    pub(crate) fn status(&self) -> Option<u16> {
         match self {
             Self::Status { status, .. } => Some(*status),
             Self::Encode(_) | Self::Transport(_) => None,

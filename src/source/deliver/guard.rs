@@ -33,7 +33,7 @@ pub struct Guard {
 }
 
 /// Whether an address may be sent to: not loopback, link-local, unspecified or multicast.
-pub fn address_allowed(ip: IpAddr) -> bool {
+pub(crate) fn address_allowed(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             !(v4.is_loopback()
@@ -54,13 +54,13 @@ pub fn address_allowed(ip: IpAddr) -> bool {
 
 impl Guard {
     /// Whether `host` is allowed by the operator.
-    pub fn allows(&self, host: &str) -> bool {
+    pub(crate) fn allows(&self, host: &str) -> bool {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         self.allowed.iter().any(|a| a.trim_end_matches('.') == host)
     }
 
     /// Why `url` may not be a tenant's sink; None when it may.
-    pub fn refused(&self, url: &url::Url) -> Option<String> {
+    pub(crate) fn refused(&self, url: &url::Url) -> Option<String> {
         let host = url
             .host_str()?
             .trim_start_matches('[')

@@ -16,12 +16,12 @@ use crate::source::pending::Pending;
 use crate::source::queue::{Job, Work};
 
 /// How a job's delivery ended: delivered (to the sink or the dead-letter sink), or stopped.
-pub type Outcome = Result<Delivered, Stopped>;
+pub(crate) type Outcome = Result<Delivered, Stopped>;
 
 /// Where the events go now: the sink and the dead-letter sink. The single source's never
 /// changes; the multi-tenant adapter re-resolves a source's while its flow runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Route {
+pub(crate) struct Route {
     /// The sink.
     pub sink: reqwest::Url,
     /// The dead-letter sink, if any.
@@ -35,14 +35,14 @@ pub struct Route {
 
 /// The route of each delivery, read when it starts: None holds deliveries (they wait in the
 /// queue) until a route is sent.
-pub type Routes = tokio::sync::watch::Receiver<Option<Route>>;
+pub(crate) type Routes = tokio::sync::watch::Receiver<Option<Route>>;
 
 /// Told of every delivery that ended (the multi-tenant adapter's per-source counters).
-pub type Tally = Arc<dyn Fn(&Delivered) + Send + Sync>;
+pub(crate) type Tally = Arc<dyn Fn(&Delivered) + Send + Sync>;
 
 /// What the queue runs for each job: the event built once, delivered with retries along the
 /// route of the moment (waiting while there is none), counted.
-pub struct Sender {
+pub(crate) struct Sender {
     /// The source's settings: the events' attributes, the delivery spec, the content mode.
     pub settings: Arc<Settings>,
     /// The HTTP client of the sinks.

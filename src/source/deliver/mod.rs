@@ -43,15 +43,15 @@ pub use self::spec::{
 pub use self::wire::{ContentMode, Encoded};
 
 /// Extension naming the sink that failed (Knative's `KnativeErrorDestExtensionKey`).
-pub const KNATIVE_ERROR_DEST: &str = "knativeerrordest";
+pub(crate) const KNATIVE_ERROR_DEST: &str = "knativeerrordest";
 /// Extension carrying the last status code (an integer; `500` for a transport error).
-pub const KNATIVE_ERROR_CODE: &str = "knativeerrorcode";
+pub(crate) const KNATIVE_ERROR_CODE: &str = "knativeerrorcode";
 /// Extension carrying the base64 of the last response body, at most 1024 characters.
-pub const KNATIVE_ERROR_DATA: &str = "knativeerrordata";
+pub(crate) const KNATIVE_ERROR_DATA: &str = "knativeerrordata";
 
 /// What became of an event.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Delivered {
+pub(crate) enum Delivered {
     /// The sink accepted it after `attempts` attempts.
     Sink {
         /// Attempts made, the successful one included.
@@ -79,20 +79,20 @@ pub enum Delivered {
 /// with the same id).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("delivery stopped by shutdown")]
-pub struct Stopped;
+pub(crate) struct Stopped;
 
 /// An event, built by a function that gives the same event on every call (a queued change
 /// does: its id and time come from the change, never from the clock now). [`deliver`] builds
 /// it once per attempt, so the event and its encoding are moved into the request, never
 /// copied, and every attempt still sends the same event with the same id.
-pub type MakeEvent<'a> = &'a (dyn Fn() -> Event + Sync);
+pub(crate) type MakeEvent<'a> = &'a (dyn Fn() -> Event + Sync);
 
 /// Delivers the event `make` builds to `sink`: retries as `spec` says, honouring
 /// `Retry-After` on 429/503 (capped by `max_backoff`), and when the sink refused it for good,
 /// sends it to the dead-letter sink (with the same retries) carrying
 /// [`knative_error_extensions`]. Every attempt sends the same event with the same id. `stop`
 /// being cancelled aborts waits and attempts in flight and returns [`Stopped`].
-pub async fn deliver(
+pub(crate) async fn deliver(
     client: &SinkClient,
     sink: &Url,
     make: MakeEvent<'_>,
@@ -132,11 +132,11 @@ pub async fn deliver(
 }
 
 /// The longest wait between two rounds of a held event's delivery.
-pub const HOLD_MAX: Duration = Duration::from_secs(60);
+pub(crate) const HOLD_MAX: Duration = Duration::from_secs(60);
 
 /// How long a held event waits before its delivery round `round` (2, 3, ...): 1 s, doubling,
 /// at most [`HOLD_MAX`]. A round is a whole [`deliver`], retries and dead-letter sink included.
-pub fn hold_delay(round: u32) -> Duration {
+pub(crate) fn hold_delay(round: u32) -> Duration {
     let doublings = round.saturating_sub(2).min(6);
     Duration::from_secs(1 << doublings).min(HOLD_MAX)
 }
@@ -199,7 +199,7 @@ fn log_retry(sink: &Url, event_id: &str, attempt: u32, err: &SendError, wait: Du
 }
 
 /// What a dead letter says of a transport error without detail ([`knative_error_extensions`]).
-pub const UNREACHABLE: &str = "the sink could not be reached";
+pub(crate) const UNREACHABLE: &str = "the sink could not be reached";
 
 /// The extensions Knative's dispatcher puts on an event it sends to a dead-letter sink
 /// (`dispatchExecutionInfoTransformers`, `KnativeErrorTransformers`):
@@ -215,7 +215,7 @@ pub const UNREACHABLE: &str = "the sink could not be reached";
 /// transport error is only [`UNREACHABLE`]: its words (connection refused, a DNS failure, a
 /// timeout) would tell the tenant what listens where on the adapter's network (F-7). The log
 /// keeps them.
-pub fn knative_error_extensions(
+pub(crate) fn knative_error_extensions(
     sink: &Url,
     err: &SendError,
     detail: bool,

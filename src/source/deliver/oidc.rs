@@ -14,7 +14,7 @@ use kube::Api;
 use kube::api::PostParams;
 
 /// How long a requested token lives.
-pub const TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
+pub(crate) const TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// The ServiceAccount whose tokens a process sends, and the tokens it holds, one per audience.
 pub struct Identity {
@@ -32,7 +32,7 @@ impl std::fmt::Debug for Identity {
 
 impl Identity {
     /// ServiceAccount `namespace/name`, its tokens requested with `client`.
-    pub fn new(client: kube::Client, namespace: &str, name: &str) -> Arc<Identity> {
+    pub(crate) fn new(client: kube::Client, namespace: &str, name: &str) -> Arc<Identity> {
         Arc::new(Identity {
             client,
             namespace: namespace.to_string(),
@@ -42,7 +42,7 @@ impl Identity {
     }
 
     /// The tokens for `audience` (one holder per audience, shared by every flow that sends there).
-    pub fn for_audience(self: &Arc<Self>, audience: &str) -> Arc<Oidc> {
+    pub(crate) fn for_audience(self: &Arc<Self>, audience: &str) -> Arc<Oidc> {
         let mut map = self.by_audience.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(audience.to_string())
             .or_insert_with(|| {
@@ -81,13 +81,8 @@ impl PartialEq for Oidc {
 impl Eq for Oidc {}
 
 impl Oidc {
-    /// The audience.
-    pub fn audience(&self) -> &str {
-        &self.audience
-    }
-
     /// A token for the audience, requested when there is none or it is past 80 % of its life.
-    pub async fn token(&self) -> Result<String, String> {
+    pub(crate) async fn token(&self) -> Result<String, String> {
         let mut current = self.current.lock().await;
         if let Some((token, renew_at)) = current.as_ref()
             && Instant::now() < *renew_at

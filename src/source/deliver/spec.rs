@@ -48,7 +48,7 @@ impl DeliverySpec {
     /// numbered as its table test numbers them: `PT0.5S` exponential waits 1 s, 2 s, 4 s...
     /// (Its in-memory dispatcher passes go-retryablehttp's 0-based index instead, so a first
     /// linear retry waits nothing; that is not copied.)
-    pub fn delay(&self, retry: u32) -> Duration {
+    pub(crate) fn delay(&self, retry: u32) -> Duration {
         let factor = match self.backoff_policy {
             BackoffPolicy::Linear => Some(retry),
             BackoffPolicy::Exponential => 2u32.checked_pow(retry),
@@ -60,7 +60,7 @@ impl DeliverySpec {
 
     /// The waits before each retry, as Knative's formulas give them ([`DeliverySpec::delay`]):
     /// `retry` of them, or without end when `retry` is None.
-    pub fn delays(&self) -> Delays {
+    pub(crate) fn delays(&self) -> Delays {
         Delays {
             spec: self.clone(),
             next: 1,
@@ -70,7 +70,7 @@ impl DeliverySpec {
     /// The wait after `err` when the backoff says `delay`: the backoff, or the sink's
     /// `Retry-After` on a 429 or 503 when that is longer (Knative's `generateBackoffFn`), never
     /// more than `max_backoff`.
-    pub fn wait_after(&self, delay: Duration, err: &SendError) -> Duration {
+    pub(crate) fn wait_after(&self, delay: Duration, err: &SendError) -> Duration {
         let asked = match err {
             SendError::Status {
                 status: 429 | 503,

@@ -22,7 +22,7 @@ enum Repr {
 
 impl Digest {
     /// The digest written `s`.
-    pub fn new(s: &str) -> Digest {
+    pub(crate) fn new(s: &str) -> Digest {
         match sha256_bytes(s) {
             Some(bytes) => Digest(Repr::Sha256(bytes)),
             None => Digest(Repr::Other(s.into())),
@@ -30,12 +30,12 @@ impl Digest {
     }
 
     /// The `sha256:` digest of these 32 bytes.
-    pub fn from_sha256(bytes: [u8; 32]) -> Digest {
+    pub(crate) fn from_sha256(bytes: [u8; 32]) -> Digest {
         Digest(Repr::Sha256(bytes))
     }
 
     /// The 32 bytes of a canonical `sha256:` digest; None for any other form.
-    pub fn sha256(&self) -> Option<&[u8; 32]> {
+    pub(crate) fn sha256(&self) -> Option<&[u8; 32]> {
         match &self.0 {
             Repr::Sha256(bytes) => Some(bytes),
             Repr::Other(_) => None,

@@ -20,12 +20,12 @@ impl TagStates {
     }
 
     /// The state of `tag`.
-    pub fn get(&self, tag: &str) -> Option<&TagState> {
+    pub(crate) fn get(&self, tag: &str) -> Option<&TagState> {
         self.find(tag).ok().map(|i| &self.0[i].1)
     }
 
     /// Sets the state of `tag`; returns the one it replaces.
-    pub fn insert(&mut self, tag: &str, state: TagState) -> Option<TagState> {
+    pub(crate) fn insert(&mut self, tag: &str, state: TagState) -> Option<TagState> {
         match self.find(tag) {
             Ok(i) => Some(std::mem::replace(&mut self.0[i].1, state)),
             Err(i) => {
@@ -36,7 +36,7 @@ impl TagStates {
     }
 
     /// Forgets `tag`; returns its state.
-    pub fn remove(&mut self, tag: &str) -> Option<TagState> {
+    pub(crate) fn remove(&mut self, tag: &str) -> Option<TagState> {
         self.find(tag).ok().map(|i| self.0.remove(i).1)
     }
 
@@ -46,17 +46,18 @@ impl TagStates {
     }
 
     /// The tag names, in order.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
+    #[cfg(test)]
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
         self.0.iter().map(|(tag, _)| &**tag)
     }
 
     /// How many tags have a state.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
     /// Whether no tag has a state.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }

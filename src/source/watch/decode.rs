@@ -19,7 +19,7 @@ pub trait Reading: Clone + std::fmt::Debug + Send + Sync + 'static {
 
 /// Everything: modes `resource` and `reference` send the object itself.
 #[derive(Clone, Debug)]
-pub struct Whole;
+pub(crate) struct Whole;
 
 impl Reading for Whole {
     fn parse(text: &str) -> Result<ImageStream, serde_json::Error> {
@@ -33,7 +33,7 @@ impl Reading for Whole {
 /// `managedFields` a real API server sends with every object) are skipped unparsed, and a
 /// malformed spec does not make the stream malformed: no event is made from it.
 #[derive(Clone, Debug)]
-pub struct TagsOnly;
+pub(crate) struct TagsOnly;
 
 impl Reading for TagsOnly {
     fn parse(text: &str) -> Result<ImageStream, serde_json::Error> {
@@ -90,7 +90,7 @@ fn tags(text: &str, labels: bool) -> Result<ImageStream, serde_json::Error> {
 /// be. Deserializing never fails, so one malformed object cannot fail a whole list (and with
 /// it the watch).
 #[derive(Clone, Debug)]
-pub struct Watched<R = Whole> {
+pub(crate) struct Watched<R = Whole> {
     /// The stream's metadata (what could be read of it when the object is malformed).
     metadata: ObjectMeta,
     /// The rest of the stream (its metadata is in `metadata`), or why it does not parse.
@@ -162,7 +162,7 @@ impl<R: Reading> kube::Resource for Watched<R> {
 }
 
 /// The namespace and name of a watched object, readable or not.
-pub fn key<R>(obj: &Watched<R>) -> StreamKey {
+pub(crate) fn key<R>(obj: &Watched<R>) -> StreamKey {
     (
         obj.metadata.namespace.clone().unwrap_or_default(),
         obj.metadata.name.clone().unwrap_or_default(),
@@ -170,7 +170,7 @@ pub fn key<R>(obj: &Watched<R>) -> StreamKey {
 }
 
 /// The typed ImageStream, or None (logged and counted) when the object does not parse.
-pub fn typed<R>(obj: Watched<R>, metrics: &Metrics) -> Option<ImageStream> {
+pub(crate) fn typed<R>(obj: Watched<R>, metrics: &Metrics) -> Option<ImageStream> {
     match obj.stream {
         Ok(mut is) => {
             is.metadata = obj.metadata;

@@ -2,8 +2,8 @@
 
 mod odh;
 mod proof;
-mod signature;
 mod rollback;
+mod signature;
 
 use super::*;
 use crate::controller::crd::Checks;

@@ -12,10 +12,10 @@ pub struct Prefix {
 
 impl Prefix {
     /// The whole hash space.
-    pub const ROOT: Prefix = Prefix { depth: 0, bits: 0 };
+    pub(crate) const ROOT: Prefix = Prefix { depth: 0, bits: 0 };
 
     /// The range of depth `depth` that holds `hash`.
-    pub fn of(hash: u64, depth: u8) -> Prefix {
+    pub(crate) fn of(hash: u64, depth: u8) -> Prefix {
         let bits = if depth == 0 {
             0
         } else {
@@ -25,22 +25,23 @@ impl Prefix {
     }
 
     /// How many bits it fixes.
-    pub fn depth(self) -> u8 {
+    pub(crate) fn depth(self) -> u8 {
         self.depth
     }
 
     /// Whether `hash` is in the range.
-    pub fn covers(self, hash: u64) -> bool {
+    pub(crate) fn covers(self, hash: u64) -> bool {
         Prefix::of(hash, self.depth) == self
     }
 
     /// Whether `other` is this range or inside it.
-    pub fn contains(self, other: Prefix) -> bool {
+    pub(crate) fn contains(self, other: Prefix) -> bool {
         other.depth >= self.depth && other.ancestor(self.depth) == self
     }
 
     /// Whether the two ranges share a hash.
-    pub fn overlaps(self, other: Prefix) -> bool {
+    #[cfg(test)]
+    pub(crate) fn overlaps(self, other: Prefix) -> bool {
         self.contains(other) || other.contains(self)
     }
 
@@ -55,7 +56,7 @@ impl Prefix {
     }
 
     /// The two halves.
-    pub fn children(self) -> [Prefix; 2] {
+    pub(crate) fn children(self) -> [Prefix; 2] {
         let child = |b| Prefix {
             depth: self.depth + 1,
             bits: self.bits << 1 | b,
@@ -64,12 +65,12 @@ impl Prefix {
     }
 
     /// The range this is a half of.
-    pub fn parent(self) -> Option<Prefix> {
+    pub(crate) fn parent(self) -> Option<Prefix> {
         (self.depth > 0).then(|| self.ancestor(self.depth - 1))
     }
 
     /// The other half of the parent.
-    pub fn sibling(self) -> Option<Prefix> {
+    pub(crate) fn sibling(self) -> Option<Prefix> {
         (self.depth > 0).then_some(Prefix {
             depth: self.depth,
             bits: self.bits ^ 1,
@@ -77,7 +78,7 @@ impl Prefix {
     }
 
     /// The shard name's suffix: `h` and the bits, most significant first.
-    pub fn suffix(self) -> String {
+    pub(crate) fn suffix(self) -> String {
         let mut s = String::with_capacity(1 + usize::from(self.depth));
         s.push('h');
         for i in (0..self.depth).rev() {
@@ -87,7 +88,7 @@ impl Prefix {
     }
 
     /// The range a name suffix (`h0110`) stands for.
-    pub fn parse(suffix: &str) -> Option<Prefix> {
+    pub(crate) fn parse(suffix: &str) -> Option<Prefix> {
         let bits = suffix.strip_prefix('h')?;
         if bits.len() > usize::from(MAX_DEPTH) || !bits.bytes().all(|b| b == b'0' || b == b'1') {
             return None;
@@ -102,12 +103,12 @@ impl Prefix {
 
 impl Prefix {
     /// The name of this leaf's ConfigMap.
-    pub fn shard_name(self, prefix: &str) -> String {
+    pub(crate) fn shard_name(self, prefix: &str) -> String {
         format!("{prefix}-{}", self.suffix())
     }
 
     /// The leaf a ConfigMap named `name` holds, if it is a shard under `prefix`.
-    pub fn of_shard(prefix: &str, name: &str) -> Option<Prefix> {
+    pub(crate) fn of_shard(prefix: &str, name: &str) -> Option<Prefix> {
         let rest = name.strip_prefix(prefix)?.strip_prefix('-')?;
         Prefix::parse(rest)
     }

@@ -38,7 +38,7 @@ pub struct Coverage {
 
 impl Coverage {
     /// Whether the shards read hold whatever was recorded about `key`.
-    pub fn covers(&self, key: &StreamKey) -> bool {
+    pub(crate) fn covers(&self, key: &StreamKey) -> bool {
         let hash = place(key);
         (0..=MAX_DEPTH)
             .map(|d| Prefix::of(hash, d))
@@ -256,7 +256,7 @@ fn gaps(p: Prefix, clean: &BTreeSet<Prefix>, out: &mut Vec<Prefix>) {
 }
 
 #[cfg(test)]
-mod linear {
+mod tests {
     use super::*;
 
     /// The rule as first written: a leaf is clean when no other leaf that overlaps it has a
