@@ -346,27 +346,31 @@ fn spawn_source(kubeconfig: &std::path::Path, sink: &str, admin: u16) -> Child {
             .open(path);
         Stdio::from(file.expect("SOURCE_LOG can be opened"))
     });
-    Command::new(env!("CARGO_BIN_EXE_imagegate"))
-        .args([
-            "source",
-            "--sink",
-            sink,
-            "--checkpoint-namespace",
-            "default",
-        ])
-        .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
-        .env("KUBECONFIG", kubeconfig)
-        .env("RUST_LOG", "warn")
-        .envs(
-            std::env::var("SOURCE_ENV")
-                .unwrap_or_default()
-                .split_whitespace()
-                .filter_map(|pair| pair.split_once('=')),
-        )
-        .stdout(Stdio::null())
-        .stderr(log.unwrap_or_else(Stdio::null))
-        .spawn()
-        .unwrap()
+    // `BENCH_SOURCE_BIN`: another build's binary, to measure it beside this one in the same run.
+    Command::new(
+        std::env::var("BENCH_SOURCE_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_imagegate").to_string()),
+    )
+    .args([
+        "source",
+        "--sink",
+        sink,
+        "--checkpoint-namespace",
+        "default",
+    ])
+    .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
+    .env("KUBECONFIG", kubeconfig)
+    .env("RUST_LOG", "warn")
+    .envs(
+        std::env::var("SOURCE_ENV")
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|pair| pair.split_once('=')),
+    )
+    .stdout(Stdio::null())
+    .stderr(log.unwrap_or_else(Stdio::null))
+    .spawn()
+    .unwrap()
 }
 
 fn main() {

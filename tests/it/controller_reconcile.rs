@@ -104,6 +104,13 @@ impl Harness {
         self.runs().get("run-1").await.unwrap()
     }
 
+    /// Reconciles `run` once; the controller's requests it made, as [`Self::take_requests`].
+    async fn reconcile(&self, run: CustomRun) -> Vec<String> {
+        self.take_requests();
+        reconcile(Arc::new(run), self.ctx.clone()).await.unwrap();
+        self.take_requests()
+    }
+
     /// The controller's requests since the last call, as "verb resource[/sub]".
     fn take_requests(&self) -> Vec<String> {
         let out = self
@@ -142,10 +149,8 @@ fn condition(run: &CustomRun) -> (String, String) {
 async fn a_promotion_reads_writes_and_finishes_in_the_fixed_order() {
     let h = harness().await;
     let run = h.create(validated_b(), json!({})).await;
-    h.take_requests();
-    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
     assert_eq!(
-        h.take_requests(),
+        h.reconcile(run).await,
         vec![
             "list imagepromotions",
             "create subjectaccessreviews",
@@ -169,9 +174,7 @@ async fn a_promotion_reads_writes_and_finishes_in_the_fixed_order() {
     assert_eq!(target["action"], "promote");
 
     // Done: nothing more to do, nothing read.
-    h.take_requests();
-    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
-    assert!(h.take_requests().is_empty());
+    assert!(h.reconcile(run).await.is_empty());
 }
 
 #[tokio::test]
@@ -180,10 +183,8 @@ async fn bad_params_end_the_run_in_one_write() {
     let run = h
         .create(json!([{"name": "imagestream", "value": "nb"}]), json!({}))
         .await;
-    h.take_requests();
-    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
     assert_eq!(
-        h.take_requests(),
+        h.reconcile(run).await,
         vec!["list imagepromotions", "update customruns/status"]
     );
     let run = h.get().await;
@@ -213,10 +214,8 @@ async fn a_run_whose_service_account_may_not_promote_ends_forbidden_in_one_write
     let run = h
         .create(validated_b(), json!({"serviceAccountName": "intruder"}))
         .await;
-    h.take_requests();
-    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
     assert_eq!(
-        h.take_requests(),
+        h.reconcile(run).await,
         vec![
             "list imagepromotions",
             "create subjectaccessreviews",
@@ -284,10 +283,8 @@ async fn a_cancelled_run_that_wrote_nothing_is_cancelled_with_the_message() {
             json!({"status": "RunCancelled", "statusMessage": "CustomRun cancelled as the PipelineRun it belongs to has timed out."}),
         )
         .await;
-    h.take_requests();
-    reconcile(Arc::new(run), h.ctx.clone()).await.unwrap();
     assert_eq!(
-        h.take_requests(),
+        h.reconcile(run).await,
         vec!["update customruns/status"],
         "no ImageStream request at all"
     );

@@ -12,33 +12,42 @@ use std::path::Path;
 
 const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
 
-/// Every product module (`a::b`) and its file, unit-test files left out.
-fn modules() -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
+/// Every file of `src/`.
+fn files() -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
     let mut dirs = vec![Path::new(SRC).to_path_buf()];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 dirs.push(path);
-                continue;
+            } else {
+                out.push(path);
             }
-            let rel = path.strip_prefix(SRC).unwrap().with_extension("");
-            let mut parts: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            if matches!(
-                parts.last().map(String::as_str),
-                Some("mod" | "lib" | "main")
-            ) {
-                parts.pop();
-            }
-            if parts.is_empty() || parts.iter().any(|p| p == "tests" || p.ends_with("tests")) {
-                continue;
-            }
-            out.insert(parts.join("::"), std::fs::read_to_string(&path).unwrap());
         }
+    }
+    out
+}
+
+/// Every product module (`a::b`) and its file, unit-test files left out.
+fn modules() -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for path in files() {
+        let rel = path.strip_prefix(SRC).unwrap().with_extension("");
+        let mut parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if matches!(
+            parts.last().map(String::as_str),
+            Some("mod" | "lib" | "main")
+        ) {
+            parts.pop();
+        }
+        if parts.is_empty() || parts.iter().any(|p| p == "tests" || p.ends_with("tests")) {
+            continue;
+        }
+        out.insert(parts.join("::"), std::fs::read_to_string(&path).unwrap());
     }
     out
 }
@@ -211,29 +220,21 @@ const STILL_LONG: [&str; 0] = [];
 #[test]
 fn no_product_file_is_longer_than_500_lines_but_the_ones_named() {
     let mut long = Vec::new();
-    let mut dirs = vec![Path::new(SRC).to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-                continue;
-            }
-            let rel = path
-                .strip_prefix(SRC)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            if rel
-                .split('/')
-                .any(|p| p == "tests" || p.ends_with("tests.rs"))
-            {
-                continue;
-            }
-            let lines = std::fs::read_to_string(&path).unwrap().lines().count();
-            if lines > MAX_LINES {
-                long.push(rel);
-            }
+    for path in files() {
+        let rel = path
+            .strip_prefix(SRC)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if rel
+            .split('/')
+            .any(|p| p == "tests" || p.ends_with("tests.rs"))
+        {
+            continue;
+        }
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        if lines > MAX_LINES {
+            long.push(rel);
         }
     }
     long.sort();
@@ -250,44 +251,36 @@ fn no_product_file_is_longer_than_500_lines_but_the_ones_named() {
 fn unit_tests_are_inline_unless_their_file_would_pass_500_lines() {
     let lines = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count();
     let mut misplaced = Vec::new();
-    let mut dirs = vec![Path::new(SRC).to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-                continue;
+    for path in files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rel = path
+            .strip_prefix(SRC)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        for (i, line) in text.lines().enumerate() {
+            let next = text.lines().nth(i + 1).unwrap_or_default().trim();
+            if line.trim() == "#[cfg(test)]"
+                && next.starts_with("mod ")
+                && next != "mod tests;"
+                && next != "mod tests {"
+            {
+                misplaced.push(format!("{rel}: `{next}` (the unit tests are `mod tests`)"));
             }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let rel = path
-                .strip_prefix(SRC)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            for (i, line) in text.lines().enumerate() {
-                let next = text.lines().nth(i + 1).unwrap_or_default().trim();
-                if line.trim() == "#[cfg(test)]"
-                    && next.starts_with("mod ")
-                    && next != "mod tests;"
-                    && next != "mod tests {"
-                {
-                    misplaced.push(format!("{rel}: `{next}` (the unit tests are `mod tests`)"));
-                }
-            }
-            if !text.lines().any(|l| l == "mod tests;") {
-                continue;
-            }
-            let folder = match path.file_stem().unwrap().to_str().unwrap() {
-                "mod" | "lib" => path.parent().unwrap().to_path_buf(),
-                stem => path.with_file_name(stem),
-            };
-            let file = folder.join("tests.rs");
-            if file.is_file() && lines(&path) + lines(&file) <= MAX_LINES {
-                misplaced.push(format!(
-                    "{rel}: {} lines with its tests/tests.rs: inline them",
-                    lines(&path) + lines(&file)
-                ));
-            }
+        }
+        if !text.lines().any(|l| l == "mod tests;") {
+            continue;
+        }
+        let folder = match path.file_stem().unwrap().to_str().unwrap() {
+            "mod" | "lib" => path.parent().unwrap().to_path_buf(),
+            stem => path.with_file_name(stem),
+        };
+        let file = folder.join("tests.rs");
+        if file.is_file() && lines(&path) + lines(&file) <= MAX_LINES {
+            misplaced.push(format!(
+                "{rel}: {} lines with its tests/tests.rs: inline them",
+                lines(&path) + lines(&file)
+            ));
         }
     }
     misplaced.sort();

@@ -48,7 +48,7 @@ pub const CASES: &[Case] = &[
         name: "a PromQL expression with an unclosed bracket",
         by: By::Check,
         breaks: |m| edit(&mut rule(m, 3)["expr"], "[30m]))", "[30m])"),
-        expect: &["rules[3].expr", "never closed"],
+        expect: &["rules[3].expr", "unclosed left parenthesis"],
     },
     Case {
         name: "a dashboard query on a label the metric does not have",

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use cel::common::ast::Expr as CelExpr;
 use serde_json::Value;
 
 use super::check::{Checker, list};
@@ -230,12 +231,18 @@ impl<'a> Checker<'a> {
             for (k, p) in items(&ic["params"]).iter().enumerate() {
                 let ppath = format!("{tpath}.interceptors[{j}].params[{k}].value");
                 match (p["name"].as_str(), &p["value"]) {
-                    (Some("filter"), Value::String(filter)) => {
-                        for (header, value) in cel_header_filters(filter) {
-                            self.cel_header(doc, &ppath, &header, &value);
-                            pinned.entry(header).or_default().push(value);
+                    (Some("filter"), Value::String(filter)) => match cel_header_filters(filter) {
+                        Ok(pins) => {
+                            for (header, value) in pins {
+                                self.cel_header(doc, &ppath, &header, &value);
+                                pinned.entry(header).or_default().push(value);
+                            }
                         }
-                    }
+                        Err(why) => {
+                            let msg = format!("the CEL filter does not parse: {why}");
+                            self.r.error(doc, &ppath, msg);
+                        }
+                    },
                     (Some("overlays"), Value::Array(list)) => overlays.extend(
                         list.iter()
                             .filter_map(|o| o["key"].as_str().map(str::to_string)),
@@ -422,6 +429,7 @@ impl<'a> Checker<'a> {
                     if let (Some("filter"), Some(f)) = (p["name"].as_str(), p["value"].as_str()) {
                         out.extend(
                             cel_header_filters(f)
+                                .unwrap_or_default()
                                 .into_iter()
                                 .filter(|(h, _)| h == header)
                                 .map(|(_, v)| v),
@@ -435,45 +443,54 @@ impl<'a> Checker<'a> {
 }
 
 /// The `(header, value)` pairs a CEL filter pins with `header.match('h', 'v')` or
-/// `header.canonical('h') == 'v'` (header names lowercased).
-pub fn cel_header_filters(expression: &str) -> Vec<(String, String)> {
+/// `header.canonical('h') == 'v'` (header names lowercased), read from its syntax tree (the `cel`
+/// crate's parser, of the language Triggers' CEL interceptor evaluates); a filter that does not
+/// parse is an error, as Triggers would refuse every event with it.
+pub fn cel_header_filters(expression: &str) -> Result<Vec<(String, String)>, String> {
+    let tree = cel::parser::Parser::new()
+        .parse(expression)
+        .map_err(|e| e.to_string())?;
     let mut out = Vec::new();
-    for (start, _) in expression.match_indices("header.match(") {
-        let mut s = Scan(&expression[start + "header.match(".len()..]);
-        if let (Some(h), true, Some(v), true) = (s.quoted(), s.eat(","), s.quoted(), s.eat(")")) {
-            out.push((h.to_lowercase(), v));
-        }
-    }
-    for (start, _) in expression.match_indices("header.canonical(") {
-        let mut s = Scan(&expression[start + "header.canonical(".len()..]);
-        if let (Some(h), true, true, Some(v)) = (s.quoted(), s.eat(")"), s.eat("=="), s.quoted()) {
-            out.push((h.to_lowercase(), v));
-        }
-    }
-    out
+    pins(&tree.expr, &mut out);
+    Ok(out)
 }
 
-/// A cursor over a CEL expression that reads quoted strings and punctuation, skipping spaces.
-struct Scan<'s>(&'s str);
-
-impl Scan<'_> {
-    fn eat(&mut self, token: &str) -> bool {
-        let rest = self.0.trim_start();
-        match rest.strip_prefix(token) {
-            Some(r) => {
-                self.0 = r;
-                true
+/// Walks `expr` for the header pins of [`cel_header_filters`].
+fn pins(expr: &CelExpr, out: &mut Vec<(String, String)>) {
+    let CelExpr::Call(call) = expr else {
+        return;
+    };
+    if let (true, [h, v]) = (on_header(call, "match"), &call.args[..])
+        && let (Some(h), Some(v)) = (string(h), string(v))
+    {
+        out.push((h.to_lowercase(), v));
+    }
+    if let ("_==_", [l, r]) = (call.func_name.as_str(), &call.args[..]) {
+        for (side, value) in [(l, r), (r, l)] {
+            if let CelExpr::Call(canonical) = &side.expr
+                && let (true, [h]) = (on_header(canonical, "canonical"), &canonical.args[..])
+                && let (Some(h), Some(v)) = (string(h), string(value))
+            {
+                out.push((h.to_lowercase(), v));
             }
-            None => false,
         }
     }
+    for operand in call.target.iter().map(|t| &**t).chain(&call.args) {
+        pins(&operand.expr, out);
+    }
+}
 
-    fn quoted(&mut self) -> Option<String> {
-        let rest = self.0.trim_start();
-        let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-        let end = rest[1..].find(quote)?;
-        self.0 = &rest[end + 2..];
-        Some(rest[1..=end].to_string())
+/// Whether `call` is `header.<name>(...)`.
+fn on_header(call: &cel::common::ast::CallExpr, name: &str) -> bool {
+    call.func_name == name
+        && matches!(call.target.as_deref().map(|t| &t.expr), Some(CelExpr::Ident(h)) if h == "header")
+}
+
+/// A string literal's value.
+fn string(e: &cel::IdedExpr) -> Option<String> {
+    match &e.expr {
+        CelExpr::Literal(cel::common::ast::LiteralValue::String(s)) => Some(s.to_string()),
+        _ => None,
     }
 }
 
@@ -526,14 +543,20 @@ mod tests {
     #[test]
     fn cel_filters_pin_headers_in_both_forms() {
         let f = "header.match('Ce-Type', 'a.b') && header.canonical(\"ce-imagetag\") == 'candidate' \
-                 && body.x == 'y' && header.match('broken'";
+                 && body.x == 'y' && (header.match('x-other', 'z') || 'w' == header.canonical('X-W'))";
         assert_eq!(
-            cel_header_filters(f),
+            cel_header_filters(f).unwrap(),
             vec![
                 ("ce-type".to_string(), "a.b".to_string()),
-                ("ce-imagetag".to_string(), "candidate".to_string())
+                ("ce-imagetag".to_string(), "candidate".to_string()),
+                ("x-other".to_string(), "z".to_string()),
+                ("x-w".to_string(), "w".to_string()),
             ]
         );
+        // A pin inside a string is no pin; a filter Triggers could not parse is an error.
+        let quoted = "body.note == \"header.match('ce-type', 'x')\"";
+        assert_eq!(cel_header_filters(quoted).unwrap(), vec![]);
+        assert!(cel_header_filters("header.match('broken'").is_err());
     }
 
     #[test]
