@@ -15,9 +15,9 @@ use cloudevents::event::EventBuilderV10;
 use kube::Resource;
 use serde_json::{Map, Value, json};
 
-use super::Mode;
 use super::checkpoint::StreamKey;
 use super::event::{APPLICATION_JSON, ext, finish, hash_id, types};
+use super::settings::Mode;
 use crate::api::ImageStream;
 
 /// The last resourceVersion announced (or, for a start's list, seen) per stream.

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
+use super::ack;
 use super::apiserver::{self, Announced, Shape, WatchAction};
 use super::checkpoint::{Checkpoint, Loaded, StreamKey};
 use super::deliver::SinkClient;
@@ -20,9 +21,9 @@ use super::event;
 use super::metrics::Metrics;
 use super::pending::Pending;
 use super::queue::{self, Job, Queue};
+use super::settings::{Mode, Settings};
 use super::tracker::{self, Decision, Tracker};
 use super::watch::{self, Seen, decode};
-use super::{Mode, Settings, ack};
 use crate::api::ImageStream;
 use crate::runtime::watch_errors::Refusals;
 

@@ -9,11 +9,11 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, warn};
 
-use crate::source::Settings;
 use crate::source::deliver::{self, Delivered, DeliverySpec, SinkClient, Stopped};
 use crate::source::metrics::Metrics;
 use crate::source::pending::Pending;
 use crate::source::queue::{Job, Work};
+use crate::source::settings::Settings;
 
 /// How a job's delivery ended: delivered (to the sink or the dead-letter sink), or stopped.
 pub(crate) type Outcome = Result<Delivered, Stopped>;

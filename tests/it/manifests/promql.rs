@@ -161,8 +161,14 @@ fn refuses_what_prometheus_would_refuse() {
         ("rate(a[])", "missing unit character in duration"),
         ("sum by (a", "unclosed left parenthesis"),
         ("sum by (a, 1) (b)", "invalid promql query"),
-        ("rate(a)", "expected type matrix in call to function 'rate', got vector"),
-        ("1 > 0", "comparisons between scalars must use BOOL modifier"),
+        (
+            "rate(a)",
+            "expected type matrix in call to function 'rate', got vector",
+        ),
+        (
+            "1 > 0",
+            "comparisons between scalars must use BOOL modifier",
+        ),
         ("1 + 1", "selects no series"),
     ] {
         let err = read(expr).expect_err(expr);
