@@ -303,7 +303,17 @@ async fn main() {
         real::run(runs_n, paced_n).await;
         return;
     }
-    let emu = Emulator::start(Config::default()).await.unwrap();
+    // Without the emulator's image import controllers: the bench seeds each stream's history
+    // itself, and their first imports of 1,300 never-checked streams would write the streams
+    // under the floor's and the controller's conditional writes (409s that measure the emulator).
+    let config = Config {
+        imports: imagegate_emulator::Imports {
+            enabled: false,
+            ..Default::default()
+        },
+        ..Config::default()
+    };
+    let emu = Emulator::start(config).await.unwrap();
     emu.seed_str(
         &std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
