@@ -32,6 +32,10 @@
 //! - [`untrusted`]: every parser of outside input behind one function of bytes (the fuzz
 //!   targets' and the property test's entry points).
 
+// The docs are for the engineers of this crate (it is not published): module docs name the
+// crate-private items that do the work; `cargo doc --document-private-items` renders those links.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod access;
 pub mod adapter;
 pub mod adopt;

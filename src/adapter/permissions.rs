@@ -3,8 +3,8 @@
 //! ApiServerSource reconciler does (`runAccessCheck`), one SubjectAccessReview per verb
 //! (`get`, `list`, `watch`) on `imagestreams.image.openshift.io` per selected namespace (or
 //! once cluster-wide, when every namespace is selected). A tenant can therefore never read
-//! streams its own service account could not. [`reviews`] and [`verdict`] are pure; [`check`]
-//! asks ([`crate::access`]).
+//! streams its own service account could not. [`reviews`] and [`verdict`] are pure; the
+//! adapter's observation asks them ([`crate::access`]).
 
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewStatus,
@@ -190,7 +190,7 @@ pub(crate) fn verdict(
     }
 }
 
-/// [`check`], with the namespaces where a review was refused (`""`: cluster-wide), which the
+/// The reviews of a source's namespaces, asked, with the namespaces where a review was refused (`""`: cluster-wide), which the
 /// multi-tenant adapter leaves out of what the source is served.
 pub(crate) async fn check_each(
     client: &kube::Client,

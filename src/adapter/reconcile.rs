@@ -4,9 +4,9 @@
 //! account read them ([`super::permissions`]) -> the desired status ([`status::desired`],
 //! pure) -> one status write, only when it differs beyond transition times.
 //!
-//! [`observe`] gathers the facts and [`write`] writes the status; [`reconcile`] is both. The
+//! [`observe`] gathers the facts and [`write()`] writes the status; [`reconcile`] is both. The
 //! sink object is not watched: [`run`] re-reconciles every source every [`RESYNC`], and so
-//! does the multi-tenant adapter ([`crate::adapter`], which calls [`observe`] and [`write`] from its
+//! does the multi-tenant adapter ([`crate::adapter`], which calls [`observe`] and [`write()`] from its
 //! own loop, as it also needs the facts to serve the source), so a sink that gets or changes
 //! its address is seen within that period.
 

@@ -1,7 +1,7 @@
 //! The interceptor's endpoint: Triggers POSTs an InterceptorRequest, over TLS, to `/`; the
 //! answer is an InterceptorResponse (HTTP 200 whether it passes or not, as Triggers expects).
 //! One request reads the stream and the ImagePromotions of its namespace from the API, then
-//! [`judge`](super::judge) decides.
+//! [`super::judge`] decides.
 //!
 //! Served with tokio-rustls and hyper-util's connection builder because `axum::serve` speaks
 //! plain TCP only; the router is axum's.

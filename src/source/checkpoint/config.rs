@@ -9,7 +9,7 @@ pub struct CheckpointConfig {
     pub namespace: String,
     /// The ConfigMaps' name prefix (`imagegate-source-checkpoint`).
     pub prefix: String,
-    /// How often [`Checkpoint::run`] flushes at most (5 s).
+    /// How often [`Checkpoint::run`](super::Checkpoint::run) flushes at most (5 s).
     pub flush_interval: Duration,
     /// The bytes per second of shards the flushes may have the API server store (2 MiB/s): it
     /// stores, and answers with, every shard written whole, however few of its keys changed. A
@@ -17,7 +17,7 @@ pub struct CheckpointConfig {
     pub write_budget: u64,
     /// The most it may hold (None: no bound, the single source's, which the platform runs for
     /// itself). The multi-tenant adapter bounds each source's: a load reads no further than
-    /// the cap, and fails with [`CheckpointError::TooLarge`].
+    /// the cap, and fails with [`CheckpointError::TooLarge`](super::CheckpointError::TooLarge).
     pub cap: Option<Cap>,
 }
 

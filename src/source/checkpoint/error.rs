@@ -27,7 +27,7 @@ pub enum CheckpointError {
         source: Box<kube::Error>,
     },
     /// At start, the checkpoint cannot be written at all: its namespace is missing, or RBAC or
-    /// admission refuses the marker ([`Checkpoint::probe`]).
+    /// admission refuses the marker ([`Checkpoint::probe`](super::Checkpoint::probe)).
     #[error("the checkpoint cannot be written: {remedy} (the API server says: {said})")]
     Unwritable {
         remedy: String,

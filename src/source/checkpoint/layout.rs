@@ -15,7 +15,7 @@
 //! than every epoch before it; changes then go to it alone. The shards it replaces become
 //! *obsolete* and are deleted only once every leaf is written. So at every moment the shards
 //! in the cluster hold every stream, and where two of them cover the same hash, the one with
-//! the higher epoch is the newer: [`restore`] takes each stream from the shard with the highest
+//! the higher epoch is the newer: [`restore()`] takes each stream from the shard with the highest
 //! epoch that covers its hash. A crash anywhere in a split or a merge leaves either the old
 //! shard (older state: a change is sent again) or the new one, never neither.
 

@@ -44,7 +44,7 @@ pub struct DeliverySpec {
 impl DeliverySpec {
     /// The backoff before retry number `retry` (1 for the first), capped by `max_backoff`:
     /// linear `backoffDelay * retry`, exponential `backoffDelay * 2^retry`. Knative's formulas
-    /// (`RetryConfigFromDeliverySpec`; "backoffDelay*<numberOfRetries>" in `DeliverySpec`),
+    /// (`RetryConfigFromDeliverySpec`; `backoffDelay*<numberOfRetries>` in `DeliverySpec`),
     /// numbered as its table test numbers them: `PT0.5S` exponential waits 1 s, 2 s, 4 s...
     /// (Its in-memory dispatcher passes go-retryablehttp's 0-based index instead, so a first
     /// linear retry waits nothing; that is not copied.)
