@@ -3,7 +3,6 @@
 
 pub mod adopt;
 pub mod ops;
-pub mod selector;
 pub mod values;
 
 use std::net::SocketAddr;

@@ -121,7 +121,7 @@ pub fn retry_after(data: &[u8]) -> bool {
 
 /// A `--selector` label selector.
 pub fn label_selector(data: &[u8]) -> bool {
-    std::str::from_utf8(data).is_ok_and(|text| crate::cli::selector::check(text).is_ok())
+    std::str::from_utf8(data).is_ok_and(|text| crate::api::selector::check(text).is_ok())
 }
 
 /// An ImageStreamSource as a tenant writes it, with the object its sink ref would read

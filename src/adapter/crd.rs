@@ -222,7 +222,7 @@ impl LabelSelector {
             });
         }
         let query = parts.join(",");
-        crate::cli::selector::check(&query)?;
+        crate::api::selector::check(&query)?;
         Ok(query)
     }
 

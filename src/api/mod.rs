@@ -7,6 +7,8 @@
 //!   operator CLI's `import`).
 //! - [`customrun`]: `tekton.dev/v1beta1` CustomRun, the unit of work of the custom task.
 //! - [`pipelinerun`]: `tekton.dev/v1` PipelineRun and TaskRun, read as the proof of validation.
+//! - [`selector`]: a label selector's query syntax, checked as the API server parses it (the
+//!   `--selector` flag and the adapter's sources both).
 //!
 //! Only the fields imagegate reads or writes are modelled; unknown fields are ignored when
 //! reading. The JSON names and the null/omitted rules follow the Go types field by field
@@ -74,6 +76,7 @@ pub mod image;
 pub mod imagestream;
 pub mod imagestreamimport;
 pub mod pipelinerun;
+pub mod selector;
 
 pub use customrun::{
     Condition, CustomRun, CustomRunResult, CustomRunSpec, CustomRunStatus, CustomTaskRef,

@@ -14,9 +14,9 @@ pub(crate) fn namespace(value: &str) -> Result<String, String> {
     }
 }
 
-/// A label selector the API server would take ([`super::selector`]).
+/// A label selector the API server would take ([`crate::api::selector`]).
 pub(crate) fn label_selector(value: &str) -> Result<String, String> {
-    super::selector::check(value)
+    crate::api::selector::check(value)
         .map(|()| value.to_string())
         .map_err(|why| format!("{value:?} is not a label selector: {why}"))
 }
