@@ -1,16 +1,31 @@
 //! What a signature policy adds to a promotion (issue 32): the same promotions, one at a time,
-//! create to final, with no policy, with a policy met by cosign's `.sig` tag (simple signing), and
-//! with one met by cosign 3's default bundle (a referrer), all in one run against the emulator
-//! (in the bench process) and a real registry (CNCF Distribution) the candidates are pushed to
-//! and signed in by the real cosign; and the registry requests each promotion makes, counted in
-//! the registry's own log. Not a test: it prints a report (the numbers go into BENCHMARKS.md).
+//! create to final, with no policy, with a policy met by cosign's `.sig` tag (simple signing),
+//! with one met by cosign 3's default bundle (a referrer), and with a keyless one met by a bundle
+//! from a private Sigstore (the real Fulcio, Rekor v2 and timestamp authority, as the keyless tests
+//! start them), all in one run against the emulator (in the bench process) and a real registry
+//! (CNCF Distribution) the candidates are pushed to and signed in by the real cosign; and the
+//! registry requests each promotion makes, counted in the registry's own log. Not a test: it
+//! prints a report (the numbers go into BENCHMARKS.md).
 //!
-//! `PATH="$(scripts/realcluster bin registry cosign):$PATH" cargo bench --bench signature`
-//! (RUNS=40 per phase by default).
+//! `PATH="$(scripts/realcluster bin registry cosign fulcio rekor-server timestamp-server):$PATH"
+//! cargo bench --bench signature` (RUNS=40 per phase by default).
 
 mod common;
 
-use common::{Killed, ms, percentile};
+// The keyless tests' private Sigstore (tests/it/support/sigstore.rs), included by path with what
+// it uses from its parent: `free_port`, `process::Process`, `registry::on_path`.
+use common::free_port;
+// Only what the Sigstore uses of them is used here.
+#[allow(dead_code)]
+#[path = "../tests/it/support/process.rs"]
+mod process;
+mod registry {
+    pub use crate::on_path;
+}
+#[path = "../tests/it/support/sigstore.rs"]
+mod sigstore;
+
+use common::{Killed, ms, percentile, sorted};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -25,7 +40,7 @@ use serde_json::json;
 
 const REPO: &str = "bench/app";
 
-fn on_path(program: &str) -> PathBuf {
+pub fn on_path(program: &str) -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|d| d.join(program))
@@ -152,6 +167,7 @@ enum Phase {
     NoPolicy,
     SigTag,
     Bundle,
+    Keyless,
 }
 
 impl Phase {
@@ -160,6 +176,7 @@ impl Phase {
             Phase::NoPolicy => "plain",
             Phase::SigTag => "sigtag",
             Phase::Bundle => "bundle",
+            Phase::Keyless => "keyless",
         }
     }
 }
@@ -178,13 +195,19 @@ async fn bench() {
         &["signing-config", "create", "--out", "signing-config.json"],
     );
     let public_key = std::fs::read_to_string(dir.path().join("cosign.pub")).unwrap();
+    let sigstore = sigstore::Sigstore::start().await;
 
     let emu = Emulator::start(Config::default()).await.unwrap();
     emu.seed_str(include_str!("../config/300-imagepromotion-crd.yaml"))
         .unwrap();
     emu.seed_str(include_str!("../config/204-clusterrole-promoter.yaml"))
         .unwrap();
-    let phases = [Phase::NoPolicy, Phase::SigTag, Phase::Bundle];
+    let phases = [
+        Phase::NoPolicy,
+        Phase::SigTag,
+        Phase::Bundle,
+        Phase::Keyless,
+    ];
     let served = registry.push("served").await;
     let t_setup = Instant::now();
     for phase in phases {
@@ -197,7 +220,19 @@ async fn bench() {
              subjects:\n- {{kind: ServiceAccount, name: default, namespace: {ns}}}\n"
         ))
         .unwrap();
-        if phase != Phase::NoPolicy {
+        if phase == Phase::Keyless {
+            emu.seed(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "sigstore-root", "namespace": "imagegate-system"},
+                "data": {"trusted_root.json": sigstore.trusted_root}}))
+                .unwrap();
+            emu.seed(json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+                "metadata": {"name": "signed", "namespace": ns},
+                "spec": {"signature": {"keyless": {
+                    "trustedRoot": {"configMapKeyRef": {"name": "sigstore-root", "key": "trusted_root.json"}},
+                    "identities": [{"name": "release", "issuer": sigstore.issuer,
+                        "subject": "release@example.com"}]}}}}))
+                .unwrap();
+        } else if phase != Phase::NoPolicy {
             emu.seed(
                 json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
                 "metadata": {"name": "signed", "namespace": ns},
@@ -242,6 +277,7 @@ async fn bench() {
                         &image,
                     ],
                 ),
+                Phase::Keyless => sigstore.sign(&image, "release@example.com"),
             }
             let name = format!("nb-{i}");
             emu.seed(json!({"apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
@@ -302,7 +338,7 @@ async fn bench() {
 
     common::report_header(
         "imagegate signature policy benchmark",
-        "emulator in the bench process, controller a separate release binary, CNCF Distribution registry on loopback, candidates signed by cosign 3.1.3; runs one at a time, the three phases interleaved",
+        "emulator in the bench process, controller a separate release binary, CNCF Distribution registry on loopback, candidates signed by cosign 3.1.3 (keyless: with Fulcio 1.8.8, Rekor v2 2.3.0, timestamp authority 2.1.3); runs one at a time, the four phases interleaved",
     );
     println!("| promotions per phase | {runs} |");
     let base = percentile(&sorted(&latencies[0]), 0.5);
@@ -312,6 +348,7 @@ async fn bench() {
             Phase::NoPolicy => "no signature policy",
             Phase::SigTag => "policy met by the .sig tag (simple signing)",
             Phase::Bundle => "policy met by a cosign 3 bundle (referrer)",
+            Phase::Keyless => "keyless policy met by a cosign 3 keyless bundle",
         };
         println!(
             "| {what}: create-to-final p50 / p99 | {} / {} ({:.2}x the p50 without a policy) |",
@@ -338,12 +375,6 @@ async fn bench() {
     emu.shutdown().await;
 }
 
-fn sorted(v: &[f64]) -> Vec<f64> {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s
-}
-
 /// Creates a promote run for `digest` on `ns/name` and waits until it is final; the seconds it
 /// took. A run that does not end Promoted stops the benchmark.
 async fn promote(client: &kube::Client, ns: &str, name: &str, digest: &str) -> f64 {
@@ -360,21 +391,5 @@ async fn promote(client: &kube::Client, ns: &str, name: &str, digest: &str) -> f
     let start = Instant::now();
     runs.create(&PostParams::default(), &run).await.unwrap();
     let run_name = format!("promote-{name}");
-    loop {
-        let now = runs.get(&run_name).await.unwrap();
-        if now.is_done() {
-            let took = start.elapsed().as_secs_f64();
-            let reason = now
-                .succeeded_condition()
-                .and_then(|c| c.reason.clone())
-                .unwrap_or_default();
-            assert_eq!(reason, "Promoted", "{ns}/{run_name}: {:?}", now.status);
-            return took;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "{ns}/{run_name} never ended"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    common::promoted_since(&runs, &run_name, start).await
 }

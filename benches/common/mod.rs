@@ -50,6 +50,31 @@ pub async fn wait_ready(admin: u16) {
     }
 }
 
+/// Polls CustomRun `name` of `runs` every 2 ms until it is final; the seconds since `start`. A
+/// run that does not end `Promoted`, or within 60 s, stops the benchmark.
+pub async fn promoted_since(
+    runs: &kube::Api<imagegate::api::CustomRun>,
+    name: &str,
+    start: std::time::Instant,
+) -> f64 {
+    loop {
+        let now = runs.get(name).await.unwrap();
+        if now.is_done() {
+            let took = start.elapsed().as_secs_f64();
+            let reason = (now.succeeded_condition())
+                .and_then(|c| c.reason.clone())
+                .unwrap_or_default();
+            assert_eq!(reason, "Promoted", "{name}: {:?}", now.status);
+            return took;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "{name} never ended"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+}
+
 /// A program under measurement, killed when dropped; `term` stops it as the kubelet would.
 pub struct Killed(Option<std::process::Child>);
 

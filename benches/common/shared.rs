@@ -13,6 +13,13 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// The samples in ascending order.
+pub fn sorted(samples: &[f64]) -> Vec<f64> {
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    s
+}
+
 /// Seconds as milliseconds with two decimals.
 pub fn ms(seconds: f64) -> String {
     format!("{:.2} ms", seconds * 1000.0)

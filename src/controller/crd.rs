@@ -154,9 +154,18 @@ pub struct Signature {
     /// The publisher's public keys: a signature by any one of them over exactly the candidate
     /// digest satisfies this ImagePromotion (list the old and the new key while a key is
     /// rotated). Every ImagePromotion that governs the stream and asks for a signature must be
-    /// satisfied. The `checks` result names the key that matched.
-    #[schemars(length(min = 1, max = 16))]
+    /// satisfied. The `checks` result names the key (or keyless identity) that matched. Give
+    /// `keys`, `keyless`, or both (a signature by either satisfies it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
     pub keys: Vec<SignatureKey>,
+    /// Keyless signatures (`cosign sign` with an OIDC identity): a Sigstore bundle whose
+    /// short-lived certificate a trusted Fulcio issued to one of `identities`, timestamped by a
+    /// trusted timestamp authority and included in a trusted Rekor v2 log, all verified offline
+    /// against `trustedRoot`. Only an ImagePromotion may ask for it, not a CustomRun's inline
+    /// spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyless: Option<Keyless>,
     /// Secrets of type `kubernetes.io/dockerconfigjson` in the run's namespace holding the
     /// credentials of the candidate's registry (the ImageStream's pull secrets, say): the entry
     /// for the registry's host is used, with a Bearer token where the registry asks for one
@@ -183,6 +192,51 @@ pub struct SignatureKey {
     /// Only an ImagePromotion may name one, not a CustomRun's inline spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map_key_ref: Option<KeyRef>,
+}
+
+/// Keyless signatures a candidate may carry: who may have signed, and the trust root their
+/// certificates, timestamps and log entries are verified with.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Keyless {
+    /// The Sigstore trusted root (`trusted_root.json`: certificate authorities, transparency
+    /// logs, timestamp authorities), in a ConfigMap of the controller's own namespace, as the
+    /// trusted keys are: the platform keeps it, the gated namespace's editors cannot swap it.
+    pub trusted_root: TrustedRootRef,
+    /// The identities a signing certificate may name: a signature by any one of them satisfies
+    /// the policy.
+    #[schemars(length(min = 1, max = 16))]
+    pub identities: Vec<KeylessIdentity>,
+}
+
+/// Where a trusted root is.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrustedRootRef {
+    /// The ConfigMap (of the controller's namespace) and its data key holding the JSON.
+    pub config_map_key_ref: KeyRef,
+}
+
+/// One identity a keyless signature may be made by: the OIDC issuer exactly, and the subject
+/// (the certificate's email, URI or username) exactly or by a pattern: exactly one of
+/// `subject`, `subjectRegExp`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KeylessIdentity {
+    /// What the `checks` result calls the identity (`release-workflow`), unique among the keys
+    /// and identities.
+    pub name: String,
+    /// The OIDC issuer URL, exactly (`https://token.actions.githubusercontent.com`).
+    pub issuer: String,
+    /// The subject, exactly (`release@example.com`,
+    /// `https://github.com/org/repo/.github/workflows/release.yml@refs/heads/main`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// A regular expression (Rust `regex` syntax) the whole subject must match: it is anchored
+    /// at both ends, unlike cosign's `--certificate-identity-regexp`, so `.*@example.com` does
+    /// not match `x@example.com.evil.example`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject_reg_exp: Option<String>,
 }
 
 /// A key of a ConfigMap.

@@ -25,11 +25,13 @@ use sigstore::cosign::{ClientBuilder, CosignCapabilities, SignatureLayer};
 use sigstore::registry::{Auth, ClientConfig, ClientProtocol, OciReference};
 
 use self::bundle::KeyBundle;
+use self::keyless::{KeylessBundle, TrustRoot};
 use super::error::Error;
 use super::params::signature::{KeySource, SignatureRequirement, public_key};
 use crate::api::status_code;
 
 pub mod bundle;
+pub(crate) mod keyless;
 
 /// How long one lookup of a candidate's signatures may take (every registry round trip of it):
 /// a registry that does not answer is retried by the error policy, never waited on forever.
@@ -72,12 +74,16 @@ pub(crate) struct Signatures {
 pub(crate) struct Finding {
     /// Who asks (`ImagePromotion "nb"`).
     pub by: String,
-    /// The name of the first trusted key a signature verified with; `None`: none did.
+    /// What the first signature that verified was made by (`key "publisher-2026"`,
+    /// `identity "release" (release@example.com from https://issuer.example)`); `None`: none.
     pub matched: Option<String>,
-    /// Keys that could not be used, with why (a missing ConfigMap, a key that is not PEM).
+    /// Keys (or a trusted root) that could not be used, with why (a missing ConfigMap, a key
+    /// that is not PEM, a trusted root that is not one).
     pub unusable: Vec<String>,
-    /// The names of the keys tried.
+    /// The names of the keys and identities tried.
     pub tried: Vec<String>,
+    /// Why each keyless signature found did not verify (`keyless signature 1: ...`).
+    pub rejected: Vec<String>,
 }
 
 /// Reads the keys and credentials the requirements name, looks up the candidate's signatures
@@ -102,6 +108,16 @@ pub(crate) async fn read(
         }
         keys.push(resolved);
     }
+    let mut roots = Vec::new();
+    for requirement in requirements {
+        let root = match &requirement.keyless {
+            None => None,
+            Some(keyless) => {
+                Some(trust_root(client, namespaces.keys, &keyless.trusted_root).await?)
+            }
+        };
+        roots.push(root);
+    }
     let pull_secrets: Vec<&str> = (requirements.iter())
         .flat_map(|r| r.pull_secrets.iter().map(String::as_str))
         .collect();
@@ -112,19 +128,23 @@ pub(crate) async fn read(
     let layers: Vec<SignatureLayer> = (layers.into_iter())
         .filter(|l| l.simple_signing.critical.image.docker_manifest_digest == candidate.digest)
         .collect();
+    let keyless: Vec<KeylessBundle> = (bundles.iter())
+        .filter_map(|b| KeylessBundle::parse(b, candidate.digest).ok())
+        .collect();
     let bundles: Vec<KeyBundle> = (bundles.iter())
         .filter_map(|b| KeyBundle::parse(b, candidate.digest).ok())
         .collect();
     let signed = Signed {
         layers: &layers,
         bundles: &bundles,
+        keyless: &keyless,
     };
-    let findings = (requirements.iter().zip(keys))
-        .map(|(requirement, keys)| judge(requirement, keys, &signed))
+    let findings = (requirements.iter().zip(keys).zip(roots))
+        .map(|((requirement, keys), root)| judge(requirement, keys, root, &signed))
         .collect();
     Ok(Signatures {
         looked_up,
-        found: layers.len() + bundles.len(),
+        found: layers.len() + bundles.len() + keyless.len(),
         findings,
     })
 }
@@ -146,11 +166,25 @@ fn by_digest(candidate: &Candidate) -> Result<OciReference, Error> {
     ))
 }
 
-/// What was found over the candidate digest: simple-signing layers (`sigstore`'s) and key-based
-/// bundles ([`bundle`]).
+/// What was found over the candidate digest: simple-signing layers (`sigstore`'s), key-based
+/// bundles ([`bundle`]) and keyless bundles ([`keyless`]).
 struct Signed<'a> {
     layers: &'a [SignatureLayer],
     bundles: &'a [KeyBundle],
+    keyless: &'a [KeylessBundle],
+}
+
+/// The trusted root a keyless requirement names, or why it cannot be used (its ConfigMap or key
+/// is missing, or it is not a trusted root). An API failure other than a 404 is an [`Error`].
+async fn trust_root(
+    client: &kube::Client,
+    keys_namespace: &str,
+    r: &crate::controller::crd::KeyRef,
+) -> Result<Result<TrustRoot, String>, Error> {
+    let json = pem_of(client, keys_namespace, &KeySource::ConfigMap(r.clone())).await?;
+    Ok(json.and_then(|json| {
+        TrustRoot::parse(&json).map_err(|e| format!("ConfigMap {} key {:?}: {e}", r.name, r.key))
+    }))
 }
 
 /// The signature layers `sigstore` found and checked the form of, and the raw bundles among the
@@ -210,10 +244,12 @@ async fn lookup(
     })?
 }
 
-/// Whether a signature by one of the requirement's usable keys is among those found.
+/// Whether a signature by one of the requirement's usable keys, or a keyless one by one of its
+/// identities, is among those found.
 fn judge(
     requirement: &SignatureRequirement,
     keys: Vec<(String, Result<String, String>)>,
+    root: Option<Result<TrustRoot, String>>,
     signed: &Signed,
 ) -> Finding {
     let mut finding = Finding {
@@ -221,6 +257,7 @@ fn judge(
         matched: None,
         unusable: Vec::new(),
         tried: Vec::new(),
+        rejected: Vec::new(),
     };
     for (name, pem) in keys {
         let verifier = pem.and_then(|pem| {
@@ -240,8 +277,32 @@ fn judge(
         // A layer the key cannot verify is no match; an error verifying one is none either.
         let by_layer = (signed.layers.iter()).any(|l| verifier.verify(l).unwrap_or(false));
         if by_layer || signed.bundles.iter().any(|b| b.verified_by(&key)) {
-            finding.matched = Some(name);
-            break;
+            finding.matched = Some(format!("key {name:?}"));
+            return finding;
+        }
+    }
+    let (Some(keyless), Some(root)) = (&requirement.keyless, root) else {
+        return finding;
+    };
+    let root = match root {
+        Ok(root) => root,
+        Err(why) => {
+            finding.unusable.push(format!("trusted root: {why}"));
+            return finding;
+        }
+    };
+    (finding.tried).extend(keyless.identities.iter().map(|i| i.name.clone()));
+    for (i, bundle) in signed.keyless.iter().enumerate() {
+        match bundle.verify(&root, &keyless.identities) {
+            Ok(v) => {
+                let (subject, issuer) = (&v.signer.subject, &v.signer.issuer);
+                let identity = &v.identity;
+                finding.matched = Some(format!("identity {identity:?} ({subject} from {issuer})"));
+                return finding;
+            }
+            Err(why) => finding
+                .rejected
+                .push(format!("keyless signature {}: {why}", i + 1)),
         }
     }
     finding

@@ -10,98 +10,25 @@
 //! this one; each `Unverified` with the served tag untouched, beside a run Chains signed a
 //! moment after `promote` began (waited for, then promoted).
 
-use base64::Engine as _;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
-use sigstore::crypto::{SigStoreSigner, SigningScheme};
 
+use crate::support::chains::{Key, key, ran};
 use crate::support::controller::{B, C, Setup, VALIDATED_B, reason, result};
 use crate::support::tekton::{PipelineRunStandIn, resource};
 use crate::support::upstream::install_released_pipelinerun_crds;
-
-const IN_TOTO: &str = "application/vnd.in-toto+json";
-
-/// A signing key: Chains' (the platform's), or anyone else's.
-struct Key {
-    signer: SigStoreSigner,
-    pem: String,
-}
-
-fn key() -> Key {
-    let signer = SigningScheme::ECDSA_P256_SHA256_ASN1
-        .create_signer()
-        .unwrap();
-    let pem = (signer.to_sigstore_keypair().unwrap())
-        .public_key_to_pem()
-        .unwrap();
-    Key { signer, pem }
-}
 
 fn task_runs(s: &Setup) -> Api<DynamicObject> {
     let r: ApiResource = resource("TaskRun", "taskruns");
     Api::namespaced_with(s.client.clone(), "ds", &r)
 }
 
-/// What Chains' slsa/v1 format records of `run`: its params, its labels and the steps of its
-/// recorded spec (pkg/chains/formats/slsa/v1/taskrun, attest.Step).
-fn provenance(run: &Value) -> Value {
-    let params: serde_json::Map<String, Value> = (run["spec"]["params"].as_array().into_iter())
-        .flatten()
-        .map(|p| (p["name"].as_str().unwrap().to_string(), p["value"].clone()))
-        .collect();
-    let steps: Vec<Value> = (run["status"]["taskSpec"]["steps"].as_array().into_iter())
-        .flatten()
-        .map(|step| {
-            let command: Vec<&str> = (step["command"].as_array().into_iter().flatten())
-                .filter_map(Value::as_str)
-                .collect();
-            let entry = match step["script"].as_str() {
-                Some(script) if !script.is_empty() => script.to_string(),
-                _ => command.join(" "),
-            };
-            json!({"entryPoint": entry, "arguments": step["args"].clone(),
-                "environment": {"container": step["name"], "image": "oci://"}, "annotations": null})
-        })
-        .collect();
-    json!({"_type": "https://in-toto.io/Statement/v0.1",
-        "predicateType": "https://slsa.dev/provenance/v0.2", "subject": null,
-        "predicate": {"builder": {"id": "https://tekton.dev/chains/v2"},
-            "buildType": "tekton.dev/v1/TaskRun",
-            "invocation": {"configSource": {}, "parameters": params,
-                "environment": {"labels": run["metadata"]["labels"]}},
-            "buildConfig": {"steps": steps}, "metadata": {}, "materials": []}})
-}
-
-/// Signs `statement` as Chains does and writes it on TaskRun `name` under `uid` (its own,
-/// unless the test copies a record), with Chains' `signed` mark.
 async fn sign(s: &Setup, name: &str, uid: &str, statement: &Value, key: &Key) {
-    let payload = serde_json::to_vec(statement).unwrap();
-    let signed = imagegate::controller::dsse::pae(IN_TOTO, &payload);
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let envelope = json!({"payloadType": IN_TOTO, "payload": b64.encode(&payload),
-        "signatures": [{"keyid": "", "sig": b64.encode(key.signer.sign(&signed).unwrap())}]});
-    let annotations = json!({"metadata": {"annotations": {
-        "chains.tekton.dev/signed": "true",
-        format!("chains.tekton.dev/signature-taskrun-{uid}"):
-            b64.encode(serde_json::to_vec(&envelope).unwrap()),
-    }}});
-    task_runs(s)
-        .patch(name, &PatchParams::default(), &Patch::Merge(&annotations))
-        .await
-        .unwrap();
+    crate::support::chains::sign(&task_runs(s), name, uid, statement, key).await;
 }
 
-/// Reads TaskRun `name`: its uid, and the provenance Chains makes of it.
 async fn record(s: &Setup, name: &str) -> (String, Value) {
-    let run = task_runs(s).get(name).await.unwrap();
-    let uid = run.metadata.uid.clone().unwrap();
-    (uid, provenance(&serde_json::to_value(&run).unwrap()))
-}
-
-/// The recorded spec of a validation of `image`.
-fn ran(image: &str) -> Value {
-    json!({"params": [{"name": "image", "type": "string"}],
-        "steps": [{"name": "smoke", "image": "registry/tools@sha256:1111", "script": format!("probe {image}")}]})
+    crate::support::chains::record(&task_runs(s), name).await
 }
 
 /// A PipelineRun `name` whose `validate` TaskRun validated `image` and whose `promote` child

@@ -22,15 +22,9 @@ const REPO: &str = "nb/app";
 async fn gated(registry: &Registry, keys: Value, candidate: &str) -> Setup {
     let s = Setup::new().await;
     let streams: Api<ImageStream> = Api::namespaced(s.client.clone(), "ds");
-    let from = format!("{}/{REPO}:latest", registry.host);
+    let follows = Patch::Strategic(registry.candidate_follows(REPO));
     streams
-        .patch(
-            "nb",
-            &PatchParams::default(),
-            &Patch::Strategic(json!({"spec": {"tags": [{"name": "candidate",
-                "from": {"kind": "DockerImage", "name": from},
-                "importPolicy": {"scheduled": true, "insecure": true}}]}})),
-        )
+        .patch("nb", &PatchParams::default(), &follows)
         .await
         .unwrap();
     s.emu.import("ds", "nb", "candidate", candidate).await;

@@ -54,6 +54,7 @@ mod controller_cache;
 mod controller_chains;
 mod controller_e2e;
 mod controller_gate;
+mod controller_keyless;
 mod controller_ledger;
 mod controller_odh;
 mod controller_reconcile;

@@ -50,6 +50,7 @@ fn every_field_uses_its_documented_json_name() {
             attempts: Some(2),
         }),
         signature: Some(Signature {
+            keyless: None,
             keys: vec![
                 SignatureKey {
                     name: "inline".into(),

@@ -158,7 +158,7 @@ pub(super) fn signed(ask: &Ask, is: &ImageStream, fetched: &Fetched, digest: &st
         (
             reason::SIGNATURE_UNTRUSTED,
             format!(
-                "{} signature(s) over {digest} found in {}, none by a trusted key",
+                "{} signature(s) over {digest} found in {}, none by a trusted key or identity",
                 found.found, found.looked_up
             ),
         )
@@ -175,10 +175,10 @@ pub(super) fn signed(ask: &Ask, is: &ImageStream, fetched: &Fetched, digest: &st
 /// What the `checks` result says about one signature requirement.
 fn signature_message(f: &crate::controller::signature::Finding, digest: &str) -> String {
     let mut message = match &f.matched {
-        Some(key) => format!("{digest} is signed by key {key:?} ({} asks)", f.by),
+        Some(by) => format!("{digest} is signed by {by} ({} asks)", f.by),
         None if f.tried.is_empty() => format!("{} trusts no key that could be used", f.by),
         None => format!(
-            "no signature by a key {} trusts ({})",
+            "no signature by a key or identity {} trusts ({})",
             f.by,
             (f.tried.iter())
                 .map(|k| format!("{k:?}"))
@@ -187,7 +187,10 @@ fn signature_message(f: &crate::controller::signature::Finding, digest: &str) ->
         ),
     };
     if !f.unusable.is_empty() {
-        message.push_str(&format!("; unusable keys: {}", f.unusable.join("; ")));
+        message.push_str(&format!("; unusable: {}", f.unusable.join("; ")));
+    }
+    if f.matched.is_none() && !f.rejected.is_empty() {
+        message.push_str(&format!("; {}", f.rejected.join("; ")));
     }
     message
 }

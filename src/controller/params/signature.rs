@@ -3,18 +3,21 @@
 //! and the names of ConfigMaps, Secrets and pull secrets are object names. Pure; the lookup and
 //! the verification are [`crate::controller::signature`].
 
-use crate::controller::crd::{KeyRef, Signature, SignatureKey};
+use crate::controller::crd::{KeyRef, Keyless, Signature, SignatureKey};
 
 pub use crate::controller::keys::{KeySource, TrustedKey};
 
 /// What one ImagePromotion (or the run's inline spec) asks of the candidate's signatures: a
-/// signature by any of `keys` over exactly the candidate digest.
+/// signature over exactly the candidate digest by any of `keys`, or a keyless one by any of
+/// `keyless`'s identities.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SignatureRequirement {
     /// Who asks (`ImagePromotion "notebooks"`, `the inline spec`), for the messages.
     pub by: String,
     /// The keys, any of which satisfies the requirement.
     pub keys: Vec<TrustedKey>,
+    /// The keyless identities, and the trusted root they are verified with.
+    pub keyless: Option<KeylessRequirement>,
     /// The dockerconfigjson Secrets of the run's namespace that hold the registry's credentials.
     pub pull_secrets: Vec<String>,
 }
@@ -26,8 +29,11 @@ impl Signature {
     /// the CRD's schema.
     pub(crate) fn parse(&self, by: &str) -> Result<SignatureRequirement, String> {
         let mut problems = Vec::new();
-        if self.keys.is_empty() {
-            problems.push("signature.keys: name at least one public key".to_string());
+        if self.keys.is_empty() && self.keyless.is_none() {
+            problems.push(
+                "signature: name at least one public key (keys) or keyless identity (keyless)"
+                    .to_string(),
+            );
         }
         if self.keys.len() > MAX_KEYS || self.pull_secrets.len() > MAX_PULL_SECRETS {
             return Err(format!(
@@ -37,6 +43,7 @@ impl Signature {
             ));
         }
         let keys = parse_keys(&self.keys, "signature.keys", &mut problems);
+        let keyless = (self.keyless.as_ref()).map(|k| parse_keyless(k, &keys, &mut problems));
         for (i, name) in self.pull_secrets.iter().enumerate() {
             if !is_object_name(name) {
                 problems.push(format!(
@@ -50,6 +57,7 @@ impl Signature {
         Ok(SignatureRequirement {
             by: by.to_string(),
             keys,
+            keyless,
             pull_secrets: self.pull_secrets.clone(),
         })
     }
@@ -103,6 +111,124 @@ pub(crate) fn parse_keys(
     parsed
 }
 
+/// The keyless block: a trusted root by a ConfigMap reference, 1 to [`MAX_KEYS`] identities, each
+/// named uniquely among the keys and identities, with an issuer and exactly one of a subject and
+/// a subject pattern that compiles.
+fn parse_keyless(
+    keyless: &Keyless,
+    keys: &[TrustedKey],
+    problems: &mut Vec<String>,
+) -> KeylessRequirement {
+    let root = &keyless.trusted_root.config_map_key_ref;
+    if let Some(why) = bad_ref(root) {
+        problems.push(format!(
+            "signature.keyless.trustedRoot.configMapKeyRef: {why}"
+        ));
+    }
+    let found = keyless.identities.len();
+    if found == 0 || found > MAX_KEYS {
+        problems.push(format!(
+            "signature.keyless.identities: name 1 to {MAX_KEYS} identities (there are {found})"
+        ));
+    }
+    let mut identities = Vec::new();
+    for (i, identity) in keyless.identities.iter().enumerate() {
+        let field = format!("signature.keyless.identities[{i}]");
+        let name = &identity.name;
+        let taken = keys.iter().any(|k| &k.name == name)
+            || keyless.identities[..i].iter().any(|k| &k.name == name);
+        if name.trim().is_empty() {
+            problems.push(format!("{field}.name: give the identity a name"));
+        } else if taken {
+            problems.push(format!("{field}.name: {name:?} is named twice"));
+        }
+        if identity.issuer.trim().is_empty() {
+            problems.push(format!("{field}.issuer: name the OIDC issuer"));
+        }
+        let subject = match (&identity.subject, &identity.subject_reg_exp) {
+            (Some(exact), None) if !exact.is_empty() => SubjectRule::Exact(exact.clone()),
+            (None, Some(pattern)) => match anchored(pattern) {
+                Ok(_) => SubjectRule::Pattern(pattern.clone()),
+                Err(why) => {
+                    problems.push(format!("{field}.subjectRegExp: {why}"));
+                    continue;
+                }
+            },
+            _ => {
+                problems.push(format!(
+                    "{field}: set exactly one of subject, subjectRegExp (not empty)"
+                ));
+                continue;
+            }
+        };
+        identities.push(TrustedIdentity {
+            name: name.clone(),
+            issuer: identity.issuer.clone(),
+            subject,
+        });
+    }
+    KeylessRequirement {
+        trusted_root: root.clone(),
+        identities,
+    }
+}
+
+/// What a keyless policy trusts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeylessRequirement {
+    /// The ConfigMap key (controller's namespace) of the Sigstore trusted root.
+    pub trusted_root: KeyRef,
+    /// The identities, any of which satisfies the requirement.
+    pub identities: Vec<TrustedIdentity>,
+}
+
+/// One identity a keyless signature may be made by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrustedIdentity {
+    /// `identities[].name`.
+    pub name: String,
+    /// The OIDC issuer, exactly.
+    pub issuer: String,
+    /// The subject.
+    pub subject: SubjectRule,
+}
+
+/// How a certificate's subject is matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SubjectRule {
+    /// Exactly.
+    Exact(String),
+    /// By a regular expression over the whole subject (checked to compile when parsed).
+    Pattern(String),
+}
+
+impl TrustedIdentity {
+    /// Whether a certificate for `subject` from `issuer` is this identity's.
+    pub(crate) fn matches(&self, issuer: &str, subject: &str) -> bool {
+        issuer == self.issuer
+            && match &self.subject {
+                SubjectRule::Exact(exact) => subject == exact,
+                SubjectRule::Pattern(pattern) => {
+                    anchored(pattern).is_ok_and(|re| re.is_match(subject))
+                }
+            }
+    }
+}
+
+/// The longest subject pattern a policy may give.
+const MAX_PATTERN: usize = 1024;
+
+/// `pattern` compiled to match a whole subject (anchored at both ends), within a size bound.
+fn anchored(pattern: &str) -> Result<regex::Regex, String> {
+    if pattern.is_empty() || pattern.len() > MAX_PATTERN {
+        return Err(format!("give a pattern of 1 to {MAX_PATTERN} characters"));
+    }
+    regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| format!("not a regular expression ({e})"))
+}
+
 /// The most keys one signature policy lists (the CRD's bound).
 pub(crate) const MAX_KEYS: usize = 16;
 /// The most pull secrets one signature policy names (the CRD's bound).
@@ -113,6 +239,7 @@ impl SignatureRequirement {
     /// ImagePromotion may, not a CustomRun's inline spec.
     pub(crate) fn names_objects(&self) -> bool {
         !self.pull_secrets.is_empty()
+            || self.keyless.is_some()
             || (self.keys.iter()).any(|k| matches!(k.source, KeySource::ConfigMap(_)))
     }
 }

@@ -94,7 +94,7 @@ impl KeyBundle {
 }
 
 /// The statement is cosign's signature predicate and one of its subjects is `digest`.
-fn names_digest(payload: &[u8], digest: &str) -> Result<(), String> {
+pub(crate) fn names_digest(payload: &[u8], digest: &str) -> Result<(), String> {
     let statement: Value =
         serde_json::from_slice(payload).map_err(|e| format!("in-toto statement: {e}"))?;
     let kind = statement["_type"].as_str().unwrap_or_default();

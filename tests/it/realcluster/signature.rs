@@ -26,10 +26,7 @@ async fn a_signed_candidate_is_promoted_and_an_unsigned_one_refused_on_the_real_
     c.promotion_namespace(ns, &digest('a'), &digest('b')).await;
     // The candidate now follows the registry (plain HTTP: insecure) and imported the signed build.
     let streams: Api<imagegate::api::ImageStream> = Api::namespaced(c.client.clone(), ns);
-    let from = format!("{}/{REPO}:latest", registry.host);
-    let candidate = json!({"spec": {"tags": [{"name": "candidate",
-        "from": {"kind": "DockerImage", "name": from},
-        "importPolicy": {"scheduled": true, "insecure": true}}]}});
+    let candidate = registry.candidate_follows(REPO);
     streams
         .patch("nb", &PatchParams::default(), &Patch::Strategic(candidate))
         .await
@@ -119,5 +116,99 @@ async fn a_signed_candidate_is_promoted_and_an_unsigned_one_refused_on_the_real_
     let (_, ann) = crate::support::controller::served(&c.stream(ns).await);
     assert_eq!(ann["imagegate.dev/phase"], "UpdateFailed");
     assert_eq!(ann["imagegate.dev/candidate-digest"], unsigned);
+    c.cp.assert_never_forbidden(CONTROLLER_SA);
+}
+
+/// Keyless (issue 32) on the real API server: the trusted root is a ConfigMap of the real
+/// server's `imagegate-system`, read by the controller as its ServiceAccount; the candidates are
+/// signed keylessly by the real cosign with a private Sigstore of the real services.
+#[tokio::test]
+async fn keyless_by_a_trusted_identity_promotes_and_another_identity_is_refused_on_the_real_api_server()
+ {
+    let sigstore = crate::support::sigstore::Sigstore::start().await;
+    let c = Cluster::start().await;
+    let (_controller, _) = c.controller(&[]);
+    let registry = Registry::start().await;
+    let signed = registry.push(REPO, "latest", "v1").await;
+    sigstore.sign(
+        &format!("{}/{REPO}@{signed}", registry.host),
+        "release@example.com",
+    );
+    let ns = "keyless";
+    c.promotion_namespace(ns, &digest('a'), &digest('b')).await;
+    let streams: Api<imagegate::api::ImageStream> = Api::namespaced(c.client.clone(), ns);
+    let candidate = registry.candidate_follows(REPO);
+    streams
+        .patch("nb", &PatchParams::default(), &Patch::Strategic(candidate))
+        .await
+        .unwrap();
+    c.emu.import(ns, "nb", "candidate", &signed).await;
+    let maps: Api<ConfigMap> = Api::namespaced(c.client.clone(), "imagegate-system");
+    let root = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "sigstore-root", "namespace": "imagegate-system"},
+        "data": {"trusted_root.json": sigstore.trusted_root}});
+    maps.create(
+        &PostParams::default(),
+        &serde_json::from_value(root).unwrap(),
+    )
+    .await
+    .unwrap();
+    let (applied, out) = c.cp.pipe(
+        &["apply", "-f", "-"],
+        &json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+            "metadata": {"name": "notebooks", "namespace": ns},
+            "spec": {"imageStream": "nb", "signature": {"keyless": {
+                "trustedRoot": {"configMapKeyRef": {"name": "sigstore-root", "key": "trusted_root.json"}},
+                "identities": [{"name": "release", "issuer": sigstore.issuer,
+                    "subject": "release@example.com"}]}}}})
+        .to_string(),
+    );
+    assert!(applied, "{out}");
+    let promote = |name: &'static str, d: String| {
+        let c = &c;
+        async move {
+            let params = [
+                ("imagestream", "nb"),
+                ("digest", d.as_str()),
+                ("validation-status", "Succeeded"),
+            ];
+            c.create_run(ns, name, &params, json!({})).await;
+            c.done(ns, name).await
+        }
+    };
+    let run = promote("promote-signed", signed.clone()).await;
+    assert_eq!(
+        reason(&run),
+        ("True".into(), "Promoted".into()),
+        "{:?}",
+        run.status
+    );
+    assert!(
+        result(&run, "checks").contains("signed by identity \\\"release\\\" (release@example.com"),
+        "{}",
+        result(&run, "checks")
+    );
+
+    // The next build is signed through the same Fulcio by someone else: refused, not served.
+    let other = registry.push(REPO, "latest", "v2").await;
+    sigstore.sign(
+        &format!("{}/{REPO}@{other}", registry.host),
+        "intruder@example.com",
+    );
+    c.emu.import(ns, "nb", "candidate", &other).await;
+    let run = promote("promote-other", other.clone()).await;
+    assert_eq!(
+        reason(&run),
+        ("False".into(), "SignatureUntrusted".into()),
+        "{:?}",
+        run.status
+    );
+    assert!(result(&run, "checks").contains("signed by intruder@example.com"));
+    assert_eq!(
+        c.stream(ns).await.current_digest("latest"),
+        Some(signed.as_str())
+    );
+    let (_, ann) = crate::support::controller::served(&c.stream(ns).await);
+    assert_eq!(ann["imagegate.dev/candidate-digest"], other);
     c.cp.assert_never_forbidden(CONTROLLER_SA);
 }

@@ -7,12 +7,14 @@
 //! released upstream manifests from Go's module cache ([`upstream`]), the controller under test
 //! ([`controller`]) and what Tekton's pipeline controller writes ([`tekton`]).
 
+pub mod chains;
 pub mod controller;
 pub mod mt;
 pub mod odh;
 pub mod process;
 pub mod rbac;
 pub mod registry;
+pub mod sigstore;
 pub mod sink;
 pub mod source;
 pub mod tekton;

@@ -25,7 +25,7 @@ pub struct Registry {
     _dir: tempfile::TempDir,
 }
 
-fn on_path(program: &str) -> PathBuf {
+pub fn on_path(program: &str) -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|d| d.join(program))
@@ -145,6 +145,14 @@ impl Registry {
             protocol: ClientProtocol::Http,
             ..ClientConfig::default()
         })
+    }
+
+    /// A strategic-merge patch of an ImageStream whose `candidate` tag then follows
+    /// `<repo>:latest` here, imported on schedule over plain HTTP (`insecure`).
+    pub fn candidate_follows(&self, repo: &str) -> serde_json::Value {
+        serde_json::json!({"spec": {"tags": [{"name": "candidate",
+            "from": {"kind": "DockerImage", "name": format!("{}/{repo}:latest", self.host)},
+            "importPolicy": {"scheduled": true, "insecure": true}}]}})
     }
 
     /// Pushes a one-layer image whose config carries `label` under `repo:tag` and returns its

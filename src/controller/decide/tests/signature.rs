@@ -14,6 +14,7 @@ fn requirement() -> Vec<SignatureRequirement> {
             name: "publisher".into(),
             source: KeySource::Inline("PEM".into()),
         }],
+        keyless: None,
         pull_secrets: vec![],
     }]
 }
@@ -28,6 +29,7 @@ fn found(count: usize, matched: Option<&str>) -> Fetched {
                 matched: matched.map(str::to_string),
                 unusable: vec![],
                 tried: vec!["publisher".into()],
+                rejected: vec![],
             }],
         }),
         ..nothing()
@@ -84,7 +86,7 @@ fn a_met_policy_is_reported_in_checks_and_the_promotion_goes_on() {
         signatures: &required,
         ..ask(&t, "Succeeded", &checks)
     };
-    let d = decide(&a, &is, &found(1, Some("publisher")), now());
+    let d = decide(&a, &is, &found(1, Some("key \"publisher\"")), now());
     let (_, outcome) = written(&d);
     assert_eq!(outcome.reason, reason::PROMOTED);
     assert_eq!(outcome.checks.len(), 1);

@@ -1,0 +1,6 @@
+//go:build tools
+
+// Package tools pins the programs this wrapper module builds.
+package tools
+
+import _ "github.com/sigstore/timestamp-authority/v2/cmd/timestamp-server"
