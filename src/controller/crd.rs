@@ -233,8 +233,8 @@ pub struct KeylessIdentity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
     /// A regular expression (Rust `regex` syntax) the whole subject must match: it is anchored
-    /// at both ends, unlike cosign's `--certificate-identity-regexp`, so `.*@example.com` does
-    /// not match `x@example.com.evil.example`.
+    /// at both ends, unlike cosign's `--certificate-identity-regexp`, so `.*@example\.com`
+    /// does not match `x@example.com.evil.example`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject_reg_exp: Option<String>,
 }

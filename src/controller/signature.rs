@@ -124,27 +124,42 @@ pub(crate) async fn read(
     // Over plain HTTP too where the candidate tag says `insecure`, as OpenShift's own import
     // sends them (docs/custom-task.md says to keep `insecure` off registries that need them).
     let auth = credentials(client, namespaces.run, &pull_secrets, image.registry()).await?;
-    let (layers, bundles) = lookup(&image, &auth, candidate, &looked_up).await?;
-    let layers: Vec<SignatureLayer> = (layers.into_iter())
-        .filter(|l| l.simple_signing.critical.image.docker_manifest_digest == candidate.digest)
-        .collect();
-    let keyless: Vec<KeylessBundle> = (bundles.iter())
-        .filter_map(|b| KeylessBundle::parse(b, candidate.digest).ok())
-        .collect();
-    let bundles: Vec<KeyBundle> = (bundles.iter())
-        .filter_map(|b| KeyBundle::parse(b, candidate.digest).ok())
-        .collect();
-    let signed = Signed {
-        layers: &layers,
-        bundles: &bundles,
-        keyless: &keyless,
-    };
-    let findings = (requirements.iter().zip(keys).zip(roots))
-        .map(|((requirement, keys), root)| judge(requirement, keys, root, &signed))
-        .collect();
+    let (layers, mut bundles) = lookup(&image, &auth, candidate, &looked_up).await?;
+    // The same bundle twice (under two referrers) is checked once.
+    bundles.sort_unstable();
+    bundles.dedup();
+    let digest = candidate.digest.to_string();
+    let requirements = requirements.to_vec();
+    // The checks are CPU work (a keyless bundle is a timestamp's, a chain's, a signature's and a
+    // Merkle proof's), bounded by the lookup's bounds, on the blocking pool: never on the
+    // runtime's workers, which serve every other run.
+    let judged = tokio::task::spawn_blocking(move || {
+        let layers: Vec<SignatureLayer> = (layers.into_iter())
+            .filter(|l| l.simple_signing.critical.image.docker_manifest_digest == digest)
+            .collect();
+        let keyless: Vec<KeylessBundle> = (bundles.iter())
+            .filter_map(|b| KeylessBundle::parse(b, &digest).ok())
+            .collect();
+        let bundles: Vec<KeyBundle> = (bundles.iter())
+            .filter_map(|b| KeyBundle::parse(b, &digest).ok())
+            .collect();
+        let signed = Signed {
+            layers: &layers,
+            bundles: &bundles,
+            keyless: &keyless,
+        };
+        let findings = (requirements.iter().zip(keys).zip(roots))
+            .map(|((requirement, keys), root)| judge(requirement, keys, root, &signed))
+            .collect();
+        (layers.len() + bundles.len() + keyless.len(), findings)
+    });
+    let (found, findings) = judged.await.map_err(|e| Error::Registry {
+        reference: looked_up.clone(),
+        message: format!("the signatures' check did not finish ({e})"),
+    })?;
     Ok(Signatures {
         looked_up,
-        found: layers.len() + bundles.len() + keyless.len(),
+        found,
         findings,
     })
 }
@@ -292,6 +307,7 @@ fn judge(
         }
     };
     (finding.tried).extend(keyless.identities.iter().map(|i| i.name.clone()));
+    let mut rejected = Vec::new();
     for (i, bundle) in signed.keyless.iter().enumerate() {
         match bundle.verify(&root, &keyless.identities) {
             Ok(v) => {
@@ -300,10 +316,11 @@ fn judge(
                 finding.matched = Some(format!("identity {identity:?} ({subject} from {issuer})"));
                 return finding;
             }
-            Err(why) => finding
-                .rejected
-                .push(format!("keyless signature {}: {why}", i + 1)),
+            Err(why) => rejected.push(format!("keyless signature {}: {why}", i + 1)),
         }
+    }
+    if !rejected.is_empty() {
+        finding.rejected.push(keyless::summary(rejected));
     }
     finding
 }
@@ -427,64 +444,4 @@ pub(crate) fn registry_auth(config: &[u8], registry: &str) -> Option<Auth> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn basic(auth: Option<Auth>) -> Option<(String, String)> {
-        match auth? {
-            Auth::Basic(user, password) => Some((user, password)),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn the_entry_for_the_registry_host_is_used_in_either_form() {
-        let config = serde_json::json!({"auths": {
-            "https://quay.io/v1/": {"auth": "cXVheTpwYXNz"},
-            "registry.example:5000": {"username": "u", "password": "p"},
-            "docker.io": {"auth": "aHViOmh1YnBhc3M="}
-        }});
-        let bytes = serde_json::to_vec(&config).unwrap();
-        assert_eq!(
-            basic(registry_auth(&bytes, "quay.io")),
-            Some(("quay".into(), "pass".into()))
-        );
-        assert_eq!(
-            basic(registry_auth(&bytes, "registry.example:5000")),
-            Some(("u".into(), "p".into()))
-        );
-        assert_eq!(
-            basic(registry_auth(&bytes, "docker.io")),
-            Some(("hub".into(), "hubpass".into()))
-        );
-        // Another host's credentials are never sent.
-        assert!(registry_auth(&bytes, "registry.example").is_none());
-        assert!(registry_auth(&bytes, "evil.example").is_none());
-        // The legacy .dockercfg holds the entries alone.
-        let legacy = serde_json::to_vec(&config["auths"]).unwrap();
-        assert_eq!(
-            basic(registry_auth(&legacy, "quay.io")),
-            Some(("quay".into(), "pass".into()))
-        );
-        assert!(registry_auth(b"not json", "quay.io").is_none());
-    }
-
-    #[test]
-    fn the_lookup_is_by_the_run_digest_whatever_the_pull_spec_carries() {
-        let candidate = Candidate {
-            reference: "quay.io/org/app@sha256:1111111111111111111111111111111111111111111111111111111111111111",
-            digest: "sha256:2222222222222222222222222222222222222222222222222222222222222222",
-            insecure: false,
-        };
-        let image = by_digest(&candidate).unwrap();
-        assert_eq!(
-            image.whole(),
-            "quay.io/org/app@sha256:2222222222222222222222222222222222222222222222222222222222222222"
-        );
-        let bad = Candidate {
-            reference: "",
-            ..candidate
-        };
-        assert!(by_digest(&bad).is_err());
-    }
-}
+mod tests;

@@ -223,10 +223,16 @@ fn anchored(pattern: &str) -> Result<regex::Regex, String> {
     if pattern.is_empty() || pattern.len() > MAX_PATTERN {
         return Err(format!("give a pattern of 1 to {MAX_PATTERN} characters"));
     }
-    regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
-        .size_limit(1 << 20)
-        .build()
-        .map_err(|e| format!("not a regular expression ({e})"))
+    let build = |p: &str| {
+        regex::RegexBuilder::new(p)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| format!("not a regular expression ({e})"))
+    };
+    // On its own first: `a)|(.*` does not compile alone, but wrapped it would, as `^(?:a)|(.*)$`,
+    // matching anything.
+    build(pattern)?;
+    build(&format!("^(?:{pattern})$"))
 }
 
 /// The most keys one signature policy lists (the CRD's bound).

@@ -140,6 +140,9 @@ pub(crate) async fn referred(
     // By the layers' media type, not the index's artifactType: some registries list a bundle as
     // `application/vnd.oci.empty.v1+json` there.
     for entry in index.manifests.iter().take(MAX_REFERRERS) {
+        if found.len() >= MAX_REFERRERS {
+            break;
+        }
         // One referrer that cannot be read (another tool's, a broken one anyone who may push
         // could attach) is skipped, never allowed to block the others.
         if let Err(why) = bundles_of(client, image, auth, &entry.digest, &mut found).await {
@@ -165,6 +168,10 @@ async fn bundles_of(
     };
     let layers = (manifest.layers.iter()).filter(|l| l.media_type == BUNDLE_MEDIA_TYPE);
     for layer in layers.take(MAX_REFERRERS) {
+        // At most that many bundles in all, whatever the referrers hold.
+        if found.len() >= MAX_REFERRERS {
+            break;
+        }
         if !(0..=MAX_BUNDLE_BYTES as i64).contains(&layer.size) {
             continue;
         }

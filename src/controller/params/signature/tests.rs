@@ -184,6 +184,13 @@ fn an_identity_matches_its_issuer_exactly_and_its_whole_subject() {
     assert!(!exact.matches("https://issuer.example/", "release@example.com"));
     assert!(!exact.matches("https://evil.example", "release@example.com"));
     assert!(pattern.matches(issuer, "anyone@example.com"));
+    // A pattern that would close the anchoring group itself is refused, not wrapped.
+    let escape = keyless(vec![identity("escape", None, Some(r"a@x\.com)|(.*"))]);
+    let err = escape.parse("x").unwrap_err();
+    assert!(
+        err.contains("subjectRegExp: not a regular expression"),
+        "{err}"
+    );
     // Anchored at both ends: cosign's unanchored match would take these.
     assert!(!pattern.matches(issuer, "x@example.com.evil.example"));
     assert!(!pattern.matches(issuer, "x@example-com"));

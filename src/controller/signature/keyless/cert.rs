@@ -51,7 +51,7 @@ pub(crate) fn chained_to_ca<'a>(
             Err(e) => why.push(format!("not issued by {} ({e})", ca.uri)),
         }
     }
-    Err(format!("the signing certificate {}", why.join("; ")))
+    Err(format!("the signing certificate {}", super::summary(why)))
 }
 
 /// Whether the first certificate of a timestamp authority's chain verifies to its root at `at`
@@ -116,6 +116,13 @@ pub(crate) fn signer(leaf: &[u8]) -> Result<Signer, String> {
         .map_err(|e| format!("subject alternative name: {e}"))?
         .map(|(_, san)| san)
         .ok_or("the certificate has no subject alternative name")?;
+    // Fulcio certifies one identity; a certificate naming several is not read as any of them.
+    if san.0.len() != 1 {
+        return Err(format!(
+            "the certificate names {} subjects, not one",
+            san.0.len()
+        ));
+    }
     let subject = (san.0.iter())
         .find_map(|name| match name {
             GeneralName::Rfc822Name(s) | GeneralName::UniformResourceIdentifier(s) => Some(ia5(s)),
@@ -152,6 +159,39 @@ mod tests {
         let oid = |s: &str| const_oid::ObjectIdentifier::new_unwrap(s);
         assert_eq!(oid("1.3.6.1.5.5.7.3.3").as_bytes(), CODE_SIGNING);
         assert_eq!(oid("1.3.6.1.5.5.7.3.8").as_bytes(), TIME_STAMPING);
+    }
+
+    /// A certificate as Fulcio writes one (the issuer in its V2 extension), for `emails`.
+    fn fulcio_like(emails: &[&str]) -> Vec<u8> {
+        use rcgen::{CertificateParams, CustomExtension, KeyPair, SanType};
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.subject_alt_names = (emails.iter())
+            .map(|e| SanType::Rfc822Name((*e).try_into().unwrap()))
+            .collect();
+        let issuer = "https://issuer.example";
+        let mut value = vec![0x0c, issuer.len() as u8];
+        value.extend_from_slice(issuer.as_bytes());
+        params.custom_extensions = vec![CustomExtension::from_oid_content(
+            &[1, 3, 6, 1, 4, 1, 57264, 1, 8],
+            value,
+        )];
+        let cert = params.self_signed(&KeyPair::generate().unwrap()).unwrap();
+        cert.der().to_vec()
+    }
+
+    #[test]
+    fn the_signer_is_the_one_identity_the_certificate_names() {
+        let one = signer(&fulcio_like(&["alice@example.com"])).unwrap();
+        assert_eq!(
+            one,
+            Signer {
+                issuer: "https://issuer.example".into(),
+                subject: "alice@example.com".into()
+            }
+        );
+        // Two names: neither is taken (the first would be, by order alone).
+        let why = signer(&fulcio_like(&["alice@example.com", "mallory@example.com"])).unwrap_err();
+        assert_eq!(why, "the certificate names 2 subjects, not one");
     }
 
     #[test]

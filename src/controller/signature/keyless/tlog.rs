@@ -21,6 +21,9 @@ use sigstore_protobuf_specs::dev::sigstore::rekor::v1::TransparencyLogEntry;
 
 use super::root::{Log, TrustRoot};
 
+/// The most hashes an inclusion proof may hold: a tree of 2^64 leaves needs 64.
+const MAX_PROOF_HASHES: usize = 64;
+
 /// What a log entry must name to belong to this signature.
 pub(crate) struct Expected<'a> {
     /// SHA-256 of the DSSE pre-authentication encoding.
@@ -49,7 +52,7 @@ pub(crate) fn included(
             Err(e) => why.push(format!("log entry {i}: {e}")),
         }
     }
-    Err(why.join("; "))
+    Err(super::summary(why))
 }
 
 fn one(
@@ -72,15 +75,17 @@ fn one(
         .as_ref()
         .map(|l| l.key_id.as_slice())
         .unwrap_or_default();
-    let log = (root.logs.iter())
-        .find(|l| l.key_id == key_id)
-        .ok_or("from a log the trusted root does not name")?;
-    if !log.valid.covers(at) {
+    // A root may name one key twice (a log's shards, each with its own validity).
+    let logs: Vec<&Log> = (root.logs.iter()).filter(|l| l.key_id == key_id).collect();
+    let Some(first) = logs.first() else {
+        return Err("from a log the trusted root does not name".into());
+    };
+    let Some(log) = logs.iter().find(|l| l.valid.covers(at)) else {
         return Err(format!(
             "log {} is not trusted at the signing time",
-            log.origin
+            first.origin
         ));
-    }
+    };
     body_names(&entry.canonicalized_body, expected)?;
     let proof = entry.inclusion_proof.as_ref().ok_or("no inclusion proof")?;
     if proof.log_index != entry.log_index {
@@ -93,18 +98,27 @@ fn one(
         .map(|c| c.envelope.clone())
         .unwrap_or_default();
     let checkpoint = signed_by(&envelope, log)?;
+    // The proof is to exactly the tree the checkpoint signs (its size and root), and that tree
+    // holds something. `sigstore` links the two by a consistency proof from the checkpoint's size
+    // to the proof's, which from an empty tree holds for any size: every Rekor v2 log signs an
+    // empty checkpoint when it starts, and with it any entry would "prove" included.
+    let (size, root) = (checkpoint.note.size, checkpoint.note.hash);
+    if size == 0 {
+        return Err("the checkpoint is of an empty tree".into());
+    }
     let hash32 = |h: &[u8]| <[u8; 32]>::try_from(h).map_err(|_| "a proof hash is not 32 bytes");
+    if u64::try_from(proof.tree_size).ok() != Some(size) || hash32(&proof.root_hash)? != root {
+        return Err(format!(
+            "the proof is to another tree than the checkpoint's (size {size})"
+        ));
+    }
+    if proof.hashes.len() > MAX_PROOF_HASHES {
+        return Err(format!("a proof of {} hashes", proof.hashes.len()));
+    }
     let hashes = (proof.hashes.iter())
         .map(|h| hash32(h))
         .collect::<Result<Vec<_>, _>>()?;
-    let size = u64::try_from(proof.tree_size).map_err(|_| "negative tree size")?;
-    let inclusion = InclusionProof::new(
-        proof.log_index,
-        hash32(&proof.root_hash)?,
-        size,
-        hashes,
-        Some(checkpoint),
-    );
+    let inclusion = InclusionProof::new(proof.log_index, root, size, hashes, Some(checkpoint));
     (inclusion.verify(&entry.canonicalized_body, &log.key))
         .map_err(|e| format!("not included in log {} ({e})", log.origin))?;
     Ok(log.origin.clone())
@@ -123,9 +137,12 @@ fn signed_by(envelope: &str, log: &Log) -> Result<SignedCheckpoint, String> {
         ));
     }
     // A signed note's key hint is the first four bytes of the log's key ID (Rekor v2 with an
-    // ECDSA key: the key ID is the SHA-256 of its public key, as in the trusted root).
+    // ECDSA key: the key ID is the SHA-256 of its public key, as in the trusted root). The first
+    // line under the log's name and hint is the log's signature: only it is checked, however many
+    // the note carries.
     let hint = log.key_id.get(..4).unwrap_or_default();
     (checkpoint.signatures).retain(|s| s.name == log.origin && s.key_fingerprint == hint);
+    checkpoint.signatures.truncate(1);
     if checkpoint.signatures.is_empty() {
         return Err(format!(
             "the checkpoint carries no signature of log {}",

@@ -13,12 +13,13 @@
 //! time the token states, inside the authority's validity.
 
 use cms::content_info::ContentInfo;
-use cms::signed_data::SignedData;
+use cms::signed_data::{SignedData, SignerIdentifier};
 use const_oid::ObjectIdentifier;
 use der::asn1::{GeneralizedTime, Int, OctetString};
 use der::{Decode as _, Encode as _, Reader as _, SliceReader};
 use rustls_pki_types::CertificateDer;
 use webpki::EndEntityCert;
+use x509_cert::ext::pkix::SubjectKeyIdentifier;
 use x509_cert::spki::AlgorithmIdentifierOwned;
 
 use super::cert::{time, tsa_chain_holds};
@@ -107,7 +108,8 @@ pub(crate) fn signed_time(
                 leaf.verify_signature(*alg, &signed_bytes, signature_bytes)
                     .is_ok()
             });
-        if !verified {
+        // The token names its signer too: it must be this certificate, as sigstore-go requires.
+        if !verified || !names(&signer.sid, &tsa.chain[0]) {
             why.push(format!("not signed by {}", tsa.uri));
             continue;
         }
@@ -116,7 +118,25 @@ pub(crate) fn signed_time(
             Err(e) => why.push(format!("{}: its chain ({e})", tsa.uri)),
         }
     }
-    Err(format!("the timestamp is {}", why.join("; ")))
+    Err(format!("the timestamp is {}", super::summary(why)))
+}
+
+/// Whether the signer identifier of a token names the certificate `der` (by issuer and serial
+/// number, or by subject key identifier).
+fn names(sid: &SignerIdentifier, der: &[u8]) -> bool {
+    let Ok(cert) = x509_cert::Certificate::from_der(der) else {
+        return false;
+    };
+    let tbs = cert.tbs_certificate();
+    match sid {
+        SignerIdentifier::IssuerAndSerialNumber(isn) => {
+            &isn.issuer == tbs.issuer() && &isn.serial_number == tbs.serial_number()
+        }
+        SignerIdentifier::SubjectKeyIdentifier(ski) => {
+            let own = tbs.get_extension::<SubjectKeyIdentifier>().ok().flatten();
+            own.is_some_and(|(_, own)| own == *ski)
+        }
+    }
 }
 
 /// The token of a `TimeStampResp` (status granted), or `response` itself if it is a bare token.
@@ -255,5 +275,54 @@ mod tests {
         let rejection = [0x30, 0x05, 0x30, 0x03, 0x02, 0x01, 0x02];
         let why = signed_time(&rejection, b"sig", &root).unwrap_err();
         assert!(why.contains("refused (status 2)"), "{why}");
+    }
+
+    /// The real timestamp of a recorded bundle, its token's signer identifier set by `edit`
+    /// (outside the signed attributes: the signature still verifies), as a bare token.
+    fn token_with_signer(edit: impl FnOnce(&mut SignerIdentifier)) -> (Vec<u8>, Vec<u8>) {
+        use base64::Engine as _;
+        use der::asn1::SetOfVec;
+        let bundle: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../tests/data/cosign/keyless/bundle-alice.json"
+        ))
+        .unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let material = &bundle["verificationMaterial"];
+        let stamp =
+            material["timestampVerificationData"]["rfc3161Timestamps"][0]["signedTimestamp"]
+                .as_str()
+                .unwrap();
+        let signature = bundle["dsseEnvelope"]["signatures"][0]["sig"]
+            .as_str()
+            .unwrap();
+        let token = token_of(&b64.decode(stamp).unwrap()).unwrap();
+        let mut signed: SignedData = token.content.decode_as().unwrap();
+        let mut infos = signed.signer_infos.0.into_vec();
+        edit(&mut infos[0].sid);
+        signed.signer_infos = cms::signed_data::SignerInfos(SetOfVec::try_from(infos).unwrap());
+        let token = ContentInfo {
+            content_type: token.content_type,
+            content: der::Any::encode_from(&signed).unwrap(),
+        };
+        (token.to_der().unwrap(), b64.decode(signature).unwrap())
+    }
+
+    #[test]
+    fn a_token_must_name_the_trusted_authority_s_certificate_as_its_signer() {
+        let root = TrustRoot::parse(include_str!(
+            "../../../../tests/data/cosign/keyless/trusted_root.json"
+        ))
+        .unwrap();
+        // Re-encoded unchanged, the token verifies: only its signer identifier is at stake.
+        let (token, signature) = token_with_signer(|_| {});
+        assert!(signed_time(&token, &signature, &root).is_ok());
+        let (token, signature) = token_with_signer(|sid| {
+            if let SignerIdentifier::IssuerAndSerialNumber(isn) = sid {
+                isn.serial_number =
+                    x509_cert::serial_number::SerialNumber::new(&[1, 2, 3]).unwrap();
+            }
+        });
+        let why = signed_time(&token, &signature, &root).unwrap_err();
+        assert!(why.starts_with("the timestamp is not signed by"), "{why}");
     }
 }
