@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::cluster::CONTROLLER_SA;
 use super::runs::{Cluster, digest};
@@ -14,8 +14,55 @@ use crate::support::registry::{Cosign, Registry};
 
 const REPO: &str = "nb/app";
 
+/// Namespace `ns` of the real server with its `nb` stream following `registry` (plain HTTP:
+/// insecure), `first` imported as its candidate, and the ImagePromotion `notebooks` asking for
+/// `signature`, applied with kubectl.
+async fn gated(c: &Cluster, registry: &Registry, ns: &str, first: &str, signature: Value) {
+    c.promotion_namespace(ns, &digest('a'), &digest('b')).await;
+    let streams: Api<imagegate::api::ImageStream> = Api::namespaced(c.client.clone(), ns);
+    let follows = Patch::Strategic(registry.candidate_follows(REPO));
+    streams
+        .patch("nb", &PatchParams::default(), &follows)
+        .await
+        .unwrap();
+    c.emu.import(ns, "nb", "candidate", first).await;
+    let (applied, out) = c.cp.pipe(
+        &["apply", "-f", "-"],
+        &json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
+            "metadata": {"name": "notebooks", "namespace": ns},
+            "spec": {"imageStream": "nb", "signature": signature}})
+        .to_string(),
+    );
+    assert!(applied, "{out}");
+}
+
+/// A ConfigMap of the platform's namespace, created on the real server.
+async fn platform_config_map(c: &Cluster, name: &str, data: Value) {
+    let maps: Api<ConfigMap> = Api::namespaced(c.client.clone(), "imagegate-system");
+    let map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "imagegate-system"}, "data": data});
+    maps.create(
+        &PostParams::default(),
+        &serde_json::from_value(map).unwrap(),
+    )
+    .await
+    .unwrap();
+}
+
+/// A validated promote run `name` for `digest` in `ns`, to its end.
+async fn promote(c: &Cluster, ns: &str, name: &str, digest: &str) -> imagegate::api::CustomRun {
+    let params = [
+        ("imagestream", "nb"),
+        ("digest", digest),
+        ("validation-status", "Succeeded"),
+    ];
+    c.create_run(ns, name, &params, json!({})).await;
+    c.done(ns, name).await
+}
+
 #[tokio::test]
-async fn a_signed_candidate_is_promoted_and_an_unsigned_one_refused_on_the_real_api_server() {
+async fn a_signed_candidate_is_promoted_and_unsigned_foreign_copied_or_moved_ones_refused_on_the_real_api_server()
+ {
     let c = Cluster::start().await;
     let (_controller, _) = c.controller(&[]);
     let registry = Registry::start().await;
@@ -23,28 +70,19 @@ async fn a_signed_candidate_is_promoted_and_an_unsigned_one_refused_on_the_real_
     let signed = registry.push(REPO, "latest", "v1").await;
     publisher.sign_bundle(&format!("{}/{REPO}@{signed}", registry.host));
     let ns = "signed";
-    c.promotion_namespace(ns, &digest('a'), &digest('b')).await;
-    // The candidate now follows the registry (plain HTTP: insecure) and imported the signed build.
-    let streams: Api<imagegate::api::ImageStream> = Api::namespaced(c.client.clone(), ns);
-    let candidate = registry.candidate_follows(REPO);
-    streams
-        .patch("nb", &PatchParams::default(), &Patch::Strategic(candidate))
-        .await
-        .unwrap();
-    c.emu.import(ns, "nb", "candidate", &signed).await;
     // The trusted key in the platform's namespace, where the controller reads it.
-    let maps: Api<ConfigMap> = Api::namespaced(c.client.clone(), "imagegate-system");
-    let keys = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "publisher-keys", "namespace": "imagegate-system"},
-        "data": {"cosign.pub": publisher.public_key()}});
-    maps.create(
-        &PostParams::default(),
-        &serde_json::from_value(keys).unwrap(),
+    platform_config_map(
+        &c,
+        "publisher-keys",
+        json!({"cosign.pub": publisher.public_key()}),
     )
-    .await
-    .unwrap();
+    .await;
     // A pull secret with no entry for this registry: read, and nothing of it sent.
     let secrets: Api<Secret> = Api::namespaced(c.client.clone(), ns);
+    let signature = json!({
+        "keys": [{"name": "publisher", "configMapKeyRef": {"name": "publisher-keys", "key": "cosign.pub"}}],
+        "pullSecrets": ["quay-pull"]});
+    gated(&c, &registry, ns, &signed, signature).await;
     let pull = json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
         "metadata": {"name": "quay-pull", "namespace": ns},
         "stringData": {".dockerconfigjson": "{\"auths\": {\"quay.io\": {\"auth\": \"dTpw\"}}}"}});
@@ -55,27 +93,7 @@ async fn a_signed_candidate_is_promoted_and_an_unsigned_one_refused_on_the_real_
         )
         .await
         .unwrap();
-    let (applied, out) = c.cp.pipe(
-        &["apply", "-f", "-"],
-        &json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
-            "metadata": {"name": "notebooks", "namespace": ns},
-            "spec": {"imageStream": "nb", "signature": {
-                "keys": [{"name": "publisher", "configMapKeyRef": {"name": "publisher-keys", "key": "cosign.pub"}}],
-                "pullSecrets": ["quay-pull"]}}})
-        .to_string(),
-    );
-    assert!(applied, "{out}");
-    let validated = |d: &str| {
-        [
-            ("imagestream", "nb".to_string()),
-            ("digest", d.to_string()),
-            ("validation-status", "Succeeded".to_string()),
-        ]
-    };
-    let params = validated(&signed);
-    let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    c.create_run(ns, "promote-signed", &params, json!({})).await;
-    let run = c.done(ns, "promote-signed").await;
+    let run = promote(&c, ns, "promote-signed", &signed).await;
     assert_eq!(
         reason(&run),
         ("True".into(), "Promoted".into()),
@@ -92,30 +110,54 @@ async fn a_signed_candidate_is_promoted_and_an_unsigned_one_refused_on_the_real_
         Some(signed.as_str())
     );
 
-    // The next build is pushed and imported, never signed: refused, its image not served, the
-    // served tag marked UpdateFailed for it (one write, the mark).
+    // Each of these is refused, its image not served, the served tag marked UpdateFailed for it
+    // (one write, the mark): a build never signed; one signed by another key; one under whose
+    // signature tag someone copied the signed build's signature; and the tag moved upstream after
+    // the signed build, bringing a rebuilt, unsigned digest.
     let unsigned = registry.push(REPO, "latest", "v2").await;
-    c.emu.import(ns, "nb", "candidate", &unsigned).await;
-    let writes = c.stream_writes(ns).await;
-    let params = validated(&unsigned);
-    let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    c.create_run(ns, "promote-unsigned", &params, json!({}))
+    let stranger = Cosign::generate();
+    let theirs = registry.push(REPO, "latest", "theirs").await;
+    stranger.sign_bundle(&format!("{}/{REPO}@{theirs}", registry.host));
+    let copied = registry.push(REPO, "latest", "copied").await;
+    let sig_tag = |d: &str| format!("{}.sig", d.replace(':', "-"));
+    let older = registry.push(REPO, "older", "older").await;
+    publisher.sign(&format!("{}/{REPO}@{older}", registry.host));
+    let (body, media) = registry.manifest(REPO, &sig_tag(&older)).await;
+    registry
+        .put_manifest(REPO, &sig_tag(&copied), body, &media)
         .await;
-    let run = c.done(ns, "promote-unsigned").await;
-    assert_eq!(
-        reason(&run),
-        ("False".into(), "SignatureMissing".into()),
-        "{:?}",
-        run.status
-    );
-    assert_eq!(
-        c.stream(ns).await.current_digest("latest"),
-        Some(signed.as_str())
-    );
-    assert_eq!(c.stream_writes(ns).await, writes + 1, "one write: the mark");
-    let (_, ann) = crate::support::controller::served(&c.stream(ns).await);
-    assert_eq!(ann["imagegate.dev/phase"], "UpdateFailed");
-    assert_eq!(ann["imagegate.dev/candidate-digest"], unsigned);
+    let tagged = registry.push(REPO, "latest", "v3").await;
+    publisher.sign_bundle(&format!("{}/{REPO}@{tagged}", registry.host));
+    let moved = registry.push(REPO, "latest", "v3-rebuilt").await;
+    for (name, candidate, why) in [
+        ("promote-unsigned", &unsigned, "SignatureMissing"),
+        ("promote-theirs", &theirs, "SignatureUntrusted"),
+        ("promote-copied", &copied, "SignatureMissing"),
+        ("promote-moved", &moved, "SignatureMissing"),
+    ] {
+        c.emu.import(ns, "nb", "candidate", candidate).await;
+        let writes = c.stream_writes(ns).await;
+        let run = promote(&c, ns, name, candidate).await;
+        assert_eq!(
+            reason(&run),
+            ("False".into(), why.into()),
+            "{name}: {:?}",
+            run.status
+        );
+        assert_eq!(
+            c.stream(ns).await.current_digest("latest"),
+            Some(signed.as_str()),
+            "{name}"
+        );
+        assert_eq!(
+            c.stream_writes(ns).await,
+            writes + 1,
+            "{name}: one write, the mark"
+        );
+        let (_, ann) = crate::support::controller::served(&c.stream(ns).await);
+        assert_eq!(ann["imagegate.dev/phase"], "UpdateFailed", "{name}");
+        assert_eq!(&ann["imagegate.dev/candidate-digest"], candidate, "{name}");
+    }
     c.cp.assert_never_forbidden(CONTROLLER_SA);
 }
 
@@ -135,48 +177,17 @@ async fn keyless_by_a_trusted_identity_promotes_and_another_identity_is_refused_
         "release@example.com",
     );
     let ns = "keyless";
-    c.promotion_namespace(ns, &digest('a'), &digest('b')).await;
-    let streams: Api<imagegate::api::ImageStream> = Api::namespaced(c.client.clone(), ns);
-    let candidate = registry.candidate_follows(REPO);
-    streams
-        .patch("nb", &PatchParams::default(), &Patch::Strategic(candidate))
-        .await
-        .unwrap();
-    c.emu.import(ns, "nb", "candidate", &signed).await;
-    let maps: Api<ConfigMap> = Api::namespaced(c.client.clone(), "imagegate-system");
-    let root = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "sigstore-root", "namespace": "imagegate-system"},
-        "data": {"trusted_root.json": sigstore.trusted_root}});
-    maps.create(
-        &PostParams::default(),
-        &serde_json::from_value(root).unwrap(),
+    platform_config_map(
+        &c,
+        "sigstore-root",
+        json!({"trusted_root.json": sigstore.trusted_root}),
     )
-    .await
-    .unwrap();
-    let (applied, out) = c.cp.pipe(
-        &["apply", "-f", "-"],
-        &json!({"apiVersion": "imagegate.dev/v1alpha1", "kind": "ImagePromotion",
-            "metadata": {"name": "notebooks", "namespace": ns},
-            "spec": {"imageStream": "nb", "signature": {"keyless": {
-                "trustedRoot": {"configMapKeyRef": {"name": "sigstore-root", "key": "trusted_root.json"}},
-                "identities": [{"name": "release", "issuer": sigstore.issuer,
-                    "subject": "release@example.com"}]}}}})
-        .to_string(),
-    );
-    assert!(applied, "{out}");
-    let promote = |name: &'static str, d: String| {
-        let c = &c;
-        async move {
-            let params = [
-                ("imagestream", "nb"),
-                ("digest", d.as_str()),
-                ("validation-status", "Succeeded"),
-            ];
-            c.create_run(ns, name, &params, json!({})).await;
-            c.done(ns, name).await
-        }
-    };
-    let run = promote("promote-signed", signed.clone()).await;
+    .await;
+    let signature = json!({"keyless": {
+        "trustedRoot": {"configMapKeyRef": {"name": "sigstore-root", "key": "trusted_root.json"}},
+        "identities": [{"name": "release", "issuer": sigstore.issuer, "subject": "release@example.com"}]}});
+    gated(&c, &registry, ns, &signed, signature).await;
+    let run = promote(&c, ns, "promote-signed", &signed).await;
     assert_eq!(
         reason(&run),
         ("True".into(), "Promoted".into()),
@@ -196,7 +207,7 @@ async fn keyless_by_a_trusted_identity_promotes_and_another_identity_is_refused_
         "intruder@example.com",
     );
     c.emu.import(ns, "nb", "candidate", &other).await;
-    let run = promote("promote-other", other.clone()).await;
+    let run = promote(&c, ns, "promote-other", &other).await;
     assert_eq!(
         reason(&run),
         ("False".into(), "SignatureUntrusted".into()),
