@@ -143,17 +143,15 @@ fn authorities(found: &[CertificateAuthority], field: &str) -> Result<Vec<Author
     Ok(out)
 }
 
-/// The host of a log's base URL (`https://rekor.sigstore.dev` -> `rekor.sigstore.dev`): what a
-/// Rekor v2 checkpoint names as its origin (sigstore-go verifies with the same).
+/// The host of a log's base URL (`https://rekor.sigstore.dev` -> `rekor.sigstore.dev`, an IPv6
+/// address without its brackets): what a Rekor v2 checkpoint names as its origin (sigstore-go
+/// verifies with Go's `URL.Hostname()`, the same).
 pub(crate) fn origin_of(base_url: &str) -> Option<String> {
-    let rest = base_url.split_once("://").map(|(_, r)| r)?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let authority = authority.rsplit('@').next().unwrap_or_default();
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.split(':').next().unwrap_or_default(),
-    };
-    (!host.is_empty()).then(|| host.to_string())
+    match url::Url::parse(base_url).ok()?.host()? {
+        url::Host::Domain(domain) => Some(domain.to_string()),
+        url::Host::Ipv4(v4) => Some(v4.to_string()),
+        url::Host::Ipv6(v6) => Some(v6.to_string()),
+    }
 }
 
 #[cfg(test)]
